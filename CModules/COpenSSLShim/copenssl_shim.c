@@ -1,0 +1,164 @@
+#define OPENSSL_SUPPRESS_DEPRECATED 1
+#include "copenssl_shim.h"
+
+#include <openssl/bio.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs12.h>
+#include <openssl/provider.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void bytes_free(pw_bytes *b)
+{
+    if (b->data != NULL) {
+        OPENSSL_cleanse(b->data, b->length);
+        free(b->data);
+    }
+    b->data = NULL;
+    b->length = 0;
+}
+
+static int bn_param(const EVP_PKEY *pkey, const char *name, size_t pad_to, pw_bytes *out)
+{
+    BIGNUM *bn = NULL;
+    if (!EVP_PKEY_get_bn_param(pkey, name, &bn)) return 0;
+    size_t n = (size_t)BN_num_bytes(bn);
+    size_t len = n > pad_to ? n : pad_to;
+    if (len == 0) len = 1;
+    out->data = malloc(len);
+    if (out->data == NULL) { BN_clear_free(bn); return 0; }
+    out->length = len;
+    BN_bn2binpad(bn, out->data, (int)len);
+    BN_clear_free(bn);
+    return 1;
+}
+
+static int extract(EVP_PKEY *pkey, pw_private_key *out)
+{
+    switch (EVP_PKEY_get_base_id(pkey)) {
+    case EVP_PKEY_EC: {
+        out->kind = PW_KEY_EC;
+        size_t name_len = 0;
+        if (!EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, out->curve, sizeof out->curve, &name_len))
+            return PW_PARSE_UNSUPPORTED_KEY;
+        int bits = EVP_PKEY_get_bits(pkey);
+        return bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, (size_t)(bits + 7) / 8, &out->ec_private) ? PW_PARSE_OK : PW_PARSE_INTERNAL;
+    }
+    case EVP_PKEY_RSA: {
+        out->kind = PW_KEY_RSA;
+        int ok = bn_param(pkey, OSSL_PKEY_PARAM_RSA_N, 0, &out->rsa_n)
+            && bn_param(pkey, OSSL_PKEY_PARAM_RSA_E, 0, &out->rsa_e)
+            && bn_param(pkey, OSSL_PKEY_PARAM_RSA_D, 0, &out->rsa_d)
+            && bn_param(pkey, OSSL_PKEY_PARAM_RSA_FACTOR1, 0, &out->rsa_p)
+            && bn_param(pkey, OSSL_PKEY_PARAM_RSA_FACTOR2, 0, &out->rsa_q)
+            && bn_param(pkey, OSSL_PKEY_PARAM_RSA_EXPONENT1, 0, &out->rsa_dp)
+            && bn_param(pkey, OSSL_PKEY_PARAM_RSA_EXPONENT2, 0, &out->rsa_dq)
+            && bn_param(pkey, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, 0, &out->rsa_qinv);
+        return ok ? PW_PARSE_OK : PW_PARSE_INTERNAL;
+    }
+    default:
+        return PW_PARSE_UNSUPPORTED_KEY;
+    }
+}
+
+int pw_parse_private_key(const uint8_t *data, size_t length, pw_private_key *out)
+{
+    memset(out, 0, sizeof *out);
+    ERR_clear_error();
+    BIO *bio = BIO_new_mem_buf(data, (int)length);
+    if (bio == NULL) return PW_PARSE_INTERNAL;
+    /* PEM_read_bio_PrivateKey skips blocks of other types, such as a leading EC PARAMETERS. */
+    EVP_PKEY *pkey = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"");
+    BIO_free(bio);
+    if (pkey == NULL) {
+        const unsigned char *p = data;
+        pkey = d2i_AutoPrivateKey(NULL, &p, (long)length);
+    }
+    if (pkey == NULL) return PW_PARSE_UNREADABLE;
+    int result = extract(pkey, out);
+    EVP_PKEY_free(pkey);
+    if (result != PW_PARSE_OK) pw_private_key_free(out);
+    return result;
+}
+
+static pthread_once_t providers_once = PTHREAD_ONCE_INIT;
+
+static void load_providers(void)
+{
+    /* Legacy PKCS#12 files use RC2-40 or 3DES, which OpenSSL 3 keeps in the legacy provider. */
+    OSSL_PROVIDER_load(NULL, "legacy");
+    OSSL_PROVIDER_load(NULL, "default");
+}
+
+int pw_parse_pkcs12(const uint8_t *data, size_t length, const char *password, pw_private_key *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_once(&providers_once, load_providers);
+    ERR_clear_error();
+    const unsigned char *p = data;
+    PKCS12 *p12 = d2i_PKCS12(NULL, &p, (long)length);
+    if (p12 == NULL) return PW_PARSE_UNREADABLE;
+    if (!PKCS12_mac_present(p12) ? 0 : !PKCS12_verify_mac(p12, password, -1)) {
+        PKCS12_free(p12);
+        return PW_PARSE_BAD_PASSWORD;
+    }
+    EVP_PKEY *pkey = NULL;
+    X509 *cert = NULL;
+    int ok = PKCS12_parse(p12, password, &pkey, &cert, NULL);
+    PKCS12_free(p12);
+    if (!ok || pkey == NULL) {
+        X509_free(cert);
+        EVP_PKEY_free(pkey);
+        return ok ? PW_PARSE_UNREADABLE : PW_PARSE_BAD_PASSWORD;
+    }
+    int result = extract(pkey, out);
+    EVP_PKEY_free(pkey);
+    if (result == PW_PARSE_OK && cert != NULL) {
+        int len = i2d_X509(cert, NULL);
+        if (len > 0 && (out->certificate.data = malloc((size_t)len)) != NULL) {
+            unsigned char *q = out->certificate.data;
+            out->certificate.length = (size_t)i2d_X509(cert, &q);
+        }
+    }
+    X509_free(cert);
+    if (result != PW_PARSE_OK) pw_private_key_free(out);
+    return result;
+}
+
+void pw_private_key_free(pw_private_key *key)
+{
+    bytes_free(&key->ec_private);
+    bytes_free(&key->rsa_n);
+    bytes_free(&key->rsa_e);
+    bytes_free(&key->rsa_d);
+    bytes_free(&key->rsa_p);
+    bytes_free(&key->rsa_q);
+    bytes_free(&key->rsa_dp);
+    bytes_free(&key->rsa_dq);
+    bytes_free(&key->rsa_qinv);
+    bytes_free(&key->certificate);
+    key->kind = PW_KEY_UNKNOWN;
+}
+
+int pw_oaep_sha256_decode(const uint8_t *encoded, size_t encoded_length, size_t modulus_length,
+                          uint8_t *out, size_t out_capacity)
+{
+    /* The whole encoded block, leading zero included; OpenSSL checks that byte in constant time. */
+    if (encoded_length == 0 || encoded_length > modulus_length) return -1;
+    return RSA_padding_check_PKCS1_OAEP_mgf1(out, (int)out_capacity, encoded, (int)encoded_length,
+                                             (int)modulus_length, NULL, 0, EVP_sha256(), EVP_sha256());
+}
+
+void pw_last_error(char *out, size_t out_length)
+{
+    unsigned long e = ERR_peek_last_error();
+    if (e == 0) { snprintf(out, out_length, "no OpenSSL error recorded"); return; }
+    ERR_error_string_n(e, out, out_length);
+}

@@ -1,0 +1,1 @@
+#include <p11-kit/pkcs11.h>

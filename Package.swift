@@ -1,0 +1,87 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Paywarden",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "paywarden", targets: ["PaywardenCLI"]),
+        .library(name: "PKCS11", targets: ["PKCS11"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C interop: PKCS#11 module loading and the constants Swift cannot import.
+        .systemLibrary(
+            name: "CP11Kit",
+            path: "CModules/CP11Kit",
+            pkgConfig: "p11-kit-1",
+            providers: [.apt(["libp11-kit-dev"])]
+        ),
+        .target(
+            name: "CPKCS11",
+            dependencies: ["CP11Kit"],
+            path: "CModules/CPKCS11",
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
+        // Thin shims over OpenSSL's libcrypto where it is the vetted tool (key parsing, OAEP decoding).
+        .systemLibrary(
+            name: "CLibCrypto",
+            path: "CModules/CLibCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "COpenSSLShim",
+            dependencies: ["CLibCrypto"],
+            path: "CModules/COpenSSLShim"
+        ),
+
+        // The PKCS#11 layer: knows nothing of Apple Pay.
+        .target(
+            name: "PKCS11",
+            dependencies: [
+                "CPKCS11",
+                "COpenSSLShim",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Helpers for tests and benchmarks: temporary SoftHSM tokens.
+        .target(
+            name: "PKCS11Testing",
+            dependencies: ["PKCS11"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "PaywardenCLI",
+            dependencies: [
+                "PKCS11",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "PaywardenBench",
+            dependencies: ["PKCS11", "PKCS11Testing", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "PKCS11Tests",
+            dependencies: [
+                "PKCS11", "PKCS11Testing",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)

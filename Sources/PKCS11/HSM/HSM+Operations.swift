@@ -1,0 +1,83 @@
+import Crypto
+
+extension HSM {
+    // MARK: Key administration
+
+    /// Generates a key pair inside the HSM (see ``KeySpecification`` for the attributes).
+    public func generateKeyPair(_ specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
+        let key = try await withSession { session throws(PKCS11Error) in try session.generateKeyPair(specification) }
+        remember(key)
+        return key
+    }
+
+    /// Imports a software key as a sensitive, non-extractable token object.
+    public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
+        let object = try await withSession { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
+        remember(object)
+        return object
+    }
+
+    /// Destroys the key pair with `id`. Returns how many objects were destroyed.
+    @discardableResult
+    public func destroyKeyPair(_ id: KeyIdentifier) async throws(PKCS11Error) -> Int {
+        forget(id)
+        return try await withSession { session throws(PKCS11Error) in try session.destroyKeyPair(id: id) }
+    }
+
+    // MARK: Private-key operations
+
+    /// ECDH between the key `id` and `peerPoint` (an uncompressed P-256 point), then the one-step
+    /// KDF of NIST SP 800-56A with SHA-256, counter first, over `otherInfo`, on the strongest
+    /// path the token supports. The point is validated here, so a bad point is bad input and
+    /// never an HSM failure.
+    public func deriveConcatenationKDFKey(_ id: KeyIdentifier, peerPoint: [UInt8], otherInfo: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        guard let path = capabilities.ecdhPath else {
+            throw .mechanismUnsupported("the token offers no usable ECDH path: \(capabilities.report.filter { $0.hasPrefix("ECDH") }.joined(separator: "; "))")
+        }
+        guard peerPoint.count == 65, peerPoint.first == 0x04,
+              (try? P256.KeyAgreement.PublicKey(x963Representation: peerPoint)) != nil
+        else {
+            throw .invalidInput("the peer public key is not an uncompressed point on P-256")
+        }
+        return try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+            guard key.algorithm == .ecP256 else { throw .invalidInput("key \(id) is \(key.algorithm.rawValue), not EC") }
+            guard key.usage.contains(.derive) else { throw .call("C_DeriveKey", .keyFunctionNotPermitted) }
+            return try session.deriveConcatenationKDFKey(path: path, privateKey: key.handle, peerPoint: peerPoint, otherInfo: otherInfo)
+        }
+    }
+
+    /// Removes RSA-OAEP (SHA-256, MGF1-SHA-256) from `ciphertext` with the key `id`, on the
+    /// strongest path the token supports.
+    public func decryptOAEPSHA256(_ id: KeyIdentifier, ciphertext: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        guard let path = capabilities.rsaDecryptionPath else {
+            throw .mechanismUnsupported("the token offers no usable RSA-OAEP path: \(capabilities.report.filter { $0.hasPrefix("RSA") }.joined(separator: "; "))")
+        }
+        return try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+            guard case .rsa(let modulus, _) = key.publicKey else { throw .invalidInput("key \(id) is not RSA") }
+            return try session.decryptOAEPSHA256(path: path, privateKey: key.handle, ciphertext: ciphertext, modulusLength: modulus.count)
+        }
+    }
+
+    /// ECDSA P-256 over a SHA-256 digest, DER-encoded as X.509 and CMS expect.
+    public func signECDSA(_ id: KeyIdentifier, digest: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        guard digest.count == 32 else { throw .invalidInput("an ECDSA P-256 digest is 32 bytes") }
+        let raw = try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+            guard key.algorithm == .ecP256 else { throw .invalidInput("key \(id) is not EC") }
+            return try session.signECDSA(privateKey: key.handle, digest: digest)
+        }
+        do {
+            return Array(try P256.Signing.ECDSASignature(rawRepresentation: raw).derRepresentation)
+        } catch {
+            throw PKCS11Error(code: .returnValue(.functionFailed), category: .retry, function: "C_Sign",
+                              message: "the HSM returned a malformed ECDSA signature of \(raw.count) bytes")
+        }
+    }
+
+    /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`.
+    public func signRSAPKCS1SHA256(_ id: KeyIdentifier, message: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+            guard key.algorithm == .rsa2048 else { throw .invalidInput("key \(id) is not RSA") }
+            return try session.signRSAPKCS1SHA256(privateKey: key.handle, message: message)
+        }
+    }
+}

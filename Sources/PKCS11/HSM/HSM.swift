@@ -1,0 +1,239 @@
+import CPKCS11
+import Crypto
+import Foundation
+import Logging
+import Synchronization
+
+/// A logged-in token and the sessions that work on it: the PKCS#11 layer's front door.
+///
+/// Opening an HSM loads the module with OS locking, finds the token by label, logs in on an
+/// anchor session that stays open for the life of the process (closing the last session would
+/// log the token out), probes which ECDH and RSA paths the token supports, caches the private
+/// key handles, and starts one worker thread and session per configured worker.
+public final class HSM: Sendable {
+    public let configuration: HSMConfiguration
+    public let module: PKCS11Module
+    public let token: TokenInfo
+    public let capabilities: Capabilities
+
+    let pool: SessionPool
+    private let location: TokenLocation
+    private let anchor: Mutex<Session?>
+    private let keyCache = Mutex<[KeyIdentifier: KeyObject]>([:])
+    private let recycleCount = Atomic<Int>(0)
+    private let logger: Logger
+
+    private init(configuration: HSMConfiguration, opened: Opened, logger: Logger) {
+        self.configuration = configuration
+        self.module = opened.location.module
+        self.location = opened.location
+        self.token = opened.token
+        self.capabilities = opened.capabilities
+        self.anchor = Mutex(opened.anchor.session)
+        self.logger = logger
+        let location = opened.location
+        self.pool = SessionPool(workers: configuration.workers, maxPending: configuration.maxPendingOperations) { () throws(PKCS11Error) in
+            try Session(module: location.module, slot: location.slot)
+        }
+        keyCache.withLock { cache in
+            for key in opened.keys { cache[key.id] = key }
+        }
+    }
+
+    /// Opens the token described by `configuration`. Fails with a misconfiguration error that
+    /// names what to fix when the module, token or PIN is wrong.
+    public static func open(_ configuration: HSMConfiguration, logger: Logger = Logger(label: "paywarden.hsm")) async throws(PKCS11Error) -> HSM {
+        let opened: Opened
+        do {
+            opened = try await DedicatedThread.run(name: "paywarden-hsm-open") { () throws(PKCS11Error) -> Opened in
+                let pin = try configuration.pin.read()
+                let module = try PKCS11Module.load(path: configuration.modulePath)
+                try module.initialize()
+                let location = TokenLocation(module: module, slot: try module.slot(forTokenLabel: configuration.tokenLabel))
+                let anchor = try location.logIn(pin: pin)
+                let capabilities = CapabilityProbe.run(
+                    session: anchor, mechanisms: try module.mechanisms(slot: location.slot), configuration: configuration
+                )
+                return Opened(
+                    location: location, token: try module.tokenInfo(slot: location.slot),
+                    anchor: SessionTransfer(session: anchor), capabilities: capabilities, keys: try anchor.privateKeys()
+                )
+            }
+        } catch let error as PKCS11Error {
+            throw error
+        } catch {
+            throw PKCS11Error(code: .moduleInvalid, category: .misconfiguration, message: "\(error)")
+        }
+        let hsm = HSM(configuration: configuration, opened: opened, logger: logger)
+        logger.info("HSM ready", metadata: [
+            "module": "\(configuration.modulePath)", "token": "\(hsm.token.label)",
+            "ecdh_path": "\(hsm.capabilities.ecdhPath?.rawValue ?? "none")",
+            "rsa_path": "\(hsm.capabilities.rsaDecryptionPath?.rawValue ?? "none")",
+            "keys": "\(opened.keys.count)", "workers": "\(hsm.pool.workerCount)",
+        ])
+        for line in hsm.capabilities.report { logger.debug("capability probe", metadata: ["result": "\(line)"]) }
+        return hsm
+    }
+
+    /// Finishes queued work, closes every session and finalizes the module.
+    public func close() async {
+        pool.shutdown()
+        _ = try? await DedicatedThread.run(name: "paywarden-hsm-close") { [self] in
+            anchor.withLock { session in
+                session?.close()
+                session = nil
+            }
+            module.finalize()
+        }
+    }
+
+    /// How many times the module has been recycled.
+    public var recycles: Int { recycleCount.load(ordering: .relaxed) }
+
+    /// Operations waiting for a worker.
+    public var pendingOperations: Int { pool.pending }
+
+    /// Runs `body` with a pooled session on a worker thread. Handles are the caller's business;
+    /// prefer the typed operations, which re-find keys and re-login when they must.
+    public func withSession<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) async throws(PKCS11Error) -> R {
+        do {
+            return try await pool.run(body)
+        } catch where error.category == .relogin {
+            try await recycle()
+            return try await pool.run(body)
+        }
+    }
+
+    /// Re-initialises the module without failing in-flight work: waits for the workers to finish
+    /// what they hold, calls `C_Finalize` and `C_Initialize`, logs in again and re-caches every
+    /// key handle, while new work waits in the queue. Reclaims what SoftHSM 2.6.1 leaks per derive.
+    @discardableResult
+    public func recycle() async throws(PKCS11Error) -> Duration {
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            let keys = try await pool.exclusive { [self] () throws(PKCS11Error) -> [KeyObject] in
+                try anchor.withLock { (session) throws(PKCS11Error) -> [KeyObject] in
+                    session?.abandon()
+                    session = nil
+                    module.finalize()
+                    try module.initialize()
+                    location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
+                    let fresh = try location.logIn(pin: configuration.pin.read())
+                    session = fresh
+                    return try fresh.privateKeys()
+                }
+            }
+            replaceCache(with: keys)
+        } catch let error as PKCS11Error {
+            logger.error("HSM module recycle failed", metadata: ["error": "\(error)"])
+            throw error
+        } catch {
+            throw PKCS11Error(code: .moduleInvalid, category: .retry, message: "\(error)")
+        }
+        recycleCount.add(1, ordering: .relaxed)
+        let elapsed = clock.now - start
+        logger.info("HSM module recycled", metadata: ["duration": "\(elapsed)", "recycles": "\(recycles)"])
+        return elapsed
+    }
+
+    // MARK: Key handle cache
+
+    /// Every private key in the token, read afresh (another instance may have changed them);
+    /// the handle cache is replaced with what was found.
+    public func keys() async throws(PKCS11Error) -> [KeyObject] {
+        let keys = try await withSession { session throws(PKCS11Error) in try session.privateKeys() }
+        replaceCache(with: keys)
+        return keys.sorted { $0.id < $1.id }
+    }
+
+    /// The private key with `id`, from the cache when possible.
+    public func key(_ id: KeyIdentifier) async throws(PKCS11Error) -> KeyObject {
+        if let key = keyCache.withLock({ $0[id] }) { return key }
+        guard let key = try await withSession({ session throws(PKCS11Error) in try session.privateKey(id: id) }) else {
+            throw .keyNotFound(id)
+        }
+        keyCache.withLock { $0[id] = key }
+        return key
+    }
+
+    private func replaceCache(with keys: [KeyObject]) {
+        keyCache.withLock { cache in
+            cache.removeAll(keepingCapacity: true)
+            for key in keys { cache[key.id] = key }
+        }
+    }
+
+    /// Runs `body` with the cached key. A stale handle is re-found once; a lost login is
+    /// re-established once.
+    func withPrivateKey<R: Sendable>(
+        _ id: KeyIdentifier, _ body: @escaping @Sendable (Session, KeyObject) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
+        var retried = false
+        while true {
+            let key = try await key(id)
+            do {
+                return try await pool.run { session throws(PKCS11Error) in try body(session, key) }
+            } catch {
+                guard !retried else { throw error }
+                retried = true
+                if error.returnValue == .keyHandleInvalid || error.returnValue == .objectHandleInvalid {
+                    _ = keyCache.withLock { $0.removeValue(forKey: id) }
+                } else if error.category == .relogin {
+                    try await recycle()
+                } else {
+                    throw error
+                }
+            }
+        }
+    }
+
+    func remember(_ key: KeyObject) {
+        keyCache.withLock { $0[key.id] = key }
+    }
+
+    func forget(_ id: KeyIdentifier) {
+        _ = keyCache.withLock { $0.removeValue(forKey: id) }
+    }
+}
+
+/// Where the token is now: its module and its slot, which may move across a recycle.
+final class TokenLocation: Sendable {
+    let module: PKCS11Module
+    private let current: Mutex<CK_SLOT_ID>
+
+    init(module: PKCS11Module, slot: CK_SLOT_ID) {
+        self.module = module
+        self.current = Mutex(slot)
+    }
+
+    var slot: CK_SLOT_ID {
+        get { current.withLock { $0 } }
+        set { current.withLock { $0 = newValue } }
+    }
+
+    /// Opens a session and logs the user in on it; the login holds for every session after.
+    func logIn(pin: [UInt8]) throws(PKCS11Error) -> Session {
+        let session = try Session(module: module, slot: slot)
+        do {
+            try session.login(userPIN: pin)
+        } catch {
+            session.close()
+            throw error
+        }
+        return session
+    }
+}
+
+/// Carries the anchor session from the opening thread to the HSM, which then owns it.
+private struct SessionTransfer: @unchecked Sendable {
+    let session: Session
+}
+
+private struct Opened: Sendable {
+    let location: TokenLocation
+    let token: TokenInfo
+    let anchor: SessionTransfer
+    let capabilities: Capabilities
+    let keys: [KeyObject]
+}

@@ -1,0 +1,110 @@
+import CPKCS11
+import Foundation
+import Synchronization
+
+/// A loaded PKCS#11 module (a shared object and its function list).
+///
+/// A module's state is process-wide: `C_Initialize` and `C_Finalize` affect every user of the
+/// library in the process, so there is one `PKCS11Module` per path, shared.
+public final class PKCS11Module: @unchecked Sendable {
+    public let path: String
+    let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
+
+    private static let loaded = Mutex<[String: PKCS11Module]>([:])
+
+    private init(path: String, functions: UnsafeMutablePointer<CK_FUNCTION_LIST>) {
+        self.path = path
+        self.functions = functions
+    }
+
+    /// Loads the module at `path` once per process; later calls return the same instance.
+    public static func load(path: String) throws(PKCS11Error) -> PKCS11Module {
+        let result: Result<PKCS11Module, PKCS11Error> = loaded.withLock { modules in
+            if let module = modules[path] { return .success(module) }
+            guard FileManager.default.fileExists(atPath: path) else {
+                return .failure(PKCS11Error(
+                    code: .moduleNotFound, category: .misconfiguration,
+                    message: "no PKCS#11 module at \(path); install the HSM's client library (softhsm2 for development) or set PAYWARDEN_PKCS11_MODULE"
+                ))
+            }
+            var raw = cpkcs11_module()
+            var reason = [CChar](repeating: 0, count: 512)
+            let status = cpkcs11_load(path, &raw, &reason, reason.count)
+            guard status == 0, let functions = raw.functions else {
+                let text = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                return .failure(PKCS11Error(
+                    code: .moduleInvalid, category: .misconfiguration,
+                    message: "\(path) is not a loadable PKCS#11 module (\(text)); point PAYWARDEN_PKCS11_MODULE at the vendor's PKCS#11 library"
+                ))
+            }
+            let module = PKCS11Module(path: path, functions: functions)
+            modules[path] = module
+            return .success(module)
+        }
+        return try result.get()
+    }
+
+    /// `C_Initialize` with OS locking. An already-initialised module is not an error.
+    func initialize() throws(PKCS11Error) {
+        let rv = cpkcs11_initialize(functions)
+        if rv == CK_RV(CKR_CRYPTOKI_ALREADY_INITIALIZED) { return }
+        try check("C_Initialize", rv)
+    }
+
+    /// `C_Finalize`: closes every session and forgets every handle in the process.
+    func finalize() {
+        _ = functions.pointee.C_Finalize(nil)
+    }
+
+    public func info() throws(PKCS11Error) -> ModuleInfo {
+        var info = CK_INFO()
+        try check("C_GetInfo", functions.pointee.C_GetInfo(&info))
+        return ModuleInfo(info)
+    }
+
+    func slots(tokenPresent: Bool) throws(PKCS11Error) -> [CK_SLOT_ID] {
+        var count: CK_ULONG = 0
+        let present = CK_BBOOL(tokenPresent ? CK_TRUE : CK_FALSE)
+        try check("C_GetSlotList", functions.pointee.C_GetSlotList(present, nil, &count))
+        var slots = [CK_SLOT_ID](repeating: 0, count: Int(count))
+        try check("C_GetSlotList", functions.pointee.C_GetSlotList(present, &slots, &count))
+        return Array(slots.prefix(Int(count)))
+    }
+
+    func tokenInfo(slot: CK_SLOT_ID) throws(PKCS11Error) -> TokenInfo {
+        var info = CK_TOKEN_INFO()
+        try check("C_GetTokenInfo", functions.pointee.C_GetTokenInfo(slot, &info))
+        return TokenInfo(slot: slot, info)
+    }
+
+    /// All initialised tokens, in slot order.
+    public func tokens() throws(PKCS11Error) -> [TokenInfo] {
+        var tokens: [TokenInfo] = []
+        for slot in try slots(tokenPresent: true) {
+            let info = try tokenInfo(slot: slot)
+            if info.isInitialized { tokens.append(info) }
+        }
+        return tokens
+    }
+
+    /// The slot whose token carries `label`. Slot ids move when tokens are added, so a token is
+    /// always found by its label.
+    func slot(forTokenLabel label: String) throws(PKCS11Error) -> CK_SLOT_ID {
+        let tokens = try tokens()
+        if let token = tokens.first(where: { $0.label == label }) { return token.slot }
+        let known = tokens.map { "\"\($0.label)\"" }.joined(separator: ", ")
+        throw PKCS11Error(
+            code: .tokenNotFound, category: .misconfiguration,
+            message: "no token labelled \"\(label)\" in \(path) (tokens present: \(known.isEmpty ? "none" : known)); set PAYWARDEN_TOKEN_LABEL, or run `paywarden dev-hsm init` for a development token"
+        )
+    }
+
+    /// The mechanisms the token in `slot` lists.
+    func mechanisms(slot: CK_SLOT_ID) throws(PKCS11Error) -> Set<MechanismType> {
+        var count: CK_ULONG = 0
+        try check("C_GetMechanismList", functions.pointee.C_GetMechanismList(slot, nil, &count))
+        var list = [CK_MECHANISM_TYPE](repeating: 0, count: Int(count))
+        try check("C_GetMechanismList", functions.pointee.C_GetMechanismList(slot, &list, &count))
+        return Set(list.prefix(Int(count)).map(MechanismType.init(rawValue:)))
+    }
+}

@@ -1,0 +1,111 @@
+import CPKCS11
+
+extension Session {
+    /// Generates a key pair inside the HSM: token objects, the private half sensitive and never
+    /// extractable.
+    public func generateKeyPair(_ specification: KeySpecification) throws(PKCS11Error) -> KeyObject {
+        let mechanism: Mechanism = specification.algorithm == .ecP256 ? .ecKeyPairGeneration : .rsaKeyPairGeneration
+        let (_, privateHandle) = try generateKeyPair(
+            mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate
+        )
+        return try keyObject(privateHandle)
+    }
+
+    /// Creates a token private key (and its public key object) from software material. The new
+    /// object is sensitive and never extractable, like a generated one.
+    public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) throws(PKCS11Error) -> KeyObject {
+        guard key.algorithm == specification.algorithm else {
+            throw .invalidInput("the key is \(key.algorithm.rawValue) but \(specification.algorithm.rawValue) was requested")
+        }
+        let publicKey: PublicKey
+        do { publicKey = try key.publicKey() } catch {
+            throw .invalidInput("the private key's public half could not be computed: it is not a valid key")
+        }
+        var publicTemplate = specification.publicKeyTemplate.filter { $0.type != .modulusBits && $0.type != .publicExponent }
+        switch publicKey {
+        case .ecP256(let point):
+            // CKA_EC_POINT is a DER OCTET STRING around the point.
+            publicTemplate.append(Attribute(.ecPoint, bytes: [0x04, UInt8(point.count)] + point))
+        case .rsa(let modulus, let exponent):
+            publicTemplate.append(Attribute(.modulus, bytes: modulus))
+            publicTemplate.append(Attribute(.publicExponent, bytes: exponent))
+        }
+        let publicHandle = try createObject(publicTemplate)
+        do {
+            let privateHandle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
+            return try keyObject(privateHandle)
+        } catch {
+            // Leave nothing half-written.
+            try? destroyObject(publicHandle)
+            throw error
+        }
+    }
+
+    /// Every private key in the token, with its public key read from the matching public object.
+    public func privateKeys() throws(PKCS11Error) -> [KeyObject] {
+        var keys: [KeyObject] = []
+        for handle in try findObjects([.objectClass(.privateKey)]) {
+            do {
+                keys.append(try keyObject(handle))
+            } catch where error.code == .unsupportedKey || error.code == .keyNotFound {
+                continue  // foreign objects in a shared token are not ours to describe
+            }
+        }
+        return keys
+    }
+
+    /// The private key with `id`, or nil.
+    public func privateKey(id: KeyIdentifier) throws(PKCS11Error) -> KeyObject? {
+        guard let handle = try findObjects([.objectClass(.privateKey), .id(id)]).first else { return nil }
+        return try keyObject(handle)
+    }
+
+    /// Destroys the private and public key objects with `id`. Returns how many were destroyed.
+    @discardableResult
+    public func destroyKeyPair(id: KeyIdentifier) throws(PKCS11Error) -> Int {
+        let handles = try findObjects([.objectClass(.privateKey), .id(id)]) + findObjects([.objectClass(.publicKey), .id(id)])
+        for handle in handles { try destroyObject(handle) }
+        return handles.count
+    }
+
+    func keyObject(_ handle: CK_OBJECT_HANDLE) throws(PKCS11Error) -> KeyObject {
+        let attributes = try attributes(of: handle, [
+            .id, .label, .keyType, .sensitive, .extractable, .derive, .sign, .decrypt, .unwrap,
+        ])
+        let keyType = KeyType(rawValue: attributes[.keyType].map(Self.ulong) ?? CK_ULONG.max)
+        let algorithm: KeyAlgorithm
+        switch keyType {
+        case .ec: algorithm = .ecP256
+        case .rsa: algorithm = .rsa2048
+        default: throw PKCS11Error(code: .unsupportedKey, category: .misconfiguration, message: "not an EC or RSA key")
+        }
+        let id = KeyIdentifier(bytes: attributes[.id] ?? [])
+        guard let publicHandle = try findObjects([.objectClass(.publicKey), .id(id)]).first else {
+            throw .keyNotFound(id)
+        }
+        let publicAttributes = try self.attributes(of: publicHandle, algorithm == .ecP256 ? [.ecPoint] : [.modulus, .publicExponent])
+        var usage: KeyUsage = []
+        if Self.bool(attributes[.derive]) { usage.insert(.derive) }
+        if Self.bool(attributes[.sign]) { usage.insert(.sign) }
+        if Self.bool(attributes[.decrypt]) { usage.insert(.decrypt) }
+        if Self.bool(attributes[.unwrap]) { usage.insert(.unwrap) }
+        return KeyObject(
+            id: id,
+            label: String(decoding: attributes[.label] ?? [], as: UTF8.self),
+            algorithm: algorithm,
+            publicKey: try PublicKey(keyType: keyType, attributes: publicAttributes),
+            usage: usage,
+            isSensitive: Self.bool(attributes[.sensitive]),
+            isExtractable: Self.bool(attributes[.extractable]),
+            handle: handle
+        )
+    }
+
+    static func bool(_ bytes: [UInt8]?) -> Bool { bytes?.first.map { $0 != 0 } ?? false }
+
+    static func ulong(_ bytes: [UInt8]) -> CK_ULONG {
+        var value: CK_ULONG = 0
+        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes.prefix(MemoryLayout<CK_ULONG>.size)) }
+        return value
+    }
+}

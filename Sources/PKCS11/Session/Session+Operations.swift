@@ -1,0 +1,104 @@
+import COpenSSLShim
+import CPKCS11
+import Crypto
+
+extension Session {
+    /// ECDH with `privateKey` and the peer's uncompressed point, followed by the one-step KDF of
+    /// NIST SP 800-56A with SHA-256 and counter first: `SHA-256(00000001 ‖ Z ‖ otherInfo)`.
+    /// Returns the 32-byte derived key. Every object derived on the way is destroyed.
+    public func deriveConcatenationKDFKey(
+        path: ECDHPath, privateKey: CK_OBJECT_HANDLE, peerPoint: [UInt8], otherInfo: [UInt8]
+    ) throws(PKCS11Error) -> [UInt8] {
+        switch path {
+        case .sp800KDF:
+            let derived = try deriveKey(
+                .ecdh1Derive(kdf: .sha256SP800, sharedData: otherInfo, publicData: peerPoint),
+                base: privateKey, template: Self.derivedSecretTemplate(extractable: true)
+            )
+            defer { try? destroyObject(derived) }
+            return try secretValue(derived)
+        case .digestKey:
+            let z = try deriveKey(
+                .ecdh1Derive(kdf: .null, sharedData: [], publicData: peerPoint),
+                base: privateKey, template: Self.derivedSecretTemplate(extractable: false)
+            )
+            defer { try? destroyObject(z) }
+            try digestInit(.sha256)
+            try digestUpdate(Self.firstCounter)
+            try digestKey(z)
+            try digestUpdate(otherInfo)
+            return try digestFinal()
+        case .extractableSecret:
+            let z = try deriveKey(
+                .ecdh1Derive(kdf: .null, sharedData: [], publicData: peerPoint),
+                base: privateKey, template: Self.derivedSecretTemplate(extractable: true)
+            )
+            defer { try? destroyObject(z) }
+            var hash = SHA256()
+            hash.update(data: Self.firstCounter)
+            hash.update(data: try secretValue(z))
+            hash.update(data: otherInfo)
+            return Array(hash.finalize())
+        }
+    }
+
+    /// Removes RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) from `ciphertext` with `privateKey`.
+    public func decryptOAEPSHA256(
+        path: RSADecryptionPath, privateKey: CK_OBJECT_HANDLE, ciphertext: [UInt8], modulusLength: Int
+    ) throws(PKCS11Error) -> [UInt8] {
+        guard ciphertext.count == modulusLength else {
+            throw .invalidInput("the RSA ciphertext is \(ciphertext.count) bytes; the key's modulus is \(modulusLength)")
+        }
+        switch path {
+        case .unwrapOAEP:
+            let unwrapped = try unwrapKey(
+                .rsaOAEPSHA256, unwrappingKey: privateKey, wrapped: ciphertext,
+                template: Self.derivedSecretTemplate(extractable: true, length: nil)
+            )
+            defer { try? destroyObject(unwrapped) }
+            return try secretValue(unwrapped)
+        case .decryptOAEP:
+            return try decrypt(.rsaOAEPSHA256, key: privateKey, data: ciphertext)
+        case .rawWithSoftwareOAEP:
+            let encoded = try decrypt(.rsaX509, key: privateKey, data: ciphertext)
+            var message = [UInt8](repeating: 0, count: modulusLength)
+            let length = encoded.withUnsafeBufferPointer { encodedBuffer in
+                message.withUnsafeMutableBufferPointer {
+                    pw_oaep_sha256_decode(encodedBuffer.baseAddress, encodedBuffer.count, modulusLength, $0.baseAddress, $0.count)
+                }
+            }
+            guard length >= 0 else { throw .invalidInput("the RSA ciphertext does not carry valid OAEP (SHA-256) padding") }
+            return Array(message.prefix(Int(length)))
+        }
+    }
+
+    /// ECDSA over a 32-byte digest. Returns the module's raw `r ‖ s`.
+    public func signECDSA(privateKey: CK_OBJECT_HANDLE, digest: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+        try sign(.ecdsa, key: privateKey, data: digest)
+    }
+
+    /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`.
+    public func signRSAPKCS1SHA256(privateKey: CK_OBJECT_HANDLE, message: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+        try sign(.sha256RSAPKCS, key: privateKey, data: message)
+    }
+
+    private func secretValue(_ object: CK_OBJECT_HANDLE) throws(PKCS11Error) -> [UInt8] {
+        guard let value = try attributes(of: object, [.value])[.value] else {
+            throw PKCS11Error(code: .returnValue(.attributeSensitive), category: .misconfiguration, function: "C_GetAttributeValue",
+                              message: "the HSM would not release the derived value")
+        }
+        return value
+    }
+
+    private static let firstCounter: [UInt8] = [0, 0, 0, 1]
+
+    /// A session object for a derived secret. `CKA_TOKEN=FALSE` so it never reaches storage.
+    private static func derivedSecretTemplate(extractable: Bool, length: CK_ULONG? = 32) -> [Attribute] {
+        var template: [Attribute] = [
+            .objectClass(.secretKey), .keyType(.genericSecret), .bool(.token, false),
+            .bool(.sensitive, !extractable), .bool(.extractable, extractable),
+        ]
+        if let length { template.append(.ulong(.valueLength, length)) }
+        return template
+    }
+}

@@ -1,0 +1,237 @@
+import CPKCS11
+
+/// One PKCS#11 session. Sessions are not thread-safe: a `Session` belongs to one thread at a
+/// time (a ``SessionPool`` worker, or the thread that opened it), which is why it is not
+/// `Sendable`.
+public final class Session {
+    let module: PKCS11Module
+    public let handle: CK_SESSION_HANDLE
+    private var isOpen = true
+
+    private var functions: CK_FUNCTION_LIST { module.functions.pointee }
+
+    init(module: PKCS11Module, slot: CK_SLOT_ID) throws(PKCS11Error) {
+        self.module = module
+        var handle: CK_SESSION_HANDLE = 0
+        let flags = CPKCS11_CKF_SERIAL_SESSION | CPKCS11_CKF_RW_SESSION
+        try check("C_OpenSession", module.functions.pointee.C_OpenSession(slot, flags, nil, nil, &handle))
+        self.handle = handle
+    }
+
+    /// Closes the session. Closing the last session of a process logs the token out, so the HSM
+    /// keeps an anchor session open for its whole life.
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
+        _ = functions.C_CloseSession(handle)
+    }
+
+    /// Forgets the session without closing it: after `C_Finalize` its handle may name nothing,
+    /// or a session another thread has since opened.
+    func abandon() {
+        isOpen = false
+    }
+
+    // MARK: Login
+
+    func login(userPIN pin: [UInt8]) throws(PKCS11Error) {
+        var pin = pin
+        let rv = pin.withUnsafeMutableBufferPointer {
+            functions.C_Login(handle, CK_USER_TYPE(CKU_USER), $0.baseAddress, CK_ULONG($0.count))
+        }
+        if rv == CK_RV(CKR_USER_ALREADY_LOGGED_IN) { return }
+        try check("C_Login", rv)
+    }
+
+    func login(securityOfficerPIN pin: [UInt8]) throws(PKCS11Error) {
+        var pin = pin
+        try check("C_Login", pin.withUnsafeMutableBufferPointer {
+            functions.C_Login(handle, CK_USER_TYPE(CKU_SO), $0.baseAddress, CK_ULONG($0.count))
+        })
+    }
+
+    func initializeUserPIN(_ pin: [UInt8]) throws(PKCS11Error) {
+        var pin = pin
+        try check("C_InitPIN", pin.withUnsafeMutableBufferPointer {
+            functions.C_InitPIN(handle, $0.baseAddress, CK_ULONG($0.count))
+        })
+    }
+
+    func logout() {
+        _ = functions.C_Logout(handle)
+    }
+
+    /// Whether the session sees the token logged in as the user.
+    public var isLoggedIn: Bool {
+        var info = CK_SESSION_INFO()
+        guard functions.C_GetSessionInfo(handle, &info) == CK_RV(CKR_OK) else { return false }
+        return info.state == CK_STATE(CKS_RW_USER_FUNCTIONS) || info.state == CK_STATE(CKS_RO_USER_FUNCTIONS)
+    }
+
+    // MARK: Objects
+
+    /// Every object matching `attributes`. Costs O(objects in the token): callers cache handles.
+    public func findObjects(_ attributes: [Attribute]) throws(PKCS11Error) -> [CK_OBJECT_HANDLE] {
+        try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
+            try check("C_FindObjectsInit", functions.C_FindObjectsInit(handle, template, count))
+        }
+        defer { _ = functions.C_FindObjectsFinal(handle) }
+        var found: [CK_OBJECT_HANDLE] = []
+        var batch = [CK_OBJECT_HANDLE](repeating: 0, count: 64)
+        while true {
+            var count: CK_ULONG = 0
+            try check("C_FindObjects", functions.C_FindObjects(handle, &batch, CK_ULONG(batch.count), &count))
+            if count == 0 { break }
+            found.append(contentsOf: batch.prefix(Int(count)))
+        }
+        return found
+    }
+
+    /// Reads attributes; a missing or sensitive attribute comes back as nil.
+    public func attributes(of object: CK_OBJECT_HANDLE, _ types: [AttributeType]) throws(PKCS11Error) -> [AttributeType: [UInt8]] {
+        var values: [AttributeType: [UInt8]] = [:]
+        for type in types {
+            var attribute = CK_ATTRIBUTE(type: type.rawValue, pValue: nil, ulValueLen: 0)
+            let sizing = functions.C_GetAttributeValue(handle, object, &attribute, 1)
+            if sizing == CK_RV(CKR_ATTRIBUTE_SENSITIVE) || sizing == CK_RV(CKR_ATTRIBUTE_TYPE_INVALID) { continue }
+            try check("C_GetAttributeValue", sizing)
+            if attribute.ulValueLen == CPKCS11_UNAVAILABLE_INFORMATION { continue }
+            var bytes = [UInt8](repeating: 0, count: Int(attribute.ulValueLen))
+            let rv = bytes.withUnsafeMutableBytes { buffer in
+                attribute.pValue = buffer.baseAddress
+                return functions.C_GetAttributeValue(handle, object, &attribute, 1)
+            }
+            try check("C_GetAttributeValue", rv)
+            values[type] = Array(bytes.prefix(Int(attribute.ulValueLen)))
+        }
+        return values
+    }
+
+    public func setAttributes(of object: CK_OBJECT_HANDLE, _ attributes: [Attribute]) throws(PKCS11Error) {
+        try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
+            try check("C_SetAttributeValue", functions.C_SetAttributeValue(handle, object, template, count))
+        }
+    }
+
+    public func createObject(_ attributes: [Attribute]) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+        var object: CK_OBJECT_HANDLE = 0
+        try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
+            try check("C_CreateObject", functions.C_CreateObject(handle, template, count, &object), generalErrorIs: .badInput)
+        }
+        return object
+    }
+
+    public func destroyObject(_ object: CK_OBJECT_HANDLE) throws(PKCS11Error) {
+        try check("C_DestroyObject", functions.C_DestroyObject(handle, object))
+    }
+
+    // MARK: Keys
+
+    public func generateKeyPair(
+        _ mechanism: Mechanism, publicKey: [Attribute], privateKey: [Attribute]
+    ) throws(PKCS11Error) -> (publicKey: CK_OBJECT_HANDLE, privateKey: CK_OBJECT_HANDLE) {
+        var publicHandle: CK_OBJECT_HANDLE = 0
+        var privateHandle: CK_OBJECT_HANDLE = 0
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try withTemplate(publicKey) { (publicTemplate, publicCount) throws(PKCS11Error) in
+                try withTemplate(privateKey) { (privateTemplate, privateCount) throws(PKCS11Error) in
+                    try check("C_GenerateKeyPair", functions.C_GenerateKeyPair(
+                        handle, mechanism, publicTemplate, publicCount, privateTemplate, privateCount,
+                        &publicHandle, &privateHandle
+                    ))
+                }
+            }
+        }
+        return (publicHandle, privateHandle)
+    }
+
+    /// Derives a key from `base`. The peer data is untrusted, so `CKR_GENERAL_ERROR` (SoftHSM's
+    /// answer to an off-curve point) is reported as bad input.
+    public func deriveKey(_ mechanism: Mechanism, base: CK_OBJECT_HANDLE, template: [Attribute]) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+        var derived: CK_OBJECT_HANDLE = 0
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try withTemplate(template) { (template, count) throws(PKCS11Error) in
+                try check("C_DeriveKey", functions.C_DeriveKey(handle, mechanism, base, template, count, &derived), generalErrorIs: .badInput)
+            }
+        }
+        return derived
+    }
+
+    public func unwrapKey(
+        _ mechanism: Mechanism, unwrappingKey: CK_OBJECT_HANDLE, wrapped: [UInt8], template: [Attribute]
+    ) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+        var unwrapped: CK_OBJECT_HANDLE = 0
+        var wrapped = wrapped
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try withTemplate(template) { (template, count) throws(PKCS11Error) in
+                let rv = wrapped.withUnsafeMutableBufferPointer {
+                    functions.C_UnwrapKey(handle, mechanism, unwrappingKey, $0.baseAddress, CK_ULONG($0.count), template, count, &unwrapped)
+                }
+                try check("C_UnwrapKey", rv, generalErrorIs: .badInput)
+            }
+        }
+        return unwrapped
+    }
+
+    // MARK: Digest, sign, decrypt
+
+    public func digestInit(_ mechanism: Mechanism) throws(PKCS11Error) {
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try check("C_DigestInit", functions.C_DigestInit(handle, mechanism))
+        }
+    }
+
+    public func digestUpdate(_ data: [UInt8]) throws(PKCS11Error) {
+        var data = data
+        try check("C_DigestUpdate", data.withUnsafeMutableBufferPointer {
+            functions.C_DigestUpdate(handle, $0.baseAddress, CK_ULONG($0.count))
+        })
+    }
+
+    /// Feeds a secret key's value into the running digest without it leaving the HSM.
+    public func digestKey(_ key: CK_OBJECT_HANDLE) throws(PKCS11Error) {
+        try check("C_DigestKey", functions.C_DigestKey(handle, key))
+    }
+
+    public func digestFinal() throws(PKCS11Error) -> [UInt8] {
+        try output("C_DigestFinal", capacity: 64) { functions.C_DigestFinal(handle, $0, $1) }
+    }
+
+    public func sign(_ mechanism: Mechanism, key: CK_OBJECT_HANDLE, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try check("C_SignInit", functions.C_SignInit(handle, mechanism, key))
+        }
+        var data = data
+        return try output("C_Sign", capacity: 512) { out, length in
+            data.withUnsafeMutableBufferPointer { functions.C_Sign(handle, $0.baseAddress, CK_ULONG($0.count), out, length) }
+        }
+    }
+
+    /// Decrypts untrusted ciphertext; `CKR_GENERAL_ERROR` is reported as bad input.
+    public func decrypt(_ mechanism: Mechanism, key: CK_OBJECT_HANDLE, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try check("C_DecryptInit", functions.C_DecryptInit(handle, mechanism, key))
+        }
+        var data = data
+        return try output("C_Decrypt", capacity: 512, generalErrorIs: .badInput) { out, length in
+            data.withUnsafeMutableBufferPointer { functions.C_Decrypt(handle, $0.baseAddress, CK_ULONG($0.count), out, length) }
+        }
+    }
+
+    /// Runs a single-part call that writes into a caller buffer, growing it once when the module
+    /// asks for more (the operation stays active after `CKR_BUFFER_TOO_SMALL`).
+    private func output(
+        _ function: StaticString, capacity: Int, generalErrorIs category: ErrorCategory? = nil,
+        _ call: (UnsafeMutablePointer<CK_BYTE>, UnsafeMutablePointer<CK_ULONG>) -> CK_RV
+    ) throws(PKCS11Error) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        var length = CK_ULONG(capacity)
+        var rv = buffer.withUnsafeMutableBufferPointer { call($0.baseAddress!, &length) }
+        if rv == CK_RV(CKR_BUFFER_TOO_SMALL) {
+            buffer = [UInt8](repeating: 0, count: Int(length))
+            rv = buffer.withUnsafeMutableBufferPointer { call($0.baseAddress!, &length) }
+        }
+        try check(function, rv, generalErrorIs: category)
+        return Array(buffer.prefix(Int(length)))
+    }
+}

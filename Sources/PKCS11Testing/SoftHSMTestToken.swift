@@ -1,0 +1,66 @@
+import Foundation
+import PKCS11
+
+/// A SoftHSM token in a temporary directory, for tests and benchmarks.
+///
+/// SoftHSM reads `SOFTHSM2_CONF` once, when the module is first initialised, so every token of
+/// a process lives in one temporary token directory; each gets its own label and PIN file.
+/// Tests that open tokens must not run in parallel with each other: `C_Finalize` is process-wide.
+public struct SoftHSMTestToken: Sendable {
+    public let label: String
+    public let pinFile: String
+    public let directory: String
+
+    /// The configuration for this token: two workers, software OAEP decoding allowed (SoftHSM
+    /// lacks OAEP-SHA256), extractable ECDH not allowed.
+    public var configuration: HSMConfiguration {
+        HSMConfiguration(
+            modulePath: HSMConfiguration.defaultModulePath, tokenLabel: label, pin: .file(pinFile),
+            workers: 2, maxPendingOperations: 4096, allowExtractableSharedSecret: false, allowSoftwareOAEPDecoding: true
+        )
+    }
+
+    /// Creates a fresh token with a random label and PIN.
+    public static func make(labelPrefix: String = "test") async throws -> SoftHSMTestToken {
+        let directory = sharedDirectory
+        let label = "\(labelPrefix)-\(UUID().uuidString.prefix(8))"
+        let pin = Array(UUID().uuidString.prefix(12).utf8)
+        let pinFile = directory + "/\(label).pin"
+        guard FileManager.default.createFile(atPath: pinFile, contents: Data(pin), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        _ = try await TokenInitializer.ensureToken(
+            modulePath: HSMConfiguration.defaultModulePath, label: label,
+            securityOfficerPIN: Array("so-\(label)".utf8), userPIN: pin
+        )
+        return SoftHSMTestToken(label: label, pinFile: pinFile, directory: directory)
+    }
+
+    /// Opens the token with this configuration, adjusted by `adjust`.
+    public func open(_ adjust: (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
+        var configuration = configuration
+        adjust(&configuration)
+        return try await HSM.open(configuration)
+    }
+
+    /// The process-wide SoftHSM configuration directory, created on first use.
+    public static let sharedDirectory: String = {
+        let directory = NSTemporaryDirectory() + "paywarden-softhsm-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(6))"
+        try? FileManager.default.createDirectory(atPath: directory + "/tokens", withIntermediateDirectories: true)
+        let configuration = """
+            directories.tokendir = \(directory)/tokens
+            objectstore.backend = file
+            log.level = ERROR
+            slots.removable = false
+
+            """
+        FileManager.default.createFile(atPath: directory + "/softhsm2.conf", contents: Data(configuration.utf8))
+        setenv("SOFTHSM2_CONF", directory + "/softhsm2.conf", 1)
+        return directory
+    }()
+
+    /// Removes the process's token directory. Call once, when no token is open.
+    public static func removeAll() {
+        try? FileManager.default.removeItem(atPath: sharedDirectory)
+    }
+}
