@@ -54,7 +54,7 @@ public struct SoftHSMTestToken: Sendable {
             slots.removable = false
 
             """
-        FileManager.default.createFile(atPath: directory + "/softhsm2.conf", contents: Data(configuration.utf8))
+        _ = FileManager.default.createFile(atPath: directory + "/softhsm2.conf", contents: Data(configuration.utf8))
         setenv("SOFTHSM2_CONF", directory + "/softhsm2.conf", 1)
         return directory
     }()

@@ -23,11 +23,7 @@ extension Session {
                 base: privateKey, template: Self.derivedSecretTemplate(extractable: false)
             )
             defer { try? destroyObject(z) }
-            try digestInit(.sha256)
-            try digestUpdate(Self.firstCounter)
-            try digestKey(z)
-            try digestUpdate(otherInfo)
-            return try digestFinal()
+            return try concatenationKDF(secret: z, otherInfo: otherInfo)
         case .extractableSecret:
             let z = try deriveKey(
                 .ecdh1Derive(kdf: .null, sharedData: [], publicData: peerPoint),
@@ -40,6 +36,16 @@ extension Session {
             hash.update(data: otherInfo)
             return Array(hash.finalize())
         }
+    }
+
+    /// The one-step KDF of NIST SP 800-56A with SHA-256, one block, counter first, over a secret
+    /// that stays in the HSM: `SHA-256(00000001 ‖ secret ‖ otherInfo)` through `C_DigestKey`.
+    public func concatenationKDF(secret: CK_OBJECT_HANDLE, otherInfo: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+        try digestInit(.sha256)
+        try digestUpdate(Self.firstCounter)
+        try digestKey(secret)
+        try digestUpdate(otherInfo)
+        return try digestFinal()
     }
 
     /// Removes RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) from `ciphertext` with `privateKey`.

@@ -1,0 +1,154 @@
+import Crypto
+import _CryptoExtras
+import Foundation
+import PKCS11
+import PKCS11Testing
+import Testing
+
+/// K = SHA-256(00000001 ‖ Z ‖ otherInfo), computed entirely in software.
+func softwareConcatenationKDF(_ z: SharedSecret, _ otherInfo: [UInt8]) -> [UInt8] {
+    var hash = SHA256()
+    hash.update(data: [0, 0, 0, 1])
+    z.withUnsafeBytes { hash.update(bufferPointer: $0) }
+    hash.update(data: otherInfo)
+    return Array(hash.finalize())
+}
+
+extension HSMTests {
+    @Suite struct KeyAgreement {
+        @Test func softHSMUsesDigestKeyPathAndMatchesSoftwareECDH() async throws {
+            let hsm = try await SoftHSMTestToken.make().open()
+            #expect(hsm.capabilities.ecdhPath == .digestKey)
+            #expect(hsm.capabilities.report.contains { $0.contains("ecdh+sp800-kdf-in-hsm: unsupported") })
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "merchant", algorithm: .ecP256, usage: [.derive]))
+            guard case .ecP256(let point) = key.publicKey else { Issue.record("not EC"); return }
+            let merchantPublic = try P256.KeyAgreement.PublicKey(x963Representation: point)
+            for round in 0..<16 {
+                let ephemeral = P256.KeyAgreement.PrivateKey()
+                let otherInfo = Array("round \(round)".utf8)
+                let expected = softwareConcatenationKDF(try ephemeral.sharedSecretFromKeyAgreement(with: merchantPublic), otherInfo)
+                let derived = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: otherInfo)
+                #expect(derived == expected)
+            }
+            // Every derived Z was destroyed: only the merchant key pair remains in the token.
+            let objects = try await hsm.withSession { session throws(PKCS11Error) in try session.findObjects([]).count }
+            #expect(objects == 2)
+            await hsm.close()
+        }
+
+        @Test func extractablePathIsUsedOnlyWhenAllowedAndAgrees() async throws {
+            let token = try await SoftHSMTestToken.make()
+            let hsm = try await token.open()
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "m", algorithm: .ecP256, usage: [.derive]))
+            await hsm.close()
+            // With the stronger path available, allowing the weak one changes nothing.
+            let allowing = try await token.open { $0.allowExtractableSharedSecret = true }
+            #expect(allowing.capabilities.ecdhPath == .digestKey)
+            let ephemeral = P256.KeyAgreement.PrivateKey()
+            let strong = try await allowing.deriveConcatenationKDFKey(key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [1, 2, 3])
+            let weak = try await allowing.withSession { session throws(PKCS11Error) in
+                let handle = try session.findObjects([.objectClass(.privateKey), .id(key.id)]).first!
+                return try session.deriveConcatenationKDFKey(path: .extractableSecret, privateKey: handle,
+                                                             peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [1, 2, 3])
+            }
+            #expect(strong == weak)
+            await allowing.close()
+        }
+
+        @Test func stageVectorKDFInsideTheHSM() async throws {
+            try #require(ConformanceVectors.available, "vectors absent")
+            let vector = try ConformanceVectors.json("payu-kdf-gcm-unit", "vector.json")
+            let z = try #require(Data(hexString: vector["sharedSecretZ_hex"] as! String))
+            let otherInfo = try #require(Data(base64Encoded: vector["kdfOtherInfo_b64"] as! String))
+            let expected = try #require(Data(base64Encoded: vector["symmetricKey_b64"] as! String))
+            let hsm = try await SoftHSMTestToken.make().open()
+            // Z enters the token as a sensitive, non-extractable secret; K comes out of C_DigestKey.
+            let k = try await hsm.withSession { session throws(PKCS11Error) in
+                let secret = try session.createObject([
+                    .objectClass(.secretKey), .keyType(.genericSecret), .bool(.token, false),
+                    .bool(.sensitive, true), .bool(.extractable, false), Attribute(.value, bytes: Array(z)),
+                ])
+                defer { try? session.destroyObject(secret) }
+                return try session.concatenationKDF(secret: secret, otherInfo: Array(otherInfo))
+            }
+            #expect(k == Array(expected))
+            let ciphertext = try #require(Data(base64Encoded: vector["ciphertextWithTag_b64"] as! String))
+            let box = try AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: Data(count: 16)), ciphertext: ciphertext.dropLast(16), tag: ciphertext.suffix(16))
+            let opened = try AES.GCM.open(box, using: SymmetricKey(data: k))
+            #expect(String(decoding: opened, as: UTF8.self) == vector["plaintext"] as? String)
+            await hsm.close()
+        }
+
+        @Test func concurrentDerivationsAcrossEightTasks() async throws {
+            let hsm = try await SoftHSMTestToken.make().open()
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "busy", algorithm: .ecP256, usage: [.derive]))
+            guard case .ecP256(let point) = key.publicKey else { return }
+            let merchantPublic = try P256.KeyAgreement.PublicKey(x963Representation: point)
+            let peers = (0..<32).map { _ in P256.KeyAgreement.PrivateKey() }
+            let expected = try peers.map { softwareConcatenationKDF(try $0.sharedSecretFromKeyAgreement(with: merchantPublic), [9]) }
+            let failures = try await withThrowingTaskGroup(of: Int.self) { group in
+                for task in 0..<8 {
+                    group.addTask {
+                        var wrong = 0
+                        for i in 0..<1000 {
+                            let peer = (task * 1000 + i) % peers.count
+                            let k = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(peers[peer].publicKey.x963Representation), otherInfo: [9])
+                            if k != expected[peer] { wrong += 1 }
+                        }
+                        return wrong
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(failures == 0)
+            await hsm.close()
+        }
+
+        @Test func recyclingWhileTasksRunFailsNothing() async throws {
+            let hsm = try await SoftHSMTestToken.make().open()
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "recycled", algorithm: .ecP256, usage: [.derive]))
+            let peer = P256.KeyAgreement.PrivateKey()
+            guard case .ecP256(let point) = key.publicKey else { return }
+            let expected = softwareConcatenationKDF(
+                try peer.sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: point)), [7])
+            let completed = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var done = 0
+                        for _ in 0..<600 {
+                            let k = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(peer.publicKey.x963Representation), otherInfo: [7])
+                            if k == expected { done += 1 }
+                        }
+                        return done
+                    }
+                }
+                group.addTask {
+                    for _ in 0..<3 {
+                        try await Task.sleep(for: .milliseconds(40))
+                        try await hsm.recycle()
+                    }
+                    return 0
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(completed == 2400)
+            #expect(hsm.recycles == 3)
+            await hsm.close()
+        }
+    }
+}
+
+extension Data {
+    init?(hexString: String) {
+        var bytes: [UInt8] = []
+        var index = hexString.startIndex
+        while index < hexString.endIndex {
+            guard let next = hexString.index(index, offsetBy: 2, limitedBy: hexString.endIndex),
+                  let byte = UInt8(hexString[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self.init(bytes)
+    }
+}

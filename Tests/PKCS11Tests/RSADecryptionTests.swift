@@ -1,0 +1,48 @@
+import Crypto
+import _CryptoExtras
+import Foundation
+import PKCS11
+import PKCS11Testing
+import Testing
+
+extension HSMTests {
+    @Suite struct RSADecryption {
+        @Test func softHSMFallsBackToRawRSAWithOpenSSLDecoding() async throws {
+            let hsm = try await SoftHSMTestToken.make().open()
+            #expect(hsm.capabilities.rsaDecryptionPath == .rawWithSoftwareOAEP)
+            #expect(hsm.capabilities.report.contains { $0.hasPrefix("RSA: rsa-oaep-sha256-decrypt: unsupported") })
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "china", algorithm: .rsa2048, usage: [.decrypt, .unwrap]))
+            guard case .rsa(let n, let e) = key.publicKey else { Issue.record("not RSA"); return }
+            let publicKey = try _RSA.Encryption.PublicKey(n: n, e: e)
+            for _ in 0..<8 {
+                let secret = Array(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
+                let wrapped = Array(try publicKey.encrypt(secret, padding: .PKCS1_OAEP_SHA256))
+                #expect(try await hsm.decryptOAEPSHA256(key.id, ciphertext: wrapped) == secret)
+            }
+
+            // A flipped bit is refused as bad input, not as an HSM failure.
+            var tampered = Array(try publicKey.encrypt(Data(count: 16), padding: .PKCS1_OAEP_SHA256))
+            tampered[100] ^= 0x01
+            let error = await #expect(throws: PKCS11Error.self) { try await hsm.decryptOAEPSHA256(key.id, ciphertext: tampered) }
+            #expect(error?.category == .badInput)
+            // OAEP with SHA-1 is not what Apple uses, and must not decode.
+            let sha1 = Array(try publicKey.encrypt(Data(count: 16), padding: .PKCS1_OAEP))
+            await #expect(throws: PKCS11Error.self) { try await hsm.decryptOAEPSHA256(key.id, ciphertext: sha1) }
+            let short = await #expect(throws: PKCS11Error.self) { try await hsm.decryptOAEPSHA256(key.id, ciphertext: [1, 2, 3]) }
+            #expect(short?.category == .badInput)
+            await hsm.close()
+        }
+
+        @Test func withoutPermissionSoftHSMHasNoRSAPath() async throws {
+            let hsm = try await SoftHSMTestToken.make().open { $0.allowSoftwareOAEPDecoding = false }
+            #expect(hsm.capabilities.rsaDecryptionPath == nil)
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "rsa", algorithm: .rsa2048, usage: [.decrypt]))
+            let error = await #expect(throws: PKCS11Error.self) {
+                try await hsm.decryptOAEPSHA256(key.id, ciphertext: [UInt8](repeating: 1, count: 256))
+            }
+            #expect(error?.code == .mechanismUnsupported)
+            #expect(error?.category == .misconfiguration)
+            await hsm.close()
+        }
+    }
+}
