@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "paywarden", targets: ["PaywardenCLI"]),
         .library(name: "PKCS11", targets: ["PKCS11"]),
+        .executable(name: "paywarden-bench", targets: ["PaywardenBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),

@@ -37,7 +37,7 @@ public struct SoftHSMTestToken: Sendable {
     }
 
     /// Opens the token with this configuration, adjusted by `adjust`.
-    public func open(_ adjust: (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
+    public func open(_ adjust: @Sendable (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
         var configuration = configuration
         adjust(&configuration)
         return try await HSM.open(configuration)

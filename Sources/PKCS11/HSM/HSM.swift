@@ -93,6 +93,14 @@ public final class HSM: Sendable {
     /// Operations waiting for a worker.
     public var pendingOperations: Int { pool.pending }
 
+    /// The worker threads as a task executor. Work that mostly waits on the HSM runs best here
+    /// (`withTaskExecutorPreference(hsm.executor)`): its HSM calls then run inline on the
+    /// worker's own session, without a thread hop each way.
+    public var executor: any TaskExecutor { pool }
+
+    /// The number of worker threads, each with its own session.
+    public var workerCount: Int { pool.workerCount }
+
     /// Runs `body` with a pooled session on a worker thread. Handles are the caller's business;
     /// prefer the typed operations, which re-find keys and re-login when they must.
     public func withSession<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) async throws(PKCS11Error) -> R {

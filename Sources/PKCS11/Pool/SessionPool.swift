@@ -6,12 +6,21 @@ import Foundation
 /// the cooperative pool. When the queue is full, work is refused at once with an `overloaded`
 /// error rather than queued without bound. ``exclusive(_:)`` drains the workers and runs
 /// maintenance (module recycling, re-login) while new work waits in the queue.
-final class SessionPool: @unchecked Sendable {
-    /// Work for a worker; returns the error it met, so the worker can drop a broken session.
-    typealias Job = (Result<Session, PKCS11Error>) -> PKCS11Error?
+///
+/// The pool is also a `TaskExecutor`: a task that prefers it (`withTaskExecutorPreference`)
+/// runs its code on the workers, and its HSM calls then run inline on the worker's session,
+/// with no thread hop on the way in or out.
+final class SessionPool: TaskExecutor, @unchecked Sendable {
+    /// Work for a worker, given the worker's context.
+    typealias Operation = (WorkerContext) -> Void
+
+    private enum WorkItem {
+        case operation(Operation)
+        case task(UnownedJob)
+    }
 
     private let condition = NSCondition()
-    private var queue: [Job] = []
+    private var queue: [WorkItem] = []
     private var queueHead = 0
     private var running = 0
     private var paused = false
@@ -21,42 +30,44 @@ final class SessionPool: @unchecked Sendable {
 
     let workerCount: Int
     let maxPending: Int
-    private let openSession: @Sendable () throws(PKCS11Error) -> Session
+    let openSession: @Sendable () throws(PKCS11Error) -> Session
 
     /// - Parameter openSession: opens a session for the calling worker thread.
     init(workers: Int, maxPending: Int, openSession: @escaping @Sendable () throws(PKCS11Error) -> Session) {
         self.workerCount = max(1, workers)
         self.maxPending = max(1, maxPending)
         self.openSession = openSession
+        liveWorkers = workerCount
         for index in 0..<workerCount {
             let thread = Thread { [self] in workerLoop() }
             thread.name = "paywarden-hsm-\(index)"
             thread.start()
         }
-        liveWorkers = workerCount
     }
 
-    /// Jobs queued and not yet started.
+    /// Operations and tasks queued and not yet started.
     var pending: Int {
         condition.lock()
         defer { condition.unlock() }
         return queue.count - queueHead
     }
 
-    /// Runs `body` with a worker's session on that worker's thread.
+    /// Runs `body` with a worker's session on that worker's thread: inline when the caller is
+    /// already on a worker of this pool, otherwise through the queue.
     func run<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) async throws(PKCS11Error) -> R {
+        if let context = WorkerContext.current, context.pool === self {
+            return try context.withSession(body)
+        }
         do {
             return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in
-                let job: Job = { session in
+                let operation: Operation = { context in
                     do throws(PKCS11Error) {
-                        continuation.resume(returning: try body(session.get()))
-                        return nil
+                        continuation.resume(returning: try context.withSession(body))
                     } catch {
                         continuation.resume(throwing: error)
-                        return error
                     }
                 }
-                if let refusal = enqueue(job) { continuation.resume(throwing: refusal) }
+                if let refusal = enqueue(.operation(operation), bounded: true) { continuation.resume(throwing: refusal) }
             }
         } catch let error as PKCS11Error {
             throw error
@@ -65,8 +76,14 @@ final class SessionPool: @unchecked Sendable {
         }
     }
 
-    /// Waits until no worker is running a job, runs `body` on a dedicated thread while workers
-    /// stay parked, then lets them go on with fresh sessions (the old handles may be invalid).
+    /// Accepts a task job from the Swift runtime. Tasks are never refused: the bound applies to
+    /// new HSM operations, and a task already running must be allowed to finish.
+    func enqueue(_ job: consuming ExecutorJob) {
+        _ = enqueue(.task(UnownedJob(job)), bounded: false)
+    }
+
+    /// Waits until no worker is running anything, runs `body` on a dedicated thread while the
+    /// workers stay parked, then lets them go on with fresh sessions (old handles may be invalid).
     func exclusive<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
         try await DedicatedThread.run(name: "paywarden-hsm-maintenance") { [self] in
             condition.lock()
@@ -94,66 +111,51 @@ final class SessionPool: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func enqueue(_ job: @escaping Job) -> PKCS11Error? {
+    private func enqueue(_ item: WorkItem, bounded: Bool) -> PKCS11Error? {
         condition.lock()
         defer { condition.unlock() }
-        if stopped {
+        if stopped, case .operation = item {
             return PKCS11Error(code: .poolStopped, category: .retry, message: "the HSM session pool is shut down")
         }
-        if queue.count - queueHead >= maxPending {
+        if bounded && queue.count - queueHead >= maxPending {
             return PKCS11Error(code: .overloaded, category: .retry,
                                message: "\(maxPending) HSM operations are already waiting; retry shortly")
         }
-        queue.append(job)
+        queue.append(item)
         condition.signal()
         return nil
     }
 
     private func workerLoop() {
-        var session: Session?
-        var sessionGeneration = -1
-        while true {
+        let context = WorkerContext(pool: self)
+        WorkerContext.bind(context) {
             condition.lock()
-            while !stopped && (paused || queueHead == queue.count) { condition.wait() }
-            if stopped && queueHead == queue.count {
-                liveWorkers -= 1
-                condition.broadcast()
-                condition.unlock()
-                break
-            }
-            let job = queue[queueHead]
-            queueHead += 1
-            if queueHead > 1024 && queueHead * 2 > queue.count {
-                queue.removeFirst(queueHead)
-                queueHead = 0
-            }
-            running += 1
-            let currentGeneration = generation
-            condition.unlock()
-
-            if sessionGeneration != currentGeneration {
-                // After maintenance the old handle may name nothing, or someone else's session.
-                session?.abandon()
-                session = nil
-            }
-            if session == nil {
-                do {
-                    session = try openSession()
-                    sessionGeneration = currentGeneration
-                } catch {
-                    _ = job(.failure(error))
+            while true {
+                while !stopped && (paused || queueHead == queue.count) { condition.wait() }
+                if stopped && queueHead == queue.count { break }
+                let item = queue[queueHead]
+                queueHead += 1
+                if queueHead >= 1024 && queueHead * 2 >= queue.count {
+                    queue.removeFirst(queueHead)
+                    queueHead = 0
                 }
-            }
-            if let session, let error = job(.success(session)), error.category == .relogin {
-                session.abandon()
-                sessionGeneration = -1
-            }
+                running += 1
+                context.generation = generation
+                condition.unlock()
 
-            condition.lock()
-            running -= 1
-            if running == 0 && paused { condition.broadcast() }
+                switch item {
+                case .operation(let operation): operation(context)
+                case .task(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+                }
+
+                condition.lock()
+                running -= 1
+                if running == 0 && paused { condition.broadcast() }
+            }
+            liveWorkers -= 1
+            condition.broadcast()
             condition.unlock()
+            context.close()
         }
-        session?.close()
     }
 }

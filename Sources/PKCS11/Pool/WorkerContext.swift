@@ -1,0 +1,69 @@
+import Foundation
+
+/// The state a worker thread keeps for itself: its session and the pool generation that session
+/// belongs to. Found through a thread-specific key, so work that is already running on a worker
+/// (a task that prefers the pool as its executor) calls the HSM directly instead of hopping.
+final class WorkerContext {
+    unowned let pool: SessionPool
+    private var session: Session?
+    private var sessionGeneration = -1
+    /// The pool generation current when this worker took its present job.
+    var generation = 0
+
+    init(pool: SessionPool) {
+        self.pool = pool
+    }
+
+    /// Runs `body` with this worker's session, opening one if there is none for this generation.
+    /// A session that met a lost-login error is dropped, so the next job opens a fresh one.
+    func withSession<R>(_ body: (Session) throws(PKCS11Error) -> R) throws(PKCS11Error) -> R {
+        if sessionGeneration != generation {
+            // After maintenance the old handle may name nothing, or someone else's session.
+            session?.abandon()
+            session = nil
+        }
+        let current: Session
+        if let session {
+            current = session
+        } else {
+            current = try pool.openSession()
+            session = current
+            sessionGeneration = generation
+        }
+        do {
+            return try body(current)
+        } catch {
+            if error.category == .relogin {
+                current.abandon()
+                session = nil
+            }
+            throw error
+        }
+    }
+
+    func close() {
+        session?.close()
+        session = nil
+    }
+
+    // MARK: Thread-specific storage
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The context of the calling thread, if it is a pool worker.
+    static var current: WorkerContext? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<WorkerContext>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// Binds `context` to the calling thread for the duration of `body`.
+    static func bind(_ context: WorkerContext, _ body: () -> Void) {
+        pthread_setspecific(key, Unmanaged.passUnretained(context).toOpaque())
+        body()
+        pthread_setspecific(key, nil)
+    }
+}
