@@ -58,7 +58,7 @@ let package = Package(
         // Helpers for tests and benchmarks: temporary SoftHSM tokens.
         .target(
             name: "PKCS11Testing",
-            dependencies: ["PKCS11"],
+            dependencies: ["PKCS11", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PKCS11
 
 /// A SoftHSM token in a temporary directory, for tests and benchmarks.
@@ -40,7 +41,9 @@ public struct SoftHSMTestToken: Sendable {
     public func open(_ adjust: @Sendable (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
         var configuration = configuration
         adjust(&configuration)
-        return try await HSM.open(configuration)
+        var logger = Logger(label: "paywarden.hsm.test")
+        logger.logLevel = .warning
+        return try await HSM.open(configuration, logger: logger)
     }
 
     /// The process-wide SoftHSM configuration directory, created on first use.

@@ -87,9 +87,11 @@ extension HSMTests {
             let merchantPublic = try P256.KeyAgreement.PublicKey(x963Representation: point)
             let peers = (0..<32).map { _ in P256.KeyAgreement.PrivateKey() }
             let expected = try peers.map { softwareConcatenationKDF(try $0.sharedSecretFromKeyAgreement(with: merchantPublic), [9]) }
+            // Half the tasks call from the cooperative pool (a hop per call), half run on the
+            // HSM's workers (inline calls).
             let failures = try await withThrowingTaskGroup(of: Int.self) { group in
                 for task in 0..<8 {
-                    group.addTask {
+                    group.addTask(executorPreference: task % 2 == 0 ? nil : hsm.executor) {
                         var wrong = 0
                         for i in 0..<1000 {
                             let peer = (task * 1000 + i) % peers.count
@@ -113,10 +115,10 @@ extension HSMTests {
             let expected = softwareConcatenationKDF(
                 try peer.sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: point)), [7])
             let completed = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<4 {
-                    group.addTask {
+                for task in 0..<4 {
+                    group.addTask(executorPreference: task % 2 == 0 ? nil : hsm.executor) {
                         var done = 0
-                        for _ in 0..<600 {
+                        for _ in 0..<1000 {
                             let k = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(peer.publicKey.x963Representation), otherInfo: [7])
                             if k == expected { done += 1 }
                         }
@@ -125,15 +127,42 @@ extension HSMTests {
                 }
                 group.addTask {
                     for _ in 0..<3 {
-                        try await Task.sleep(for: .milliseconds(40))
+                        try await Task.sleep(for: .milliseconds(30))
                         try await hsm.recycle()
                     }
                     return 0
                 }
                 return try await group.reduce(0, +)
             }
-            #expect(completed == 2400)
+            #expect(completed == 4000)
             #expect(hsm.recycles == 3)
+            await hsm.close()
+        }
+
+        @Test func excessLoadIsRefusedAtOnceAsOverloaded() async throws {
+            let hsm = try await SoftHSMTestToken.make().open { $0.workers = 1; $0.maxPendingOperations = 2 }
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "m", algorithm: .ecP256, usage: [.sign]))
+            let digest = [UInt8](repeating: 1, count: 32)
+            let outcomes = await withTaskGroup(of: PKCS11Error.Code?.self) { group in
+                for _ in 0..<64 {
+                    group.addTask {
+                        do {
+                            _ = try await hsm.signECDSA(key.id, digest: digest)
+                            return nil
+                        } catch let error as PKCS11Error {
+                            return error.code
+                        } catch {
+                            return .invalidInput
+                        }
+                    }
+                }
+                return await group.reduce(into: [PKCS11Error.Code?]()) { $0.append($1) }
+            }
+            let succeeded = outcomes.filter { $0 == nil }.count
+            let refused = outcomes.filter { $0 == PKCS11Error.Code.overloaded }.count
+            #expect(succeeded > 0)
+            #expect(refused > 0)
+            #expect(succeeded + refused == 64)
             await hsm.close()
         }
     }

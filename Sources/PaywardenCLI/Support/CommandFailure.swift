@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import PKCS11
 
 /// A failure reported as one line on stderr with a stable exit status.
@@ -33,6 +34,7 @@ struct CommandFailure: Error, CustomStringConvertible {
 extension AsyncParsableCommand {
     /// Runs `body`, turning every failure into one line on stderr and the matching exit status.
     func reportingFailures(_ body: () async throws -> Void) async throws {
+        CommandLogging.bootstrap()
         do {
             try await body()
         } catch let failure as CommandFailure {
@@ -43,5 +45,22 @@ extension AsyncParsableCommand {
             FileHandle.standardError.write(Data("paywarden: \(failure.message)\n".utf8))
             throw ExitCode(failure.status.rawValue)
         }
+    }
+}
+
+/// Commands log to stderr, at `PAYWARDEN_LOG_LEVEL` (default `warning`), so stdout carries only
+/// what the command prints.
+enum CommandLogging {
+    private static let once: Void = {
+        let level = ProcessInfo.processInfo.environment["PAYWARDEN_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }()
+
+    static func bootstrap() {
+        _ = once
     }
 }

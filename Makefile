@@ -1,0 +1,45 @@
+# Paywarden. `make run` and `make test` work on a fresh Debian machine as root: each installs the
+# Debian packages it needs (only when missing) and builds.
+
+SHELL := /bin/bash
+export PATH := /opt/swift/usr/bin:$(PATH)
+
+DEBIAN_PACKAGES := softhsm2 libp11-kit-dev libssl-dev openssl pkg-config gcc make
+PAYWARDEN_HOME ?= $(CURDIR)/Keys
+export PAYWARDEN_HOME
+HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
+HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
+
+.PHONY: deps build run test bench clean
+
+# Installs what is missing; does nothing (and needs no network) when all is there.
+deps:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	swift build -c release --product paywarden
+
+# The local development token (created once under $(PAYWARDEN_HOME)), then its state.
+run: build
+	@.build/release/paywarden dev-hsm init >/dev/null
+	@set -a; . "$(PAYWARDEN_HOME)/softhsm/env"; set +a; .build/release/paywarden hsm status
+
+test: deps
+	swift build --build-tests
+	swift test
+
+$(HSM_BENCH): $(HSM_BENCH_SOURCE)/hsm_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wno-deprecated-declarations $$(pkg-config --cflags p11-kit-1) -o $@ $< $$(pkg-config --libs p11-kit-1) -lcrypto -ldl -lpthread
+
+# PKCS#11 layer throughput next to the raw module's from the same run.
+bench: deps $(HSM_BENCH)
+	swift build -c release --product paywarden-bench
+	HSM_BENCH=$(HSM_BENCH) .build/release/paywarden-bench
+
+clean:
+	rm -rf .build
