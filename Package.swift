@@ -55,6 +55,18 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // Key custody: merchant keys, their certificates and lifecycle, CSRs, audit.
+        .target(
+            name: "KeyCustody",
+            dependencies: [
+                "PKCS11",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // Helpers for tests and benchmarks: temporary SoftHSM tokens.
         .target(
             name: "PKCS11Testing",

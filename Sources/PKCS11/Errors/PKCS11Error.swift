@@ -91,7 +91,7 @@ extension PKCS11Error {
         }
     }
 
-    static func invalidInput(_ message: String) -> PKCS11Error {
+    public static func invalidInput(_ message: String) -> PKCS11Error {
         PKCS11Error(code: .invalidInput, category: .badInput, message: message)
     }
 

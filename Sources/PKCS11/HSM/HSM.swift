@@ -42,7 +42,13 @@ public final class HSM: Sendable {
 
     /// Opens the token described by `configuration`. Fails with a misconfiguration error that
     /// names what to fix when the module, token or PIN is wrong.
-    public static func open(_ configuration: HSMConfiguration, logger: Logger = Logger(label: "paywarden.hsm")) async throws(PKCS11Error) -> HSM {
+    ///
+    /// - Parameter probeCapabilities: find the ECDH and RSA paths (needs two throw-away key pairs,
+    ///   one of them RSA-2048). Administration that never decrypts can skip it; the paths are
+    ///   then nil.
+    public static func open(
+        _ configuration: HSMConfiguration, probeCapabilities: Bool = true, logger: Logger = Logger(label: "paywarden.hsm")
+    ) async throws(PKCS11Error) -> HSM {
         let opened: Opened
         do {
             opened = try await DedicatedThread.run(name: "paywarden-hsm-open") { () throws(PKCS11Error) -> Opened in
@@ -51,9 +57,10 @@ public final class HSM: Sendable {
                 try module.initialize()
                 let location = TokenLocation(module: module, slot: try module.slot(forTokenLabel: configuration.tokenLabel))
                 let anchor = try location.logIn(pin: pin)
-                let capabilities = CapabilityProbe.run(
-                    session: anchor, mechanisms: try module.mechanisms(slot: location.slot), configuration: configuration
-                )
+                let mechanisms = try module.mechanisms(slot: location.slot)
+                let capabilities = probeCapabilities
+                    ? CapabilityProbe.run(session: anchor, mechanisms: mechanisms, configuration: configuration)
+                    : Capabilities(ecdhPath: nil, rsaDecryptionPath: nil, mechanisms: mechanisms, report: ["not probed"])
                 return Opened(
                     location: location, token: try module.tokenInfo(slot: location.slot),
                     anchor: SessionTransfer(session: anchor), capabilities: capabilities, keys: try anchor.privateKeys()

@@ -12,6 +12,8 @@ public struct AttributeType: RawRepresentable, Hashable, Sendable {
     public static let application = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_APPLICATION))
     public static let value = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_VALUE))
     public static let certificateType = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_CERTIFICATE_TYPE))
+    public static let issuer = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_ISSUER))
+    public static let serialNumber = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_SERIAL_NUMBER))
     public static let subject = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_SUBJECT))
     public static let keyType = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_KEY_TYPE))
     public static let id = AttributeType(rawValue: CK_ATTRIBUTE_TYPE(CKA_ID))

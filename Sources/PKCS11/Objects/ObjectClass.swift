@@ -22,3 +22,11 @@ public struct KeyType: RawRepresentable, Hashable, Sendable {
     public static let genericSecret = KeyType(rawValue: CK_KEY_TYPE(CKK_GENERIC_SECRET))
     public static let aes = KeyType(rawValue: CK_KEY_TYPE(CKK_AES))
 }
+
+/// `CKA_CERTIFICATE_TYPE` values Paywarden uses.
+public struct CertificateType: RawRepresentable, Hashable, Sendable {
+    public let rawValue: CK_CERTIFICATE_TYPE
+    public init(rawValue: CK_CERTIFICATE_TYPE) { self.rawValue = rawValue }
+
+    public static let x509 = CertificateType(rawValue: CK_CERTIFICATE_TYPE(CKC_X_509))
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// Paywarden's record of a merchant key, stored in the HSM beside the key as a `CKO_DATA` object
+/// (application "paywarden"), so every instance on the same HSM sees the same state.
+public struct KeyRecord: Sendable, Hashable, Codable {
+    /// The record format; bumped only with a migration.
+    public var formatVersion: Int = 1
+    public var purpose: KeyPurpose
+    /// The merchant identifier the key was requested for (the certificate subject's UID).
+    public var merchantID: String?
+    /// SHA-256 of the merchant identifier, hex: Apple's KDF partyV.
+    public var merchantIdentifierHash: String?
+    public var state: KeyState
+    /// How the key came to be: generated in the HSM, or imported from software.
+    public var origin: Origin
+    public var createdAt: Date
+    public var activatedAt: Date?
+    public var retiredAt: Date?
+    /// The key this one succeeds in a rotation.
+    public var predecessor: String?
+
+    public enum Origin: String, Sendable, Hashable, Codable {
+        case generated
+        case imported
+    }
+
+    public init(
+        purpose: KeyPurpose, merchantID: String?, merchantIdentifierHash: String?, state: KeyState,
+        origin: Origin, createdAt: Date, predecessor: String? = nil
+    ) {
+        self.purpose = purpose
+        self.merchantID = merchantID
+        self.merchantIdentifierHash = merchantIdentifierHash
+        self.state = state
+        self.origin = origin
+        self.createdAt = createdAt
+        self.predecessor = predecessor
+    }
+
+    func encoded() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = .sortedKeys
+        return Array(try encoder.encode(self))
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> KeyRecord {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(KeyRecord.self, from: Data(bytes))
+    }
+}

@@ -1,0 +1,336 @@
+import Crypto
+import Foundation
+import PKCS11
+
+/// Merchant keys, their records and certificates, with the HSM as the only source of truth.
+///
+/// Every mutation checks everything first and writes last, undoing its own earlier writes when a
+/// later one fails, so a refused or failed action leaves the token as it was. Callers on one
+/// machine serialise mutations with ``AdminLock``.
+public final class MerchantKeyStore: Sendable {
+    public let hsm: HSM
+    private let clock: @Sendable () -> Date
+
+    public init(hsm: HSM, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.hsm = hsm
+        self.clock = clock
+    }
+
+    public var now: Date { clock() }
+
+    // MARK: Reading
+
+    /// Every key Paywarden manages, oldest first.
+    public func list() async throws(CustodyError) -> [MerchantKey] {
+        let snapshot = try await self.snapshot()
+        return snapshot.managed.sorted { ($0.record.createdAt, $0.id) < ($1.record.createdAt, $1.id) }
+    }
+
+    /// The key `reference` names: a full key id in hex, a unique prefix of at least 6 hex digits,
+    /// or a `pkcs11:` URI with `id=`.
+    public func key(_ reference: String) async throws(CustodyError) -> MerchantKey {
+        let keys = try await list()
+        let wanted: String
+        if reference.hasPrefix("pkcs11:") {
+            guard let id = (try? PKCS11URI(reference))?.id else {
+                throw CustodyError(.invalidArgument, "the pkcs11: URI \(reference) names no id=")
+            }
+            wanted = id.hex
+        } else {
+            wanted = reference.lowercased()
+        }
+        guard wanted.count >= 6, wanted.allSatisfy(\.isHexDigit) else {
+            throw CustodyError(.invalidArgument, "\"\(reference)\" is not a key id; give the id `paywarden keys list` shows (at least 6 hex digits)")
+        }
+        let matches = keys.filter { $0.id.hex.hasPrefix(wanted) }
+        switch matches.count {
+        case 1: return matches[0]
+        case 0: throw CustodyError(.keyNotFound, "no Paywarden key has id \(reference); run `paywarden keys list`")
+        default: throw CustodyError(.ambiguousKey, "\(reference) matches \(matches.count) keys; give more of the id")
+        }
+    }
+
+    // MARK: Creating
+
+    /// Generates a key in the HSM for `merchantID`, records it as pending, and returns it with
+    /// the PEM CSR the HSM signed. If anything after generation fails, the key is destroyed.
+    public func create(
+        merchantID: String, purpose: KeyPurpose, algorithm: KeyAlgorithmChoice, predecessor: KeyIdentifier? = nil
+    ) async throws(CustodyError) -> (key: MerchantKey, csr: String) {
+        try Self.validate(merchantID: merchantID)
+        guard purpose.allowedAlgorithms.contains(algorithm) else {
+            throw CustodyError(.invalidArgument, "Apple accepts only RSA-2048 for \(purpose.rawValue) keys; use --type rsa")
+        }
+        let specification = KeySpecification(
+            label: "\(merchantID) \(purpose.rawValue)",
+            algorithm: algorithm == .ec ? .ecP256 : .rsa2048,
+            usage: Self.usage(purpose: purpose, algorithm: algorithm)
+        )
+        let object: KeyObject
+        do { object = try await hsm.generateKeyPair(specification) } catch { throw CustodyError(error) }
+        do {
+            let record = KeyRecord(
+                purpose: purpose, merchantID: merchantID, merchantIdentifierHash: Self.merchantIdentifierHash(merchantID),
+                state: .pending, origin: .generated, createdAt: now, predecessor: predecessor?.hex
+            )
+            let csr = try await CertificateRequestBuilder.pem(hsm: hsm, key: object, merchantID: merchantID)
+            try await hsm.withSession { session throws(PKCS11Error) in try CustodyObjects.write(record, for: object.id, session) }
+            return (try Self.merchantKey(object, record, certificate: nil), csr)
+        } catch {
+            _ = try? await hsm.destroyKeyPair(object.id)
+            if let error = error as? CustodyError { throw error }
+            if let error = error as? PKCS11Error { throw CustodyError(error) }
+            throw CustodyError(.hsm, "the CSR could not be built: \(error)")
+        }
+    }
+
+    /// Creates the successor of `merchantID`'s current processing key, of the same type. The
+    /// current key stays active: Apple keeps sending tokens for it until the new certificate is
+    /// activated and for a while after.
+    public func rotate(merchantID: String) async throws(CustodyError) -> (successor: MerchantKey, csr: String, current: MerchantKey) {
+        let candidates = try await list().filter { $0.merchantID == merchantID && $0.purpose == .processing && $0.state == .active }
+        guard let current = candidates.max(by: { ($0.certificate?.notValidAfter ?? .distantPast) < ($1.certificate?.notValidAfter ?? .distantPast) }) else {
+            throw CustodyError(.invalidState, "merchant \(merchantID) has no active processing key to rotate; create one with `paywarden keys create --merchant-id \(merchantID)`")
+        }
+        let (successor, csr) = try await create(
+            merchantID: merchantID, purpose: .processing,
+            algorithm: current.key.algorithm == .ecP256 ? .ec : .rsa, predecessor: current.id
+        )
+        return (successor, csr, current)
+    }
+
+    /// Imports a software key (migration from another system), non-extractable from then on.
+    /// The merchant comes from `certificate` or `merchantID`; with a certificate the key is
+    /// active at once, and without one it is active for `merchantID` (its partyV is known).
+    public func importKey(
+        _ software: SoftwarePrivateKey, certificate: MerchantCertificate?, merchantID: String?,
+        purpose: KeyPurpose, allowExpiredCertificate: Bool = false
+    ) async throws(CustodyError) -> MerchantKey {
+        var certificate = certificate
+        if certificate == nil, let bundled = software.certificate { certificate = try MerchantCertificate(bytes: bundled) }
+        let publicKey: PublicKey
+        do { publicKey = try software.publicKey() } catch { throw CustodyError(.keyUnreadable, "the private key is not a valid key") }
+        let algorithm: KeyAlgorithmChoice = software.algorithm == .ecP256 ? .ec : .rsa
+        guard purpose.allowedAlgorithms.contains(algorithm) else {
+            throw CustodyError(.invalidArgument, "Apple accepts only RSA-2048 for \(purpose.rawValue) keys")
+        }
+        var resolvedMerchant = merchantID
+        if let certificate {
+            guard (try? publicKey.subjectPublicKeyInfo()) == certificate.subjectPublicKeyInfo else {
+                throw CustodyError(.certificateKeyMismatch, "the certificate is not for this private key (publicKeyHash \(certificate.publicKeyHash)); give the certificate issued for this key")
+            }
+            try check(certificate, for: purpose, merchantID: merchantID, allowExpired: allowExpiredCertificate)
+            resolvedMerchant = merchantID ?? certificate.merchantID
+        }
+        guard let merchant = resolvedMerchant else {
+            throw CustodyError(.invalidArgument, "give --certificate or --merchant-id: Paywarden needs the merchant identifier to decrypt")
+        }
+        try Self.validate(merchantID: merchant)
+        let existing = try await snapshot()
+        if let duplicate = existing.keys.first(where: { $0.publicKey == publicKey }) {
+            throw CustodyError(.invalidState, "this key is already in the HSM as \(duplicate.id); nothing was imported")
+        }
+
+        let specification = KeySpecification(
+            label: "\(merchant) \(purpose.rawValue)", algorithm: software.algorithm,
+            usage: Self.usage(purpose: purpose, algorithm: algorithm)
+        )
+        var record = KeyRecord(
+            purpose: purpose, merchantID: merchant,
+            merchantIdentifierHash: certificate?.merchantIdentifierHash ?? Self.merchantIdentifierHash(merchant),
+            state: .active, origin: .imported, createdAt: now
+        )
+        record.activatedAt = now
+        let finalRecord = record
+        let id = specification.id
+        let storedCertificate = certificate
+        let object: KeyObject
+        do throws(PKCS11Error) {
+            object = try await hsm.withSession { session throws(PKCS11Error) -> KeyObject in
+                let object = try session.importPrivateKey(software, as: specification)
+                do throws(PKCS11Error) {
+                    if let storedCertificate { _ = try CustodyObjects.storeCertificate(storedCertificate, for: id, label: specification.label, session) }
+                    try CustodyObjects.write(finalRecord, for: id, session)
+                } catch {
+                    try? CustodyObjects.deleteCertificates(id, session)
+                    _ = try? session.destroyKeyPair(id: id)
+                    throw error
+                }
+                return object
+            }
+        } catch {
+            throw CustodyError(error)
+        }
+        return try Self.merchantKey(object, finalRecord, certificate: certificate)
+    }
+
+    // MARK: Certificates
+
+    public enum ImportOutcome: Sendable, Equatable {
+        case activated
+        case alreadyImported
+    }
+
+    /// Stores Apple's certificate with the key it was issued for and marks that key active.
+    public func importCertificate(_ certificate: MerchantCertificate) async throws(CustodyError) -> (key: MerchantKey, outcome: ImportOutcome) {
+        guard let purpose = certificate.purpose else {
+            throw CustodyError(.certificateUnreadable, "this is neither a Payment Processing nor a Merchant Identity certificate (no key agreement, key encipherment or client authentication usage)")
+        }
+        let snapshot = try await self.snapshot()
+        guard let key = snapshot.keys.first(where: { (try? $0.publicKey.subjectPublicKeyInfo()) == certificate.subjectPublicKeyInfo }) else {
+            throw CustodyError(.certificateKeyMismatch, "no key in the HSM matches this certificate (publicKeyHash \(certificate.publicKeyHash)); was this CSR generated by another system, or for another token?")
+        }
+        guard case .success(let record)? = snapshot.records[key.id] else {
+            throw CustodyError(.invalidState, "key \(key.id) matches but is not managed by Paywarden (no record); import it with `paywarden keys import` instead")
+        }
+        guard record.purpose == purpose else {
+            throw CustodyError(.purposeMismatch, "this is a \(purpose == .identity ? "Merchant Identity" : "Payment Processing") certificate, but key \(key.id) was created for \(record.purpose.rawValue); upload the CSR of a \(purpose.rawValue) key to get it")
+        }
+        if let stored = snapshot.certificates[key.id] {
+            if stored == certificate.der {
+                return (try Self.merchantKey(key, record, certificate: certificate), .alreadyImported)
+            }
+            throw CustodyError(.invalidState, "key \(key.id) already has a different certificate; create a new key (`paywarden keys rotate`) for a new certificate")
+        }
+        guard record.state == .pending else {
+            throw CustodyError(.invalidState, "key \(key.id) is \(record.state.rawValue); only a pending key takes a certificate")
+        }
+        try check(certificate, for: purpose, merchantID: record.merchantID, allowExpired: false)
+
+        var activated = record
+        activated.state = .active
+        activated.activatedAt = now
+        if activated.merchantIdentifierHash == nil { activated.merchantIdentifierHash = certificate.merchantIdentifierHash }
+        let finalRecord = activated
+        let label = key.label
+        do throws(PKCS11Error) {
+            try await hsm.withSession { session throws(PKCS11Error) in
+                let handle = try CustodyObjects.storeCertificate(certificate, for: key.id, label: label, session)
+                do throws(PKCS11Error) {
+                    try CustodyObjects.write(finalRecord, for: key.id, session)
+                } catch {
+                    try? session.destroyObject(handle)
+                    throw error
+                }
+            }
+        } catch {
+            throw CustodyError(error)
+        }
+        return (try Self.merchantKey(key, finalRecord, certificate: certificate), .activated)
+    }
+
+    // MARK: Lifecycle
+
+    /// Marks an active key retired: it still decrypts, but is no longer "current".
+    public func retire(_ reference: String) async throws(CustodyError) -> MerchantKey {
+        let key = try await key(reference)
+        guard key.state == .active else {
+            throw CustodyError(.invalidState, "key \(key.id) is \(key.state.rawValue); only an active key can be retired\(key.state == .pending ? " (destroy a pending key instead)" : "")")
+        }
+        var record = key.record
+        record.state = .retired
+        record.retiredAt = now
+        let finalRecord = record
+        do throws(PKCS11Error) {
+            try await hsm.withSession { session throws(PKCS11Error) in try CustodyObjects.write(finalRecord, for: key.id, session) }
+        } catch {
+            throw CustodyError(error)
+        }
+        return try Self.merchantKey(key.key, finalRecord, certificate: key.certificate)
+    }
+
+    /// Destroys a retired or pending key: the private and public key, certificate and record.
+    public func destroy(_ reference: String) async throws(CustodyError) -> MerchantKey {
+        let key = try await key(reference)
+        guard key.state != .active else {
+            throw CustodyError(.invalidState, "key \(key.id) is active and may still receive tokens; retire it first (`paywarden keys retire \(key.id)`)")
+        }
+        do throws(PKCS11Error) {
+            try await hsm.withSession { session throws(PKCS11Error) in
+                try CustodyObjects.deleteCertificates(key.id, session)
+                try session.destroyKeyPair(id: key.id)
+                try CustodyObjects.deleteRecord(key.id, session)
+            }
+            _ = try? await hsm.keys()
+        } catch {
+            throw CustodyError(error)
+        }
+        return key
+    }
+
+    // MARK: Helpers
+
+    private struct Snapshot {
+        let keys: [KeyObject]
+        let records: [KeyIdentifier: Result<KeyRecord, CustodyError>]
+        let certificates: [KeyIdentifier: [UInt8]]
+        let managed: [MerchantKey]
+    }
+
+    /// One consistent read of keys, records and certificates, in one session.
+    private func snapshot() async throws(CustodyError) -> Snapshot {
+        let (keys, records, certificates): ([KeyObject], [KeyIdentifier: Result<KeyRecord, CustodyError>], [KeyIdentifier: [UInt8]])
+        do throws(PKCS11Error) {
+            (keys, records, certificates) = try await hsm.withSession { session throws(PKCS11Error) in
+                (try session.privateKeys(), try CustodyObjects.records(session), try CustodyObjects.certificates(session))
+            }
+        } catch {
+            throw CustodyError(error)
+        }
+        var managed: [MerchantKey] = []
+        for key in keys {
+            guard let result = records[key.id] else { continue }
+            let record = try result.get()
+            let certificate = try certificates[key.id].map { (der) throws(CustodyError) in try MerchantCertificate(bytes: der) }
+            managed.append(try Self.merchantKey(key, record, certificate: certificate))
+        }
+        return Snapshot(keys: keys, records: records, certificates: certificates, managed: managed)
+    }
+
+    private func check(_ certificate: MerchantCertificate, for purpose: KeyPurpose, merchantID: String?, allowExpired: Bool) throws(CustodyError) {
+        guard certificate.purpose == purpose else {
+            throw CustodyError(.purposeMismatch, "this is a \(certificate.purpose?.rawValue ?? "non-Apple Pay") certificate, not a \(purpose.rawValue) one")
+        }
+        if let uid = certificate.merchantID, let hash = certificate.merchantIdentifierHash, Self.merchantIdentifierHash(uid) != hash {
+            throw CustodyError(.certificateUnreadable, "the certificate's merchant identifier hash does not match its subject UID \(uid); it is not a genuine Apple certificate")
+        }
+        if let expected = merchantID, let actual = certificate.merchantID, expected != actual {
+            throw CustodyError(.merchantMismatch, "the certificate is for merchant \(actual), but the key was requested for \(expected); upload this key's CSR under \(expected)")
+        }
+        let formatter = ISO8601DateFormatter()
+        if now < certificate.notValidBefore {
+            throw CustodyError(.certificateNotYetValid, "the certificate is not valid until \(formatter.string(from: certificate.notValidBefore)); check the system clock, or import it then")
+        }
+        if now > certificate.notValidAfter && !allowExpired {
+            throw CustodyError(.certificateExpired, "the certificate expired on \(formatter.string(from: certificate.notValidAfter)); rotate the key and get a new certificate from Apple")
+        }
+    }
+
+    static func merchantKey(_ key: KeyObject, _ record: KeyRecord, certificate: MerchantCertificate?) throws(CustodyError) -> MerchantKey {
+        let spki: [UInt8]
+        do { spki = try key.publicKey.subjectPublicKeyInfo() } catch { throw CustodyError(.storage, "key \(key.id) has an unusable public key") }
+        return MerchantKey(key: key, record: record, certificate: certificate,
+                           publicKeyHash: Data(SHA256.hash(data: spki)).base64EncodedString())
+    }
+
+    /// Lowercase hex SHA-256 of the merchant identifier: Apple's KDF partyV.
+    public static func merchantIdentifierHash(_ merchantID: String) -> String {
+        SHA256.hash(data: Data(merchantID.utf8)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    static func usage(purpose: KeyPurpose, algorithm: KeyAlgorithmChoice) -> KeyUsage {
+        switch (purpose, algorithm) {
+        case (.processing, .ec): [.derive, .sign]        // ECDH for tokens; sign for its own CSR
+        case (.processing, .rsa): [.decrypt, .unwrap, .sign]
+        case (.identity, _): [.sign]
+        }
+    }
+
+    static func validate(merchantID: String) throws(CustodyError) {
+        guard !merchantID.isEmpty, merchantID.count <= 255,
+              merchantID.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F })
+        else {
+            throw CustodyError(.invalidArgument, "\"\(merchantID)\" is not a merchant identifier (printable ASCII without spaces, e.g. merchant.com.example)")
+        }
+    }
+}
