@@ -30,7 +30,7 @@ run: build
 
 test: deps
 	swift build --build-tests
-	swift test
+	swift test --no-parallel
 
 $(HSM_BENCH): $(HSM_BENCH_SOURCE)/hsm_bench.c
 	@mkdir -p $(dir $@)

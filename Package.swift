@@ -77,6 +77,7 @@ let package = Package(
             name: "PaywardenCLI",
             dependencies: [
                 "PKCS11",
+                "KeyCustody",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -85,6 +86,28 @@ let package = Package(
         .executableTarget(
             name: "PaywardenBench",
             dependencies: ["PKCS11", "PKCS11Testing", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The test PKI and token forge: an Apple-like CA chain that certifies Paywarden's keys and
+        // signs tokens exactly as Apple does. Test sources, shared by the tests and the benchmarks.
+        .target(
+            name: "PaywardenTestSupport",
+            dependencies: [
+                "KeyCustody", "PKCS11", "PKCS11Testing",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            path: "Tests/PaywardenTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "KeyCustodyTests",
+            dependencies: [
+                "KeyCustody", "PKCS11", "PKCS11Testing", "PaywardenTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

@@ -20,6 +20,16 @@ public struct AuditLog: Sendable {
         public var result: String
         public var detail: String?
 
+        public init(time: Date, user: String, action: String, keyID: String?, merchantID: String?, result: String, detail: String?) {
+            self.time = time
+            self.user = user
+            self.action = action
+            self.keyID = keyID
+            self.merchantID = merchantID
+            self.result = result
+            self.detail = detail
+        }
+
         enum CodingKeys: String, CodingKey {
             case time, user, action, keyID = "keyId", merchantID = "merchantId", result, detail
         }

@@ -5,6 +5,9 @@ import Foundation
 public struct KeyRecord: Sendable, Hashable, Codable {
     /// The record format; bumped only with a migration.
     public var formatVersion: Int = 1
+    /// Bumped on every write. Records are replaced by create-then-destroy (tokens may refuse to
+    /// modify a data object's value), so after an interrupted write the higher revision wins.
+    public var revision: Int = 0
     public var purpose: KeyPurpose
     /// The merchant identifier the key was requested for (the certificate subject's UID).
     public var merchantID: String?

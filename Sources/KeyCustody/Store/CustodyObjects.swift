@@ -21,34 +21,39 @@ enum CustodyObjects {
                 continue
             }
             do {
-                records[id] = .success(try KeyRecord.decode(attributes[.value] ?? []))
+                let record = try KeyRecord.decode(attributes[.value] ?? [])
+                if case .success(let other)? = records[id], other.revision > record.revision { continue }
+                records[id] = .success(record)
             } catch {
-                records[id] = .failure(CustodyError(.storage, "the record of key \(id) in the HSM is unreadable"))
+                if records[id] == nil {
+                    records[id] = .failure(CustodyError(.storage, "the record of key \(id) in the HSM is unreadable"))
+                }
             }
         }
         return records
     }
 
-    /// Writes the record of `id`, replacing the value in place when it exists.
+    /// Writes the record of `id`: the new revision is created first and the old ones destroyed
+    /// after, so an interruption leaves the old or the new record, never none.
     static func write(_ record: KeyRecord, for id: KeyIdentifier, _ session: Session) throws(PKCS11Error) {
+        let previous = try recordHandles(id, session)
+        var record = record
+        record.revision += 1
         let value: [UInt8]
         do { value = try record.encoded() } catch { throw .invalidInput("the key record could not be encoded") }
-        if let handle = try recordHandle(id, session) {
-            try session.setAttributes(of: handle, [Attribute(.value, bytes: value)])
-        } else {
-            _ = try session.createObject([
-                .objectClass(.data), .bool(.token, true), .bool(.private, true), .bool(.modifiable, true),
-                .string(.application, application), .label(recordLabelPrefix + id.hex), Attribute(.value, bytes: value),
-            ])
-        }
+        _ = try session.createObject([
+            .objectClass(.data), .bool(.token, true), .bool(.private, true),
+            .string(.application, application), .label(recordLabelPrefix + id.hex), Attribute(.value, bytes: value),
+        ])
+        for handle in previous { try session.destroyObject(handle) }
     }
 
     static func deleteRecord(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) {
-        if let handle = try recordHandle(id, session) { try session.destroyObject(handle) }
+        for handle in try recordHandles(id, session) { try session.destroyObject(handle) }
     }
 
-    private static func recordHandle(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> CK_OBJECT_HANDLE? {
-        try session.findObjects([.objectClass(.data), .string(.application, application), .label(recordLabelPrefix + id.hex)]).first
+    private static func recordHandles(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> [CK_OBJECT_HANDLE] {
+        try session.findObjects([.objectClass(.data), .string(.application, application), .label(recordLabelPrefix + id.hex)])
     }
 
     /// Every X.509 certificate object, by key id (DER values).

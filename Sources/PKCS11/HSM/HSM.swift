@@ -55,16 +55,25 @@ public final class HSM: Sendable {
                 let pin = try configuration.pin.read()
                 let module = try PKCS11Module.load(path: configuration.modulePath)
                 try module.initialize()
-                let location = TokenLocation(module: module, slot: try module.slot(forTokenLabel: configuration.tokenLabel))
-                let anchor = try location.logIn(pin: pin)
-                let mechanisms = try module.mechanisms(slot: location.slot)
-                let capabilities = probeCapabilities
-                    ? CapabilityProbe.run(session: anchor, mechanisms: mechanisms, configuration: configuration)
-                    : Capabilities(ecdhPath: nil, rsaDecryptionPath: nil, mechanisms: mechanisms, report: ["not probed"])
-                return Opened(
-                    location: location, token: try module.tokenInfo(slot: location.slot),
-                    anchor: SessionTransfer(session: anchor), capabilities: capabilities, keys: try anchor.privateKeys()
-                )
+                var anchor: Session?
+                do throws(PKCS11Error) {
+                    let location = TokenLocation(module: module, slot: try module.slot(forTokenLabel: configuration.tokenLabel))
+                    let session = try location.logIn(pin: pin)
+                    anchor = session
+                    let mechanisms = try module.mechanisms(slot: location.slot)
+                    let capabilities = probeCapabilities
+                        ? CapabilityProbe.run(session: session, mechanisms: mechanisms, configuration: configuration)
+                        : Capabilities(ecdhPath: nil, rsaDecryptionPath: nil, mechanisms: mechanisms, report: ["not probed"])
+                    return Opened(
+                        location: location, token: try module.tokenInfo(slot: location.slot),
+                        anchor: SessionTransfer(session: session), capabilities: capabilities, keys: try session.privateKeys()
+                    )
+                } catch {
+                    // Leave the module as we found it: nothing open, one user fewer.
+                    anchor?.close()
+                    module.finalize()
+                    throw error
+                }
             }
         } catch let error as PKCS11Error {
             throw error
@@ -122,6 +131,7 @@ public final class HSM: Sendable {
     /// Re-initialises the module without failing in-flight work: waits for the workers to finish
     /// what they hold, calls `C_Finalize` and `C_Initialize`, logs in again and re-caches every
     /// key handle, while new work waits in the queue. Reclaims what SoftHSM 2.6.1 leaks per derive.
+    /// (When another HSM in this process shares the module, it re-establishes the login only.)
     @discardableResult
     public func recycle() async throws(PKCS11Error) -> Duration {
         let clock = ContinuousClock()
@@ -131,8 +141,8 @@ public final class HSM: Sendable {
                 try anchor.withLock { (session) throws(PKCS11Error) -> [KeyObject] in
                     session?.abandon()
                     session = nil
-                    module.finalize()
-                    try module.initialize()
+                    // When another HSM in this process shares the module, only the login is renewed.
+                    _ = try module.reinitialize()
                     location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
                     let fresh = try location.logIn(pin: configuration.pin.read())
                     session = fresh

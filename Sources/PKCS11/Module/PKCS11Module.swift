@@ -11,6 +11,8 @@ public final class PKCS11Module: @unchecked Sendable {
     let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
 
     private static let loaded = Mutex<[String: PKCS11Module]>([:])
+    /// How many users (open HSMs, token initialisers) hold the module initialised.
+    private let users = Mutex<Int>(0)
 
     private init(path: String, functions: UnsafeMutablePointer<CK_FUNCTION_LIST>) {
         self.path = path
@@ -44,16 +46,35 @@ public final class PKCS11Module: @unchecked Sendable {
         return try result.get()
     }
 
-    /// `C_Initialize` with OS locking. An already-initialised module is not an error.
+    /// `C_Initialize` with OS locking, for the first user; later users share it.
     func initialize() throws(PKCS11Error) {
-        let rv = cpkcs11_initialize(functions)
-        if rv == CK_RV(CKR_CRYPTOKI_ALREADY_INITIALIZED) { return }
-        try check("C_Initialize", rv)
+        try users.withLock { (users) throws(PKCS11Error) in
+            if users == 0 {
+                let rv = cpkcs11_initialize(functions)
+                if rv != CK_RV(CKR_CRYPTOKI_ALREADY_INITIALIZED) { try check("C_Initialize", rv) }
+            }
+            users += 1
+        }
     }
 
-    /// `C_Finalize`: closes every session and forgets every handle in the process.
+    /// Releases one user; the last one calls `C_Finalize`, which closes every session and
+    /// forgets every handle in the process.
     func finalize() {
-        _ = functions.pointee.C_Finalize(nil)
+        users.withLock { users in
+            users -= 1
+            if users == 0 { _ = functions.pointee.C_Finalize(nil) }
+        }
+    }
+
+    /// `C_Finalize` then `C_Initialize`, which returns every resource the module holds, when the
+    /// caller is the module's only user. Returns false, doing nothing, when others share it.
+    func reinitialize() throws(PKCS11Error) -> Bool {
+        try users.withLock { (users) throws(PKCS11Error) -> Bool in
+            guard users == 1 else { return false }
+            _ = functions.pointee.C_Finalize(nil)
+            try check("C_Initialize", cpkcs11_initialize(functions))
+            return true
+        }
     }
 
     public func info() throws(PKCS11Error) -> ModuleInfo {

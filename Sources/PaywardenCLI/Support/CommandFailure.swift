@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeyCustody
 import Logging
 import PKCS11
 
@@ -29,6 +30,26 @@ struct CommandFailure: Error, CustomStringConvertible {
         }
         message = error.description
     }
+
+    init(_ error: CustodyError) {
+        if let underlying = error.underlying, error.code == .hsm {
+            self.init(underlying)
+        } else {
+            self.init(error.code == .storage ? .misconfiguration : .refused, error.message)
+        }
+    }
+
+    /// Any error a command can meet, as a one-line failure.
+    init(describing error: any Error) {
+        switch error {
+        case let failure as CommandFailure: self = failure
+        case let error as PKCS11Error: self.init(error)
+        case let error as CustodyError: self.init(error)
+        default: self.init(.refused, "\(error)")
+        }
+    }
+
+    var exitCode: ExitCode { ExitCode(status.rawValue) }
 }
 
 extension AsyncParsableCommand {
@@ -37,13 +58,12 @@ extension AsyncParsableCommand {
         CommandLogging.bootstrap()
         do {
             try await body()
-        } catch let failure as CommandFailure {
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            let failure = CommandFailure(describing: error)
             FileHandle.standardError.write(Data("paywarden: \(failure.message)\n".utf8))
-            throw ExitCode(failure.status.rawValue)
-        } catch let error as PKCS11Error {
-            let failure = CommandFailure(error)
-            FileHandle.standardError.write(Data("paywarden: \(failure.message)\n".utf8))
-            throw ExitCode(failure.status.rawValue)
+            throw failure.exitCode
         }
     }
 }

@@ -1,0 +1,13 @@
+import ArgumentParser
+
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Apple Pay merchant keys: create, certify, rotate, retire, destroy, list.",
+        discussion: "Every action is appended to the audit log at $PAYWARDEN_HOME/audit/audit.jsonl.",
+        subcommands: [
+            KeysCreate.self, KeysImportCertificate.self, KeysRotate.self, KeysImport.self,
+            KeysList.self, KeysRetire.self, KeysDestroy.self,
+        ]
+    )
+}

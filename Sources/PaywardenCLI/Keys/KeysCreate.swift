@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import KeyCustody
+
+struct KeysCreate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Generate a merchant key in the HSM and write its CSR, signed by the HSM.",
+        discussion: "The key stays pending until Apple's certificate is imported with `paywarden keys import-certificate`."
+    )
+
+    @Option(name: .customLong("merchant-id"), help: "The Apple merchant identifier, e.g. merchant.com.example.")
+    var merchantID: String
+
+    @Option(help: "ec (P-256, default for processing) or rsa (RSA-2048: China processing keys, identity keys).")
+    var type: KeyAlgorithmChoice?
+
+    @Option(help: "processing (default) or identity.")
+    var purpose: KeyPurpose = .processing
+
+    @Option(name: .customLong("csr-out"), help: "Where to write the PEM CSR (default: $PAYWARDEN_HOME/MERCHANT-KEYID.csr; - for stdout).")
+    var csrOut: String?
+
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    @OptionGroup var hsmOptions: HSMOptions
+
+    func run() async throws {
+        try await AdminAction("keys.create", merchantID: merchantID).run(hsm: hsmOptions) { store, action in
+            let (key, csr) = try await store.create(merchantID: merchantID, purpose: purpose, algorithm: type ?? purpose.defaultAlgorithm)
+            action.keyID = key.id.hex
+            let path = try CSRFile.write(csr, to: csrOut, merchantID: merchantID, key: key)
+            report(key, csrPath: path, now: store.now, json: json, next: "upload the CSR to Apple, then run `paywarden keys import-certificate` with the certificate Apple returns")
+            return path.map { "csr=\($0)" }
+        }
+    }
+}
+
+extension KeyAlgorithmChoice: ExpressibleByArgument {}
+extension KeyPurpose: ExpressibleByArgument {}
+
+/// Writes a CSR where the admin asked, or to the default place under the Paywarden home.
+enum CSRFile {
+    /// Returns the path written, or nil when the CSR went to stdout.
+    static func write(_ csr: String, to destination: String?, merchantID: String, key: MerchantKey) throws -> String? {
+        if destination == "-" {
+            print(csr, terminator: "")
+            return nil
+        }
+        let path = destination ?? "\(PaywardenHome.path)/\(merchantID)-\(key.id.hex.prefix(8)).csr"
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: path, contents: Data(csr.utf8), attributes: [.posixPermissions: 0o644]) else {
+            throw CommandFailure(.refused, "cannot write the CSR to \(path); the key \(key.id) was created: destroy it or retry with --csr-out")
+        }
+        return path
+    }
+}
+
+/// Prints a key that a command created or changed.
+func report(_ key: MerchantKey, csrPath: String? = nil, now: Date, json: Bool, next: String? = nil) {
+    let view = KeyView(key, now: now)
+    if json {
+        struct Output: Encodable {
+            let key: KeyView
+            let csr: String?
+        }
+        try? printJSON(Output(key: view, csr: csrPath))
+        return
+    }
+    print("key \(view.id)  \(view.purpose) \(view.type)  merchant \(view.merchantId ?? "?")  \(view.state)")
+    print("publicKeyHash \(view.publicKeyHash)")
+    if let csrPath { print("CSR written to \(csrPath)") }
+    for warning in view.warnings { print("warning: \(warning)") }
+    if let next { print("next: \(next)") }
+}

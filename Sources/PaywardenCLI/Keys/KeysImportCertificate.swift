@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import KeyCustody
+
+struct KeysImportCertificate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import-certificate",
+        abstract: "Import the certificate Apple issued (DER .cer or PEM) and activate its key.",
+        discussion: "The certificate is stored in the HSM beside the key it was issued for."
+    )
+
+    @Argument(help: "The certificate file, or - for standard input.")
+    var file: String
+
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    @OptionGroup var hsmOptions: HSMOptions
+
+    func run() async throws {
+        try await AdminAction("keys.import-certificate").run(hsm: hsmOptions) { store, action in
+            let certificate = try MerchantCertificate(bytes: InputFile.read(file, what: "certificate"))
+            action.merchantID = certificate.merchantID
+            let (key, outcome) = try await store.importCertificate(certificate)
+            action.keyID = key.id.hex
+            action.merchantID = key.merchantID
+            if outcome == .alreadyImported, !json {
+                FileHandle.standardError.write(Data("paywarden: this certificate was already imported for key \(key.id); nothing changed\n".utf8))
+            }
+            report(key, now: store.now, json: json)
+            return outcome == .alreadyImported ? "already imported" : "activated"
+        }
+    }
+}
+
+/// Reads a file an admin names, or standard input for "-".
+enum InputFile {
+    static func read(_ path: String, what: String) throws -> [UInt8] {
+        if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure(.refused, "cannot read the \(what) file \(path)")
+        }
+        return Array(data)
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import KeyCustody
+import PKCS11
+import PaywardenTestSupport
+import Testing
+
+@Suite(.serialized)
+struct LifecycleTests {
+    /// From nothing to an active processing key, then a rotation, two active keys, retirement
+    /// and destruction, all through the CLI, every step audited.
+    @Test func createImportRotateRetireDestroy() async throws {
+        let env = try await AdminTestEnvironment.make()
+        let ca = try TestCertificateAuthority()
+        let merchant = "merchant.com.example.shop"
+
+        // create: a pending key and a CSR the HSM signed, which OpenSSL verifies.
+        let created = try env.paywarden("keys", "create", "--merchant-id", merchant, "--csr-out", env.home + "/first.csr", "--json")
+        #expect(created.status == 0, "\(created.stderr)")
+        let first = try AdminTestEnvironment.key(in: created)
+        #expect(first.state == "pending")
+        #expect(first.type == "ec")
+        let verify = try run("/usr/bin/openssl", ["req", "-in", env.home + "/first.csr", "-noout", "-verify"])
+        #expect(verify.status == 0)
+        #expect(verify.output.contains("verify OK"))
+
+        // import-certificate: Apple's certificate activates the key.
+        let csr = try String(contentsOfFile: env.home + "/first.csr", encoding: .utf8)
+        let certificatePath = try env.write(try ca.issue(csrPEM: csr, merchantID: merchant, purpose: .processing), named: "first.cer")
+        let imported = try env.paywarden("keys", "import-certificate", certificatePath, "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let active = try AdminTestEnvironment.key(in: imported)
+        #expect(active.state == "active")
+        #expect(active.publicKeyHash == first.publicKeyHash)
+        #expect((759...762).contains(active.daysLeft ?? 0))
+        // Importing it again changes nothing and says so.
+        let again = try env.paywarden("keys", "import-certificate", certificatePath)
+        #expect(again.status == 0)
+        #expect(again.stderr.contains("already imported"))
+
+        // rotate: a successor and its CSR while the current key stays active.
+        let rotated = try env.paywarden("keys", "rotate", "--merchant-id", merchant, "--csr-out", env.home + "/second.csr", "--json")
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let second = try AdminTestEnvironment.key(in: rotated)
+        #expect(second.state == "pending")
+        let secondCSR = try String(contentsOfFile: env.home + "/second.csr", encoding: .utf8)
+        let secondCertificate = try env.write(try ca.issue(csrPEM: secondCSR, merchantID: merchant, purpose: .processing), named: "second.cer")
+        #expect(try env.paywarden("keys", "import-certificate", secondCertificate).status == 0)
+        let both = try env.listedKeys()
+        #expect(both.map(\.state) == ["active", "active"])
+        #expect(Set(both.map(\.id)) == [first.id, second.id])
+
+        // retire the old key: it is still listed (and still decrypts), flagged retired.
+        let retired = try env.paywarden("keys", "retire", String(first.id.prefix(10)), "--json")
+        #expect(retired.status == 0, "\(retired.stderr)")
+        #expect(try AdminTestEnvironment.key(in: retired).state == "retired")
+
+        // destroy needs --yes, and refuses an active key.
+        let unconfirmed = try env.paywarden("keys", "destroy", first.id)
+        #expect(unconfirmed.status == 1)
+        #expect(unconfirmed.stderr == "paywarden: destroying key \(first.id) is irreversible: tokens encrypted to it can never be decrypted again; repeat with --yes\n")
+        let activeRefused = try env.paywarden("keys", "destroy", second.id, "--yes")
+        #expect(activeRefused.status == 1)
+        #expect(activeRefused.stderr.contains("is active and may still receive tokens; retire it first"))
+        let destroyed = try env.paywarden("keys", "destroy", first.id, "--yes")
+        #expect(destroyed.status == 0, "\(destroyed.stderr)")
+        #expect(try env.listedKeys().map(\.id) == [second.id])
+
+        // The HSM holds nothing of the destroyed key: no key, certificate or record objects.
+        let hsm = try await env.token.open()
+        let leftovers = try await hsm.withSession { session throws(PKCS11Error) in
+            try session.findObjects([.id(KeyIdentifier(hex: first.id)!)]).count
+        }
+        #expect(leftovers == 0)
+        await hsm.close()
+
+        // Every action is in the audit log, with its outcome and no secrets.
+        let audit = try env.audit()
+        #expect(audit.map(\.action) == [
+            "keys.create", "keys.import-certificate", "keys.import-certificate", "keys.rotate", "keys.import-certificate",
+            "keys.list", "keys.retire", "keys.destroy", "keys.destroy", "keys.destroy", "keys.list",
+        ])
+        #expect(audit.map(\.result) == ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "refused", "refused", "ok", "ok"])
+        #expect(audit[0].keyID == first.id && audit[0].merchantID == merchant)
+        #expect(audit.allSatisfy { !$0.user.isEmpty })
+        let auditText = try String(contentsOfFile: env.home + "/audit/audit.jsonl", encoding: .utf8)
+        let pin = try String(contentsOfFile: env.token.pinFile, encoding: .utf8)
+        #expect(!auditText.contains(pin))
+    }
+
+    /// A second instance on the same HSM sees the same keys and states: state lives in the HSM.
+    @Test func stateLivesInTheHSM() async throws {
+        let env = try await AdminTestEnvironment.make()
+        let created = try env.paywarden("keys", "create", "--merchant-id", "merchant.shared", "--type", "rsa", "--json")
+        #expect(created.status == 0, "\(created.stderr)")
+        let key = try AdminTestEnvironment.key(in: created)
+        // Another home (another machine's files), same token.
+        var other = env.cli
+        other.environment["PAYWARDEN_HOME"] = NSTemporaryDirectory() + "paywarden-other-\(UUID().uuidString.prefix(6))"
+        let listed = try other.run(["keys", "list", "--json"])
+        #expect(listed.status == 0)
+        #expect(listed.stdout.contains(key.id))
+        #expect(listed.stdout.contains("\"state\" : \"pending\""))
+        #expect(key.type == "rsa")
+    }
+
+    @Test func identityKeysAreRSAAndTakeIdentityCertificates() async throws {
+        let env = try await AdminTestEnvironment.make()
+        let ca = try TestCertificateAuthority()
+        let refused = try env.paywarden("keys", "create", "--merchant-id", "merchant.id", "--purpose", "identity", "--type", "ec")
+        #expect(refused.status == 1)
+        #expect(refused.stderr == "paywarden: Apple accepts only RSA-2048 for identity keys; use --type rsa\n")
+        let created = try env.paywarden("keys", "create", "--merchant-id", "merchant.id", "--purpose", "identity", "--csr-out", "-")
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(created.stdout.hasPrefix("-----BEGIN CERTIFICATE REQUEST-----"))
+        let verify = try run("/usr/bin/openssl", ["req", "-noout", "-verify"], input: Data(created.stdout.utf8))
+        #expect(verify.status == 0)
+        let certificate = try ca.issue(csrPEM: created.stdout, merchantID: "merchant.id", purpose: .identity)
+        let imported = try env.paywarden("keys", "import-certificate", "-", "--json", input: Data(certificate.pem("CERTIFICATE").utf8))
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let key = try AdminTestEnvironment.key(in: imported)
+        #expect(key.purpose == "identity")
+        #expect(key.type == "rsa")
+        #expect(key.state == "active")
+    }
+}
+
+func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    let inPipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    process.standardInput = inPipe
+    try process.run()
+    if let input { inPipe.fileHandleForWriting.write(input) }
+    try inPipe.fileHandleForWriting.close()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
