@@ -40,6 +40,26 @@ public struct KeyRecord: Sendable, Hashable, Codable {
         self.predecessor = predecessor
     }
 
+    enum CodingKeys: String, CodingKey {
+        case formatVersion, revision, purpose, merchantID, merchantIdentifierHash, state, origin
+        case createdAt, activatedAt, retiredAt, predecessor
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        formatVersion = try container.decode(Int.self, forKey: .formatVersion)
+        revision = try container.decodeIfPresent(Int.self, forKey: .revision) ?? 0
+        purpose = try container.decode(KeyPurpose.self, forKey: .purpose)
+        merchantID = try container.decodeIfPresent(String.self, forKey: .merchantID)
+        merchantIdentifierHash = try container.decodeIfPresent(String.self, forKey: .merchantIdentifierHash)
+        state = try container.decode(KeyState.self, forKey: .state)
+        origin = try container.decode(Origin.self, forKey: .origin)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        activatedAt = try container.decodeIfPresent(Date.self, forKey: .activatedAt)
+        retiredAt = try container.decodeIfPresent(Date.self, forKey: .retiredAt)
+        predecessor = try container.decodeIfPresent(String.self, forKey: .predecessor)
+    }
+
     func encoded() throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601

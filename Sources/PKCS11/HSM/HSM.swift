@@ -93,8 +93,8 @@ public final class HSM: Sendable {
 
     /// Finishes queued work, closes every session and finalizes the module.
     public func close() async {
-        pool.shutdown()
         _ = try? await DedicatedThread.run(name: "paywarden-hsm-close") { [self] in
+            pool.shutdown()
             anchor.withLock { session in
                 session?.close()
                 session = nil

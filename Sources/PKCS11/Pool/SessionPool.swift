@@ -152,10 +152,14 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
                 running -= 1
                 if running == 0 && paused { condition.broadcast() }
             }
+            condition.unlock()
+            // Close the session before reporting this worker gone: shutdown's caller finalizes
+            // the module next, and a C_CloseSession racing C_Finalize can crash the module.
+            context.close()
+            condition.lock()
             liveWorkers -= 1
             condition.broadcast()
             condition.unlock()
-            context.close()
         }
     }
 }
