@@ -55,11 +55,24 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The Apple Pay protocol: token model, signature verification, KDF, AEAD. Decrypts through
+        // a small key-operations protocol and knows nothing of PKCS#11.
+        .target(
+            name: "ApplePay",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // Key custody: merchant keys, their certificates and lifecycle, CSRs, audit.
         .target(
             name: "KeyCustody",
             dependencies: [
                 "PKCS11",
+                "ApplePay",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -78,6 +91,7 @@ let package = Package(
             dependencies: [
                 "PKCS11",
                 "KeyCustody",
+                "ApplePay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

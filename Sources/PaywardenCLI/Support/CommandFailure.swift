@@ -1,3 +1,4 @@
+import ApplePay
 import ArgumentParser
 import Foundation
 import KeyCustody
@@ -45,6 +46,7 @@ struct CommandFailure: Error, CustomStringConvertible {
         case let failure as CommandFailure: self = failure
         case let error as PKCS11Error: self.init(error)
         case let error as CustodyError: self.init(error)
+        case let error as PaymentTokenError: self.init(error)
         default: self.init(.refused, "\(error)")
         }
     }

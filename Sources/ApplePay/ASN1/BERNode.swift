@@ -1,0 +1,42 @@
+/// One BER element: its identifier, where its encoding and content lie in the input, and, when
+/// constructed, its children.
+///
+/// Apple's payment-token signatures are BER with indefinite lengths, which DER parsers refuse,
+/// so CMS parsing starts here. Only low-tag-number identifiers (tag < 31) occur in CMS.
+struct BERNode: Sendable {
+    enum TagClass: UInt8, Sendable {
+        case universal = 0
+        case application = 1
+        case contextSpecific = 2
+        case `private` = 3
+    }
+
+    let tagClass: TagClass
+    let tagNumber: UInt8
+    let isConstructed: Bool
+    /// The whole element, from identifier to the end of its content (end-of-contents included).
+    let encoded: Range<Int>
+    /// The content octets (for an indefinite length, without the end-of-contents octets).
+    let content: Range<Int>
+    let children: [BERNode]
+
+    func isUniversal(_ number: UInt8) -> Bool { tagClass == .universal && tagNumber == number }
+    func isContext(_ number: UInt8) -> Bool { tagClass == .contextSpecific && tagNumber == number }
+
+    static let integer: UInt8 = 0x02
+    static let bitString: UInt8 = 0x03
+    static let octetString: UInt8 = 0x04
+    static let null: UInt8 = 0x05
+    static let objectIdentifier: UInt8 = 0x06
+    static let utf8String: UInt8 = 0x0C
+    static let sequence: UInt8 = 0x10
+    static let set: UInt8 = 0x11
+    static let utcTime: UInt8 = 0x17
+    static let generalizedTime: UInt8 = 0x18
+}
+
+/// Why BER input was refused.
+struct BERError: Error, Sendable, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

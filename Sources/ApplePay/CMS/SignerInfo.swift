@@ -1,0 +1,115 @@
+import Foundation
+
+/// One CMS SignerInfo with its signed attributes decoded.
+struct SignerInfo: Sendable {
+    /// The issuer Name (DER) and serial number (INTEGER content) of the signing certificate.
+    let issuer: [UInt8]
+    let serialNumber: [UInt8]
+    let digestAlgorithm: [UInt8]
+    let signatureAlgorithm: [UInt8]
+    let signature: [UInt8]
+    /// The signed attributes re-encoded as the DER SET the signature covers.
+    let signedAttributes: [UInt8]
+    let contentType: [UInt8]?
+    let messageDigest: [UInt8]?
+    let signingTime: Date?
+
+    init(_ node: BERNode, in bytes: [UInt8]) throws(BERError) {
+        guard node.isUniversal(BERNode.sequence) else { throw BERError("a SignerInfo is not a SEQUENCE") }
+        let sid = try node.child(1, "the signer identifier")
+        guard sid.isUniversal(BERNode.sequence), sid.children.count == 2,
+              sid.children[0].isUniversal(BERNode.sequence), sid.children[1].isUniversal(BERNode.integer)
+        else { throw BERError("the signer is not identified by issuer and serial number") }
+        issuer = sid.children[0].reencoded(identifier: 0x30, in: bytes)
+        serialNumber = Array(bytes[sid.children[1].content])
+
+        let digest = try node.child(2, "the digest algorithm")
+        guard digest.isUniversal(BERNode.sequence), let digestOID = digest.children.first else { throw BERError("bad digest algorithm") }
+        digestAlgorithm = Array(bytes[digestOID.content])
+
+        let attributes = try node.child(3, "the signed attributes")
+        guard attributes.isContext(0), attributes.isConstructed else {
+            throw BERError("the signer has no signed attributes, so the content is not bound to the signature")
+        }
+        // [0] IMPLICIT SET OF Attribute: the signature covers it with the SET tag (RFC 5652 §5.4).
+        signedAttributes = attributes.reencoded(identifier: 0x31, in: bytes)
+
+        let algorithm = try node.child(4, "the signature algorithm")
+        guard algorithm.isUniversal(BERNode.sequence), let algorithmOID = algorithm.children.first else { throw BERError("bad signature algorithm") }
+        signatureAlgorithm = Array(bytes[algorithmOID.content])
+        let signatureNode = try node.child(5, "the signature")
+        guard signatureNode.isUniversal(BERNode.octetString) else { throw BERError("the signature is not an OCTET STRING") }
+        signature = try signatureNode.octets(in: bytes)
+
+        var contentType: [UInt8]?
+        var messageDigest: [UInt8]?
+        var signingTime: Date?
+        for attribute in attributes.children {
+            guard attribute.isUniversal(BERNode.sequence), attribute.children.count == 2,
+                  attribute.children[0].isUniversal(BERNode.objectIdentifier), attribute.children[1].isUniversal(BERNode.set)
+            else { throw BERError("a signed attribute is malformed") }
+            let type = Array(bytes[attribute.children[0].content])
+            let values = attribute.children[1].children
+            switch type {
+            case CMSObjectIdentifier.contentType, CMSObjectIdentifier.messageDigest, CMSObjectIdentifier.signingTime:
+                // RFC 5652 §11: each of these has exactly one value and occurs once.
+                guard values.count == 1 else { throw BERError("a signed attribute must have exactly one value") }
+                let value = values[0]
+                if type == CMSObjectIdentifier.contentType {
+                    guard contentType == nil, value.isUniversal(BERNode.objectIdentifier) else { throw BERError("bad or repeated content-type attribute") }
+                    contentType = Array(bytes[value.content])
+                } else if type == CMSObjectIdentifier.messageDigest {
+                    guard messageDigest == nil, value.isUniversal(BERNode.octetString) else { throw BERError("bad or repeated message-digest attribute") }
+                    messageDigest = try value.octets(in: bytes)
+                } else {
+                    guard signingTime == nil else { throw BERError("repeated signing-time attribute") }
+                    signingTime = try Self.time(value, in: bytes)
+                }
+            default:
+                continue  // CMSAlgorithmProtection and others are covered by the signature
+            }
+        }
+        self.contentType = contentType
+        self.messageDigest = messageDigest
+        self.signingTime = signingTime
+    }
+
+    /// UTCTime (YYMMDDHHMMSSZ) or GeneralizedTime (YYYYMMDDHHMMSSZ), UTC only.
+    private static func time(_ node: BERNode, in bytes: [UInt8]) throws(BERError) -> Date {
+        let text = Array(bytes[node.content])
+        let digits: [UInt8]
+        var year: Int
+        if node.isUniversal(BERNode.utcTime), text.count == 13 {
+            digits = Array(text[0..<12])
+            guard let yy = Self.number(digits[0..<2]) else { throw BERError("bad signing time") }
+            year = yy < 50 ? 2000 + yy : 1900 + yy  // RFC 5280 §4.1.2.5.1
+        } else if node.isUniversal(BERNode.generalizedTime), text.count == 15 {
+            digits = Array(text[2..<14])
+            guard let yyyy = Self.number(text[0..<4]) else { throw BERError("bad signing time") }
+            year = yyyy
+        } else {
+            throw BERError("the signing time is neither UTCTime nor GeneralizedTime in UTC")
+        }
+        guard text.last == UInt8(ascii: "Z"),
+              let month = number(digits[2..<4]), let day = number(digits[4..<6]), let hour = number(digits[6..<8]),
+              let minute = number(digits[8..<10]), let second = number(digits[10..<12]),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+        else { throw BERError("bad signing time") }
+        var components = DateComponents()
+        (components.year, components.month, components.day) = (year, month, day)
+        (components.hour, components.minute, components.second) = (hour, minute, second)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let date = calendar.date(from: components) else { throw BERError("bad signing time") }
+        return date
+    }
+
+    private static func number(_ digits: ArraySlice<UInt8>) -> Int? {
+        var value = 0
+        for digit in digits {
+            guard (0x30...0x39).contains(digit) else { return nil }
+            value = value * 10 + Int(digit - 0x30)
+        }
+        return value
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+
+/// A `PKPaymentToken`'s `paymentData`, decoded strictly: every field present with the right
+/// encoding and a plausible size, or a `malformed_token` error saying which one is wrong.
+public struct PaymentToken: Sendable, Hashable {
+    public let version: PaymentTokenVersion
+    /// Ciphertext followed by the 16-byte GCM tag.
+    public let data: [UInt8]
+    /// The detached CMS signature (BER).
+    public let signature: [UInt8]
+    public let header: Header
+
+    public struct Header: Sendable, Hashable {
+        /// EC_v1: the ephemeral key's DER SubjectPublicKeyInfo.
+        public let ephemeralPublicKey: [UInt8]?
+        /// RSA_v1: the AES key, RSA-OAEP-encrypted to the merchant key.
+        public let wrappedKey: [UInt8]?
+        /// SHA-256 of the merchant certificate's SubjectPublicKeyInfo: selects the key.
+        public let publicKeyHash: [UInt8]
+        public let transactionID: [UInt8]
+        /// SHA-256 of the request's applicationData, when there was one.
+        public let applicationData: [UInt8]?
+    }
+
+    /// The largest request body accepted as a token.
+    public static let maximumEncodedSize = 64 * 1024
+    static let maximumDataSize = 32 * 1024
+    static let maximumSignatureSize = 16 * 1024
+
+    /// The transaction identifier as the device wrote it (lowercase hex).
+    public var transactionIDHex: String { Self.hex(header.transactionID) }
+    public var publicKeyHashBase64: String { Data(header.publicKeyHash).base64EncodedString() }
+
+    /// Decodes a whole `PKPaymentToken` (with `paymentData` inside) or a bare `paymentData`.
+    public init(json bytes: [UInt8]) throws(PaymentTokenError) {
+        guard bytes.count <= Self.maximumEncodedSize else {
+            throw .malformed("the token is \(bytes.count) bytes; at most \(Self.maximumEncodedSize) are accepted")
+        }
+        guard let root = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else {
+            throw .malformed("the token is not a JSON object")
+        }
+        var paymentData = root
+        if root["version"] == nil, let inner = root["paymentData"] {
+            guard let object = inner as? [String: Any] else {
+                throw .malformed("paymentData is not a JSON object (a base64 paymentData must be decoded to JSON first)")
+            }
+            paymentData = object
+        }
+        guard let versionText = paymentData["version"] as? String else { throw .malformed("version is missing or not a string") }
+        guard let version = PaymentTokenVersion(rawValue: versionText) else {
+            throw PaymentTokenError(.unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported; Paywarden decrypts EC_v1 and RSA_v1")
+        }
+        self.version = version
+        data = try Self.base64(paymentData["data"], "data", maximum: Self.maximumDataSize)
+        guard data.count > 16 else { throw .malformed("data is shorter than a GCM tag") }
+        signature = try Self.base64(paymentData["signature"], "signature", maximum: Self.maximumSignatureSize)
+        guard let header = paymentData["header"] as? [String: Any] else { throw .malformed("header is missing or not an object") }
+
+        let publicKeyHash = try Self.base64(header["publicKeyHash"], "header.publicKeyHash", maximum: 32)
+        guard publicKeyHash.count == 32 else { throw .malformed("header.publicKeyHash is not a SHA-256 hash") }
+        let transactionID = try Self.hex(header["transactionId"], "header.transactionId", maximum: 64)
+        guard !transactionID.isEmpty else { throw .malformed("header.transactionId is empty") }
+        let applicationData = try header["applicationData"].map { value throws(PaymentTokenError) in
+            try Self.hex(value, "header.applicationData", maximum: 64)
+        }
+        var ephemeralPublicKey: [UInt8]?
+        var wrappedKey: [UInt8]?
+        switch version {
+        case .ecV1:
+            guard header["wrappedKey"] == nil else { throw .malformed("an EC_v1 header carries wrappedKey") }
+            ephemeralPublicKey = try Self.base64(header["ephemeralPublicKey"], "header.ephemeralPublicKey", maximum: 256)
+        case .rsaV1:
+            guard header["ephemeralPublicKey"] == nil else { throw .malformed("an RSA_v1 header carries ephemeralPublicKey") }
+            wrappedKey = try Self.base64(header["wrappedKey"], "header.wrappedKey", maximum: 1024)
+        }
+        self.header = Header(ephemeralPublicKey: ephemeralPublicKey, wrappedKey: wrappedKey, publicKeyHash: publicKeyHash,
+                             transactionID: transactionID, applicationData: applicationData)
+    }
+
+    /// What the signature covers: ephemeralPublicKey (or wrappedKey) ‖ data ‖ transactionId ‖
+    /// applicationData, all decoded.
+    var signedContent: [UInt8] {
+        (header.ephemeralPublicKey ?? header.wrappedKey ?? []) + data + header.transactionID + (header.applicationData ?? [])
+    }
+
+    private static func base64(_ value: Any?, _ name: String, maximum: Int) throws(PaymentTokenError) -> [UInt8] {
+        guard let text = value as? String else { throw .malformed("\(name) is missing or not a string") }
+        guard text.utf8.count <= (maximum + 2) / 3 * 4 else { throw .malformed("\(name) is longer than \(maximum) bytes") }
+        // Foundation's decoder is strict: no whitespace, no URL alphabet, correct padding.
+        guard let decoded = Data(base64Encoded: text), !decoded.isEmpty else { throw .malformed("\(name) is not valid Base64") }
+        return Array(decoded)
+    }
+
+    private static func hex(_ value: Any?, _ name: String, maximum: Int) throws(PaymentTokenError) -> [UInt8] {
+        guard let text = value as? String else { throw .malformed("\(name) is missing or not a string") }
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0, digits.count <= maximum * 2 else { throw .malformed("\(name) is not hex of at most \(maximum) bytes") }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { throw .malformed("\(name) is not valid hex") }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case 0x30...0x39: digit - 0x30
+        case 0x41...0x46: digit - 0x41 + 10
+        case 0x61...0x66: digit - 0x61 + 10
+        default: nil
+        }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,31 @@
+/// Why a payment token was refused. The codes are Paywarden's stable interface (HTTP error
+/// bodies, CLI output, metrics); messages name the failed step and the likely cause, and never
+/// carry card data or key material.
+public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        case malformedToken = "malformed_token"
+        case unsupportedVersion = "unsupported_version"
+        case signatureInvalid = "signature_invalid"
+        case certificateChainInvalid = "certificate_chain_invalid"
+        case signingTimeOutOfWindow = "signing_time_out_of_window"
+        case replayedTransaction = "replayed_transaction"
+        case unknownPublicKeyHash = "unknown_public_key_hash"
+        case decryptionFailed = "decryption_failed"
+        case hsmUnavailable = "hsm_unavailable"
+        case overloaded = "overloaded"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    static func malformed(_ message: String) -> PaymentTokenError { PaymentTokenError(.malformedToken, message) }
+    static func signature(_ message: String) -> PaymentTokenError { PaymentTokenError(.signatureInvalid, message) }
+    static func chain(_ message: String) -> PaymentTokenError { PaymentTokenError(.certificateChainInvalid, message) }
+}

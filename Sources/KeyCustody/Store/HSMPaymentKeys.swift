@@ -1,0 +1,83 @@
+import ApplePay
+import Crypto
+import Foundation
+import PKCS11
+import Synchronization
+
+/// The merchant keys in the HSM as the decryption engine needs them: a map from
+/// `publicKeyHash` to key (active and retired processing keys), and the private-key operations
+/// run in the HSM.
+public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
+    public let hsm: HSM
+    private let keys = Mutex<[[UInt8]: MerchantKeyReference]>([:])
+
+    public init(hsm: HSM) {
+        self.hsm = hsm
+    }
+
+    /// Rebuilds the map from the HSM. Returns the number of keys that decrypt.
+    @discardableResult
+    public func reload(from store: MerchantKeyStore) async throws(CustodyError) -> Int {
+        var map: [[UInt8]: MerchantKeyReference] = [:]
+        for key in try await store.list() where key.purpose == .processing && key.state.decrypts {
+            guard let hash = Data(base64Encoded: key.publicKeyHash), let partyV = key.merchantIdentifierHash.flatMap(Self.bytes(hex:)) else {
+                continue
+            }
+            map[Array(hash)] = MerchantKeyReference(
+                keyID: key.id.hex, version: key.key.algorithm == .ecP256 ? .ecV1 : .rsaV1, merchantIdentifierHash: partyV
+            )
+        }
+        let count = map.count
+        keys.withLock { $0 = map }
+        return count
+    }
+
+    /// The number of keys in the map.
+    public var count: Int { keys.withLock { $0.count } }
+
+    public func key(forPublicKeyHash hash: [UInt8]) -> MerchantKeyReference? {
+        keys.withLock { $0[hash] }
+    }
+
+    public func deriveKey(ephemeralPublicKey: P256.KeyAgreement.PublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws -> SymmetricKey {
+        let id = try Self.identifier(key)
+        do {
+            return SymmetricKey(data: try await hsm.deriveConcatenationKDFKey(id, peerPoint: Array(ephemeralPublicKey.x963Representation), otherInfo: otherInfo))
+        } catch {
+            throw Self.paymentError(error, operation: "ECDH")
+        }
+    }
+
+    public func unwrapKey(_ wrappedKey: [UInt8], key: MerchantKeyReference) async throws -> SymmetricKey {
+        let id = try Self.identifier(key)
+        do {
+            return SymmetricKey(data: try await hsm.decryptOAEPSHA256(id, ciphertext: wrappedKey))
+        } catch {
+            throw Self.paymentError(error, operation: "RSA-OAEP unwrap")
+        }
+    }
+
+    private static func identifier(_ key: MerchantKeyReference) throws(PaymentTokenError) -> KeyIdentifier {
+        guard let id = KeyIdentifier(hex: key.keyID) else { throw PaymentTokenError(.decryptionFailed, "bad key reference") }
+        return id
+    }
+
+    /// HSM errors as the decryption engine reports them: refused input is the token's fault,
+    /// everything else is the HSM's.
+    static func paymentError(_ error: PKCS11Error, operation: String) -> PaymentTokenError {
+        switch (error.code, error.category) {
+        case (.overloaded, _):
+            return PaymentTokenError(.overloaded, "the HSM has too much work queued; retry shortly")
+        case (_, .badInput):
+            return PaymentTokenError(.decryptionFailed, "the HSM refused the token's key material in \(operation) (\(error.returnValue?.name ?? "invalid input"))")
+        case (.keyNotFound, _):
+            return PaymentTokenError(.unknownPublicKeyHash, "the key for this publicKeyHash is no longer in the HSM; it may have been destroyed")
+        default:
+            return PaymentTokenError(.hsmUnavailable, "the HSM could not run \(operation): \(error.returnValue?.name ?? String(describing: error.code)) [\(error.category.rawValue)]")
+        }
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        KeyIdentifier(hex: hex)?.bytes
+    }
+}
