@@ -107,8 +107,9 @@ let package = Package(
         .target(
             name: "PaywardenTestSupport",
             dependencies: [
-                "KeyCustody", "PKCS11", "PKCS11Testing",
+                "ApplePay", "KeyCustody", "PKCS11", "PKCS11Testing",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
@@ -121,6 +122,15 @@ let package = Package(
                 "KeyCustody", "PKCS11", "PKCS11Testing", "PaywardenTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "ApplePayTests",
+            dependencies: [
+                "ApplePay", "KeyCustody", "PKCS11", "PKCS11Testing", "PaywardenTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
