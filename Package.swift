@@ -99,7 +99,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "PaywardenBench",
-            dependencies: ["PKCS11", "PKCS11Testing", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "PKCS11", "PKCS11Testing", "ApplePay", "KeyCustody", "PaywardenTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The test PKI and token forge: an Apple-like CA chain that certifies Paywarden's keys and

@@ -1,17 +1,51 @@
+import Crypto
 import Foundation
 import PKCS11
+import PKCS11Testing
 
-/// Measures operations per wall second through Paywarden's PKCS#11 layer: enough tasks in
-/// flight to keep every worker busy, for a fixed time.
+/// ECDH-derive and ECDSA-sign rates through Paywarden's PKCS#11 layer, next to the raw module's.
 struct LayerBench {
-    let hsm: HSM
+    let raw: RawHSMBench
+    let token: SoftHSMTestToken
+    let seconds: Double
+    let rounds: Int
+
+    func run() async throws -> [BenchRow] {
+        var rows: [BenchRow] = []
+        for workers in [1, 2] {
+            let hsm = try await token.open { $0.workers = workers }
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "bench-ec", algorithm: .ecP256, usage: [.derive, .sign]))
+            let peers = (0..<64).map { _ in Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation) }
+            let otherInfo = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + [UInt8](repeating: 7, count: 32)
+            let digest = [UInt8](repeating: 0x5A, count: 32)
+            let inFlight = workers * 4
+            let derive: @Sendable (Int) async throws -> Void = { index in
+                _ = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: peers[index & 63], otherInfo: otherInfo)
+            }
+            let sign: @Sendable (Int) async throws -> Void = { _ in _ = try await hsm.signECDSA(key.id, digest: digest) }
+
+            var ecdh = BenchRow(operation: "ECDH derive + KDF (C_DigestKey) + destroy", rawName: "ecdh-kdf", workers: workers)
+            var ecdsa = BenchRow(operation: "ECDSA P-256 sign", rawName: "ecdsa", workers: workers)
+            for _ in 0..<rounds {
+                ecdh.raw.append(try raw.rate("ecdh-kdf", seconds: seconds, threads: workers) ?? 0)
+                ecdh.layer.append(try await rate(hsm, inFlight: inFlight, onWorkers: true, derive))
+                ecdh.hopping.append(try await rate(hsm, inFlight: inFlight, onWorkers: false, derive))
+                ecdsa.raw.append(try raw.rate("ecdsa", seconds: seconds, threads: workers) ?? 0)
+                ecdsa.layer.append(try await rate(hsm, inFlight: inFlight, onWorkers: true, sign))
+                ecdsa.hopping.append(try await rate(hsm, inFlight: inFlight, onWorkers: false, sign))
+            }
+            rows += [ecdh, ecdsa]
+            await hsm.close()
+        }
+        return rows
+    }
 
     /// - Parameter onWorkers: run the calling tasks on the HSM's workers (no hop per call)
     ///   rather than on the cooperative pool (one hop each way per call).
-    func rate(seconds: Double, inFlight: Int, onWorkers: Bool, _ operation: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
+    private func rate(_ hsm: HSM, inFlight: Int, onWorkers: Bool, _ operation: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
         let clock = ContinuousClock()
-        let deadline = clock.now + .milliseconds(Int(seconds * 1000))
         let start = clock.now
+        let deadline = start + .milliseconds(Int(seconds * 1000))
         let total = try await withThrowingTaskGroup(of: Int.self) { group in
             for task in 0..<inFlight {
                 group.addTask(executorPreference: onWorkers ? hsm.executor : nil) {
@@ -28,10 +62,4 @@ struct LayerBench {
         let elapsed = clock.now - start
         return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
-}
-
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    guard !sorted.isEmpty else { return 0 }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }

@@ -3,6 +3,10 @@
 ///
 /// Apple's payment-token signatures are BER with indefinite lengths, which DER parsers refuse,
 /// so CMS parsing starts here. Only low-tag-number identifiers (tag < 31) occur in CMS.
+///
+/// Children of a definite-length element are read only when asked for
+/// (``BERReader/children(of:in:)``), so the certificates inside a signature, which are passed
+/// on whole, are never walked element by element.
 struct BERNode: Sendable {
     enum TagClass: UInt8, Sendable {
         case universal = 0
@@ -18,7 +22,9 @@ struct BERNode: Sendable {
     let encoded: Range<Int>
     /// The content octets (for an indefinite length, without the end-of-contents octets).
     let content: Range<Int>
-    let children: [BERNode]
+    /// The children of an indefinite-length element, read while finding its end; nil for a
+    /// definite-length element, whose children are read on demand.
+    let indefiniteChildren: [BERNode]?
 
     func isUniversal(_ number: UInt8) -> Bool { tagClass == .universal && tagNumber == number }
     func isContext(_ number: UInt8) -> Bool { tagClass == .contextSpecific && tagNumber == number }

@@ -36,7 +36,7 @@ enum BERReader {
                     let contentEnd = offset
                     offset += 2
                     return BERNode(tagClass: tagClass, tagNumber: tagNumber, isConstructed: true,
-                                   encoded: start..<offset, content: contentStart..<contentEnd, children: children)
+                                   encoded: start..<offset, content: contentStart..<contentEnd, indefiniteChildren: children)
                 }
                 children.append(try element(bytes, &offset, end: end, depth: depth + 1))
             }
@@ -56,15 +56,21 @@ enum BERReader {
         guard length <= end - offset else { throw BERError("truncated: the content is shorter than its length") }
         let contentStart = offset
         let contentEnd = offset + length
-        var children: [BERNode] = []
-        if constructed {
-            while offset < contentEnd {
-                children.append(try element(bytes, &offset, end: contentEnd, depth: depth + 1))
-            }
-        }
         offset = contentEnd
         return BERNode(tagClass: tagClass, tagNumber: tagNumber, isConstructed: constructed,
-                       encoded: start..<contentEnd, content: contentStart..<contentEnd, children: children)
+                       encoded: start..<contentEnd, content: contentStart..<contentEnd, indefiniteChildren: nil)
+    }
+
+    /// The children of a constructed element (none for a primitive one).
+    static func children(of node: BERNode, in bytes: [UInt8]) throws(BERError) -> [BERNode] {
+        if let children = node.indefiniteChildren { return children }
+        guard node.isConstructed else { return [] }
+        var children: [BERNode] = []
+        var offset = node.content.lowerBound
+        while offset < node.content.upperBound {
+            children.append(try element(bytes, &offset, end: node.content.upperBound, depth: 1))
+        }
+        return children
     }
 }
 
@@ -73,7 +79,7 @@ extension BERNode {
     func octets(in bytes: [UInt8]) throws(BERError) -> [UInt8] {
         guard isConstructed else { return Array(bytes[content]) }
         var joined: [UInt8] = []
-        for child in children {
+        for child in try BERReader.children(of: self, in: bytes) {
             guard child.tagNumber == tagNumber || child.isUniversal(BERNode.octetString) else {
                 throw BERError("a constructed string holds a foreign element")
             }
@@ -82,17 +88,16 @@ extension BERNode {
         return joined
     }
 
-    /// The child at `index`, or a clear error naming what was expected.
-    func child(_ index: Int, _ what: String) throws(BERError) -> BERNode {
-        guard index < children.count else { throw BERError("\(what) is missing") }
-        return children[index]
+    /// The children, read from `bytes` (the input this node was parsed from).
+    func children(in bytes: [UInt8]) throws(BERError) -> [BERNode] {
+        try BERReader.children(of: self, in: bytes)
     }
 
     /// This element with a definite length and identifier `identifier`: how DER (and the CMS
     /// signature over signed attributes) sees it, provided the children are DER themselves.
-    func reencoded(identifier: UInt8, in bytes: [UInt8]) -> [UInt8] {
+    func reencoded(identifier: UInt8, in bytes: [UInt8]) throws(BERError) -> [UInt8] {
         var body: [UInt8] = []
-        if isConstructed {
+        if let children = indefiniteChildren {
             for child in children { body += bytes[child.encoded] }
         } else {
             body = Array(bytes[content])

@@ -15,58 +15,59 @@ struct SignerInfo: Sendable {
     let signingTime: Date?
 
     init(_ node: BERNode, in bytes: [UInt8]) throws(BERError) {
-        guard node.isUniversal(BERNode.sequence) else { throw BERError("a SignerInfo is not a SEQUENCE") }
-        let sid = try node.child(1, "the signer identifier")
-        guard sid.isUniversal(BERNode.sequence), sid.children.count == 2,
-              sid.children[0].isUniversal(BERNode.sequence), sid.children[1].isUniversal(BERNode.integer)
+        let fields = try node.children(in: bytes)
+        guard node.isUniversal(BERNode.sequence), fields.count >= 6 else { throw BERError("a SignerInfo is not a SEQUENCE of its six fields") }
+        let sid = try fields[1].children(in: bytes)
+        guard fields[1].isUniversal(BERNode.sequence), sid.count == 2,
+              sid[0].isUniversal(BERNode.sequence), sid[1].isUniversal(BERNode.integer)
         else { throw BERError("the signer is not identified by issuer and serial number") }
-        issuer = sid.children[0].reencoded(identifier: 0x30, in: bytes)
-        serialNumber = Array(bytes[sid.children[1].content])
+        issuer = try sid[0].reencoded(identifier: 0x30, in: bytes)
+        serialNumber = Array(bytes[sid[1].content])
 
-        let digest = try node.child(2, "the digest algorithm")
-        guard digest.isUniversal(BERNode.sequence), let digestOID = digest.children.first else { throw BERError("bad digest algorithm") }
+        guard fields[2].isUniversal(BERNode.sequence), let digestOID = try fields[2].children(in: bytes).first else {
+            throw BERError("bad digest algorithm")
+        }
         digestAlgorithm = Array(bytes[digestOID.content])
 
-        let attributes = try node.child(3, "the signed attributes")
+        let attributes = fields[3]
         guard attributes.isContext(0), attributes.isConstructed else {
             throw BERError("the signer has no signed attributes, so the content is not bound to the signature")
         }
         // [0] IMPLICIT SET OF Attribute: the signature covers it with the SET tag (RFC 5652 §5.4).
-        signedAttributes = attributes.reencoded(identifier: 0x31, in: bytes)
+        signedAttributes = try attributes.reencoded(identifier: 0x31, in: bytes)
 
-        let algorithm = try node.child(4, "the signature algorithm")
-        guard algorithm.isUniversal(BERNode.sequence), let algorithmOID = algorithm.children.first else { throw BERError("bad signature algorithm") }
+        guard fields[4].isUniversal(BERNode.sequence), let algorithmOID = try fields[4].children(in: bytes).first else {
+            throw BERError("bad signature algorithm")
+        }
         signatureAlgorithm = Array(bytes[algorithmOID.content])
-        let signatureNode = try node.child(5, "the signature")
-        guard signatureNode.isUniversal(BERNode.octetString) else { throw BERError("the signature is not an OCTET STRING") }
-        signature = try signatureNode.octets(in: bytes)
+        guard fields[5].isUniversal(BERNode.octetString) else { throw BERError("the signature is not an OCTET STRING") }
+        signature = try fields[5].octets(in: bytes)
 
         var contentType: [UInt8]?
         var messageDigest: [UInt8]?
         var signingTime: Date?
-        for attribute in attributes.children {
-            guard attribute.isUniversal(BERNode.sequence), attribute.children.count == 2,
-                  attribute.children[0].isUniversal(BERNode.objectIdentifier), attribute.children[1].isUniversal(BERNode.set)
+        for attribute in try attributes.children(in: bytes) {
+            let parts = try attribute.children(in: bytes)
+            guard attribute.isUniversal(BERNode.sequence), parts.count == 2,
+                  parts[0].isUniversal(BERNode.objectIdentifier), parts[1].isUniversal(BERNode.set)
             else { throw BERError("a signed attribute is malformed") }
-            let type = Array(bytes[attribute.children[0].content])
-            let values = attribute.children[1].children
-            switch type {
-            case CMSObjectIdentifier.contentType, CMSObjectIdentifier.messageDigest, CMSObjectIdentifier.signingTime:
-                // RFC 5652 §11: each of these has exactly one value and occurs once.
-                guard values.count == 1 else { throw BERError("a signed attribute must have exactly one value") }
-                let value = values[0]
-                if type == CMSObjectIdentifier.contentType {
-                    guard contentType == nil, value.isUniversal(BERNode.objectIdentifier) else { throw BERError("bad or repeated content-type attribute") }
-                    contentType = Array(bytes[value.content])
-                } else if type == CMSObjectIdentifier.messageDigest {
-                    guard messageDigest == nil, value.isUniversal(BERNode.octetString) else { throw BERError("bad or repeated message-digest attribute") }
-                    messageDigest = try value.octets(in: bytes)
-                } else {
-                    guard signingTime == nil else { throw BERError("repeated signing-time attribute") }
-                    signingTime = try Self.time(value, in: bytes)
-                }
-            default:
-                continue  // CMSAlgorithmProtection and others are covered by the signature
+            let type = Array(bytes[parts[0].content])
+            guard type == CMSObjectIdentifier.contentType || type == CMSObjectIdentifier.messageDigest
+                || type == CMSObjectIdentifier.signingTime
+            else { continue }  // CMSAlgorithmProtection and others are covered by the signature
+            // RFC 5652 §11: each of these has exactly one value and occurs once.
+            let values = try parts[1].children(in: bytes)
+            guard values.count == 1 else { throw BERError("a signed attribute must have exactly one value") }
+            let value = values[0]
+            if type == CMSObjectIdentifier.contentType {
+                guard contentType == nil, value.isUniversal(BERNode.objectIdentifier) else { throw BERError("bad or repeated content-type attribute") }
+                contentType = Array(bytes[value.content])
+            } else if type == CMSObjectIdentifier.messageDigest {
+                guard messageDigest == nil, value.isUniversal(BERNode.octetString) else { throw BERError("bad or repeated message-digest attribute") }
+                messageDigest = try value.octets(in: bytes)
+            } else {
+                guard signingTime == nil else { throw BERError("repeated signing-time attribute") }
+                signingTime = try Self.time(value, in: bytes)
             }
         }
         self.contentType = contentType
@@ -78,7 +79,7 @@ struct SignerInfo: Sendable {
     private static func time(_ node: BERNode, in bytes: [UInt8]) throws(BERError) -> Date {
         let text = Array(bytes[node.content])
         let digits: [UInt8]
-        var year: Int
+        let year: Int
         if node.isUniversal(BERNode.utcTime), text.count == 13 {
             digits = Array(text[0..<12])
             guard let yy = Self.number(digits[0..<2]) else { throw BERError("bad signing time") }
@@ -95,13 +96,14 @@ struct SignerInfo: Sendable {
               let minute = number(digits[8..<10]), let second = number(digits[10..<12]),
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
         else { throw BERError("bad signing time") }
-        var components = DateComponents()
-        (components.year, components.month, components.day) = (year, month, day)
-        (components.hour, components.minute, components.second) = (hour, minute, second)
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        guard let date = calendar.date(from: components) else { throw BERError("bad signing time") }
-        return date
+        // Days from the civil date (proleptic Gregorian), without Foundation's costly Calendar.
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
     }
 
     private static func number(_ digits: ArraySlice<UInt8>) -> Int? {

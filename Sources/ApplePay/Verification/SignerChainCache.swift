@@ -18,6 +18,9 @@ final class SignerChainCache: Sendable {
 
     let anchors: TrustAnchors
     private let verdicts = Mutex<[Key: Result<SignerVerdict, PaymentTokenError>]>([:])
+    /// The last verdict: Apple signs with one leaf at a time, and comparing bytes is cheaper
+    /// than hashing them for the dictionary.
+    private let last = Mutex<(Key, Result<SignerVerdict, PaymentTokenError>)?>(nil)
     private static let capacity = 256
 
     init(anchors: TrustAnchors) {
@@ -26,7 +29,11 @@ final class SignerChainCache: Sendable {
 
     func verdict(certificates: [[UInt8]], signer: SignerInfo) async -> Result<SignerVerdict, PaymentTokenError> {
         let key = Key(certificates: certificates, issuer: signer.issuer, serialNumber: signer.serialNumber)
-        if let cached = verdicts.withLock({ $0[key] }) { return cached }
+        if let (lastKey, verdict) = last.withLock({ $0 }), lastKey == key { return verdict }
+        if let cached = verdicts.withLock({ $0[key] }) {
+            last.withLock { $0 = (key, cached) }
+            return cached
+        }
         let verdict: Result<SignerVerdict, PaymentTokenError>
         do {
             verdict = .success(try await verify(certificates: certificates, signer: signer))
@@ -37,6 +44,7 @@ final class SignerChainCache: Sendable {
             if cache.count >= Self.capacity { cache.removeAll(keepingCapacity: true) }
             cache[key] = verdict
         }
+        last.withLock { $0 = (key, verdict) }
         return verdict
     }
 

@@ -76,13 +76,17 @@ public final class TokenSignatureVerifier: Sendable {
         }
 
         guard let signingTime = signer.signingTime else { throw .signature("the signed signing-time attribute is missing") }
-        let formatter = ISO8601DateFormatter()
         guard signingTime >= verdict.validFrom, signingTime <= verdict.validUntil else {
-            throw .chain("the signing chain was not valid at the signing time \(formatter.string(from: signingTime)) (valid \(formatter.string(from: verdict.validFrom)) to \(formatter.string(from: verdict.validUntil)))")
+            throw .chain("the signing chain was not valid at the signing time \(Self.iso8601(signingTime)) (valid \(Self.iso8601(verdict.validFrom)) to \(Self.iso8601(verdict.validUntil)))")
         }
         let skew = now.timeIntervalSince(signingTime)
         guard abs(skew) <= signingTimeWindow else {
-            throw PaymentTokenError(.signingTimeOutOfWindow, "the token was signed at \(formatter.string(from: signingTime)), \(Int(abs(skew))) s \(skew > 0 ? "ago" : "in the future"); tokens older or newer than \(Int(signingTimeWindow)) s are refused (a replayed or stale token, or a wrong clock)")
+            throw PaymentTokenError(.signingTimeOutOfWindow, "the token was signed at \(Self.iso8601(signingTime)), \(Int(abs(skew))) s \(skew > 0 ? "ago" : "in the future"); tokens older or newer than \(Int(signingTimeWindow)) s are refused (a replayed or stale token, or a wrong clock)")
         }
+    }
+
+    /// Only failures format dates: a formatter costs more than the rest of a verification step.
+    private static func iso8601(_ date: Date) -> String {
+        ISO8601DateFormatter().string(from: date)
     }
 }
