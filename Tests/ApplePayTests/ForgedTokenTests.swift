@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
+import PKCS11Testing
 import PaywardenTestSupport
 import Testing
 
@@ -232,19 +233,5 @@ struct ForgedTokenTests {
         await env.hsm.close()  // the pool refuses work from now on, as a lost HSM would
         await expectRefusal(env, token, .hsmUnavailable)
         #expect(env.replayCache.count == 0, "the transaction id was given back for a retry")
-    }
-}
-
-extension Data {
-    init?(hexString: String) {
-        var bytes: [UInt8] = []
-        var index = hexString.startIndex
-        while index < hexString.endIndex {
-            guard let next = hexString.index(index, offsetBy: 2, limitedBy: hexString.endIndex),
-                  let byte = UInt8(hexString[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        self.init(bytes)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KeyCustody
 import PKCS11
+import PKCS11Testing
 import PaywardenTestSupport
 import Testing
 
@@ -124,19 +125,8 @@ struct LifecycleTests {
     }
 }
 
+/// Runs a tool; stdout and stderr together, as a person at a terminal sees them.
 func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    let inPipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    process.standardInput = inPipe
-    try process.run()
-    if let input { inPipe.fileHandleForWriting.write(input) }
-    try inPipe.fileHandleForWriting.close()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let output = try ChildProcess.run(executable, arguments, input: input)
+    return (output.status, output.stdout + output.stderr)
 }

@@ -167,17 +167,3 @@ extension HSMTests {
         }
     }
 }
-
-extension Data {
-    init?(hexString: String) {
-        var bytes: [UInt8] = []
-        var index = hexString.startIndex
-        while index < hexString.endIndex {
-            guard let next = hexString.index(index, offsetBy: 2, limitedBy: hexString.endIndex),
-                  let byte = UInt8(hexString[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        self.init(bytes)
-    }
-}

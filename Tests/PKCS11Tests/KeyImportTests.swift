@@ -106,15 +106,7 @@ extension HSMTests {
 }
 
 private func run(_ executable: String, _ arguments: [String], in directory: URL) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.currentDirectoryURL = directory
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+    guard try ChildProcess.run(executable, arguments, directory: directory).status == 0 else { throw CocoaError(.executableLoad) }
 }
 
 extension Data {
