@@ -46,6 +46,16 @@ public struct SoftHSMTestToken: Sendable {
         return try await HSM.open(configuration, logger: logger)
     }
 
+    /// The directory SoftHSM keeps this token's objects in (found by the label in token.object),
+    /// so a test can take the token away from a running service and give it back.
+    public func storeDirectory() -> String? {
+        let tokens = directory + "/tokens"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: tokens)) ?? []
+        return entries.map { tokens + "/" + $0 }.first { path in
+            FileManager.default.contents(atPath: path + "/token.object")?.range(of: Data(label.utf8)) != nil
+        }
+    }
+
     /// The process-wide SoftHSM configuration directory, created on first use.
     public static let sharedDirectory: String = {
         let directory = NSTemporaryDirectory() + "paywarden-softhsm-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(6))"

@@ -11,6 +11,6 @@ struct Paywarden: AsyncParsableCommand {
             --pin-file / PAYWARDEN_PIN_FILE or PAYWARDEN_PIN (never an argument).
             Exit status: 0 success, 1 refused or failed, 2 usage, 3 misconfiguration, 4 HSM unavailable.
             """,
-        subcommands: [DevHSMCommand.self, HSMCommand.self, KeysCommand.self, TokenCommand.self]
+        subcommands: [DevHSMCommand.self, HSMCommand.self, KeysCommand.self, TokenCommand.self, ServeCommand.self, APIKeysCommand.self]
     )
 }

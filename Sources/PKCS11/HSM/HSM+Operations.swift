@@ -5,16 +5,20 @@ extension HSM {
 
     /// Generates a key pair inside the HSM (see ``KeySpecification`` for the attributes).
     public func generateKeyPair(_ specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
-        let key = try await withSession { session throws(PKCS11Error) in try session.generateKeyPair(specification) }
-        remember(key)
-        return key
+        try await withSession { [self] session throws(PKCS11Error) in
+            let key = try session.generateKeyPair(specification)
+            remember(key)  // inside the job: the handle's generation
+            return key
+        }
     }
 
     /// Imports a software key as a sensitive, non-extractable token object.
     public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
-        let object = try await withSession { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
-        remember(object)
-        return object
+        try await withSession { [self] session throws(PKCS11Error) in
+            let object = try session.importPrivateKey(key, as: specification)
+            remember(object)
+            return object
+        }
     }
 
     /// Destroys the key pair with `id`. Returns how many objects were destroyed.

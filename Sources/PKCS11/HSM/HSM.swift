@@ -19,8 +19,13 @@ public final class HSM: Sendable {
     let pool: SessionPool
     private let location: TokenLocation
     private let anchor: Mutex<Session?>
+    /// Handles by key id, valid for the module generation they were read in. Replaced inside
+    /// a recycle, and only read inside pool jobs, which never run during one.
     private let keyCache = Mutex<[KeyIdentifier: KeyObject]>([:])
     private let recycleCount = Atomic<Int>(0)
+    /// Bumped by every recycle, while no job runs; handles read in one generation are never
+    /// used in another (tokens renumber objects after `C_Initialize`).
+    private let generation = Atomic<Int>(0)
     private let logger: Logger
 
     private init(configuration: HSMConfiguration, opened: Opened, logger: Logger) {
@@ -120,10 +125,11 @@ public final class HSM: Sendable {
     /// Runs `body` with a pooled session on a worker thread. Handles are the caller's business;
     /// prefer the typed operations, which re-find keys and re-login when they must.
     public func withSession<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) async throws(PKCS11Error) -> R {
+        let observed = generation.load(ordering: .acquiring)
         do {
             return try await pool.run(body)
         } catch where error.category == .relogin {
-            try await recycle()
+            try await recycle(ifStillAt: observed)
             return try await pool.run(body)
         }
     }
@@ -134,11 +140,19 @@ public final class HSM: Sendable {
     /// (When another HSM in this process shares the module, it re-establishes the login only.)
     @discardableResult
     public func recycle() async throws(PKCS11Error) -> Duration {
+        try await recycle(ifStillAt: nil) ?? .zero
+    }
+
+    /// Recycles unless another recycle already happened since generation `observed`: requests
+    /// that fail together on a lost login trigger one recycle, not one each.
+    @discardableResult
+    func recycle(ifStillAt observed: Int?) async throws(PKCS11Error) -> Duration? {
         let clock = ContinuousClock()
         let start = clock.now
         do {
-            let keys = try await pool.exclusive { [self] () throws(PKCS11Error) -> [KeyObject] in
-                try anchor.withLock { (session) throws(PKCS11Error) -> [KeyObject] in
+            let done = try await pool.exclusive { [self] () throws(PKCS11Error) -> Bool in
+                if let observed, generation.load(ordering: .acquiring) != observed { return false }
+                let keys = try anchor.withLock { (session) throws(PKCS11Error) -> [KeyObject] in
                     session?.abandon()
                     session = nil
                     // When another HSM in this process shares the module, only the login is renewed.
@@ -148,9 +162,16 @@ public final class HSM: Sendable {
                     session = fresh
                     return try fresh.privateKeys()
                 }
+                // Still exclusive: no job can see a handle of the old generation from here on.
+                generation.add(1, ordering: .releasing)
+                replaceCache(with: keys)
+                return true
             }
-            replaceCache(with: keys)
+            guard done else { return nil }
         } catch let error as PKCS11Error {
+            // The old handles are void whatever happened: nothing may use them again.
+            generation.add(1, ordering: .releasing)
+            replaceCache(with: [])
             logger.error("HSM module recycle failed", metadata: ["error": "\(error)"])
             throw error
         } catch {
@@ -162,22 +183,50 @@ public final class HSM: Sendable {
         return elapsed
     }
 
+    /// Checks that the token is reachable and the login holds: the slot must still hold the
+    /// token (SoftHSM, for one, answers searches with nothing once its store is gone), and a
+    /// worker's session must see the user logged in. Throws a re-login error otherwise.
+    public func checkHealth() async throws(PKCS11Error) {
+        guard anchor.withLock({ $0 != nil }) else {
+            throw PKCS11Error(code: .returnValue(.userNotLoggedIn), category: .relogin, message: "the HSM has no logged-in session")
+        }
+        let location = self.location
+        let label = configuration.tokenLabel
+        let loggedIn = try await pool.run { session throws(PKCS11Error) -> Bool in
+            let info = try location.module.tokenInfo(slot: location.slot)
+            guard info.label == label else {
+                throw PKCS11Error(code: .tokenNotFound, category: .relogin, message: "the slot no longer holds token \"\(label)\"")
+            }
+            return session.isLoggedIn
+        }
+        guard loggedIn else {
+            throw PKCS11Error(code: .returnValue(.userNotLoggedIn), category: .relogin, message: "the HSM session is no longer logged in")
+        }
+    }
+
     // MARK: Key handle cache
 
     /// Every private key in the token, read afresh (another instance may have changed them);
     /// the handle cache is replaced with what was found.
     public func keys() async throws(PKCS11Error) -> [KeyObject] {
-        let keys = try await withSession { session throws(PKCS11Error) in try session.privateKeys() }
-        replaceCache(with: keys)
+        let keys = try await withSession { [self] session throws(PKCS11Error) in
+            let keys = try session.privateKeys()
+            replaceCache(with: keys)  // inside the job: same generation as the handles
+            return keys
+        }
         return keys.sorted { $0.id < $1.id }
     }
 
     /// The private key with `id`, from the cache when possible.
     public func key(_ id: KeyIdentifier) async throws(PKCS11Error) -> KeyObject {
+        try await withSession { [self] session throws(PKCS11Error) in try cachedKey(id, session) }
+    }
+
+    /// The cached key, or the one found with `session` (then cached). Only called inside pool
+    /// jobs, so the handle belongs to the current generation.
+    private func cachedKey(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> KeyObject {
         if let key = keyCache.withLock({ $0[id] }) { return key }
-        guard let key = try await withSession({ session throws(PKCS11Error) in try session.privateKey(id: id) }) else {
-            throw .keyNotFound(id)
-        }
+        guard let key = try session.privateKey(id: id) else { throw .keyNotFound(id) }
         keyCache.withLock { $0[id] = key }
         return key
     }
@@ -189,23 +238,23 @@ public final class HSM: Sendable {
         }
     }
 
-    /// Runs `body` with the cached key. A stale handle is re-found once; a lost login is
-    /// re-established once.
+    /// Runs `body` with the key, its handle looked up inside the job. A stale handle is re-found
+    /// once; a lost login is re-established once (by one recycle, however many requests saw it).
     func withPrivateKey<R: Sendable>(
         _ id: KeyIdentifier, _ body: @escaping @Sendable (Session, KeyObject) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
         var retried = false
         while true {
-            let key = try await key(id)
+            let observed = generation.load(ordering: .acquiring)
             do {
-                return try await pool.run { session throws(PKCS11Error) in try body(session, key) }
+                return try await pool.run { [self] session throws(PKCS11Error) in try body(session, cachedKey(id, session)) }
             } catch {
                 guard !retried else { throw error }
                 retried = true
                 if error.returnValue == .keyHandleInvalid || error.returnValue == .objectHandleInvalid {
-                    _ = keyCache.withLock { $0.removeValue(forKey: id) }
+                    forget(id)
                 } else if error.category == .relogin {
-                    try await recycle()
+                    try await recycle(ifStillAt: observed)
                 } else {
                     throw error
                 }
@@ -221,7 +270,6 @@ public final class HSM: Sendable {
         _ = keyCache.withLock { $0.removeValue(forKey: id) }
     }
 }
-
 /// Where the token is now: its module and its slot, which may move across a recycle.
 final class TokenLocation: Sendable {
     let module: PKCS11Module

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import KeyCustody
 import Logging
+import Synchronization
 import PKCS11
 
 /// A failure reported as one line on stderr with a stable exit status.
@@ -73,16 +74,19 @@ extension AsyncParsableCommand {
 /// Commands log to stderr, at `PAYWARDEN_LOG_LEVEL` (default `warning`), so stdout carries only
 /// what the command prints.
 enum CommandLogging {
-    private static let once: Void = {
-        let level = ProcessInfo.processInfo.environment["PAYWARDEN_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-    }()
+    private static let bootstrapped = Mutex(false)
 
-    static func bootstrap() {
-        _ = once
+    /// Admin commands default to `warning`; the server to `info`.
+    static func bootstrap(defaultLevel: Logger.Level = .warning) {
+        bootstrapped.withLock { done in
+            guard !done else { return }
+            done = true
+            let level = ProcessInfo.processInfo.environment["PAYWARDEN_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? defaultLevel
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        }
     }
 }

@@ -1,0 +1,51 @@
+import ApplePay
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// An error response in Paywarden's stable shape: `{"error":{"code":"…","message":"…"}}`.
+public struct APIError: Error, HTTPResponseError, Sendable {
+    public let status: HTTPResponse.Status
+    public let code: String
+    public let message: String
+    public var headers: HTTPFields = [:]
+
+    public init(_ status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    /// The response for a refused token: 400 for what cannot be read, 422 for what fails
+    /// verification or decryption, 503 when the HSM cannot serve it now.
+    public init(_ error: PaymentTokenError) {
+        switch error.code {
+        case .malformedToken, .unsupportedVersion:
+            self.init(.badRequest, code: error.code.rawValue, message: error.message)
+        case .hsmUnavailable, .overloaded:
+            self.init(.serviceUnavailable, code: error.code.rawValue, message: error.message, headers: [.retryAfter: "1"])
+        default:
+            self.init(.unprocessableContent, code: error.code.rawValue, message: error.message)
+        }
+    }
+
+    public static func unauthorized(_ message: String) -> APIError {
+        APIError(.unauthorized, code: "unauthorized", message: message, headers: [.wwwAuthenticate: #"Bearer realm="paywarden""#])
+    }
+
+    public static func forbidden(_ message: String) -> APIError {
+        APIError(.forbidden, code: "forbidden", message: message)
+    }
+
+    public static func payloadTooLarge(limit: Int) -> APIError {
+        APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than \(limit) bytes; send one PKPaymentToken or its paymentData")
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers = self.headers
+        headers[.contentType] = "application/json"
+        let body = try JSONSerialization.data(withJSONObject: ["error": ["code": code, "message": message]], options: [.sortedKeys, .withoutEscapingSlashes])
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

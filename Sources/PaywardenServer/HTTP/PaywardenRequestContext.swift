@@ -1,0 +1,11 @@
+import Hummingbird
+
+/// Per-request state: the authenticated API key, once the authenticator has run.
+public struct PaywardenRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var apiKey: APIKey?
+
+    public init(source: Source) {
+        self.coreContext = .init(source: source)
+    }
+}

@@ -1,0 +1,77 @@
+import ApplePay
+import Foundation
+import KeyCustody
+import Logging
+import PKCS11
+import Synchronization
+
+/// The decrypt endpoint's engine room: admission control (a bounded number of decryptions in
+/// flight; beyond it a fast `overloaded`), the decryption itself on the HSM's worker threads,
+/// outcome metrics, and the count that triggers module recycling.
+public final class DecryptionService: Sendable {
+    public let hsm: HSM
+    public let keys: HSMPaymentKeys
+    public let store: MerchantKeyStore
+    let decrypter: PaymentTokenDecrypter
+    let metrics: ServerMetrics
+    let maxInFlight: Int
+    let recycleEvery: Int
+    /// Yields the decryption count each time another `recycleEvery` decryptions are done.
+    let recycleRequests: AsyncStream<Int>
+    private let recycleContinuation: AsyncStream<Int>.Continuation
+    private let inFlight = Atomic<Int>(0)
+    private let decryptions = Atomic<Int>(0)
+    /// False while the HSM cannot be used (lost, being re-established).
+    let hsmAvailable = Atomic<Bool>(true)
+
+    init(hsm: HSM, configuration: ServerConfiguration, metrics: ServerMetrics) {
+        self.hsm = hsm
+        self.keys = HSMPaymentKeys(hsm: hsm)
+        self.store = MerchantKeyStore(hsm: hsm)
+        self.metrics = metrics
+        self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 16
+        self.recycleEvery = configuration.recycleEvery
+        (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
+        self.decrypter = PaymentTokenDecrypter(
+            verifier: TokenSignatureVerifier(anchors: configuration.trustAnchors, signingTimeWindow: configuration.signingTimeWindow),
+            directory: keys, operations: keys
+        )
+    }
+
+    /// Decryptions since start.
+    var decryptionCount: Int { decryptions.load(ordering: .relaxed) }
+
+    /// Verifies and decrypts `body`. The work runs on the HSM's worker threads, so verification
+    /// and the key operation share them and never wait for a hop between threads.
+    func decrypt(_ body: [UInt8]) async throws(PaymentTokenError) -> DecryptedPaymentToken {
+        guard hsmAvailable.load(ordering: .relaxed) else {
+            throw PaymentTokenError(.hsmUnavailable, "the HSM is unavailable; Paywarden is re-establishing the session, retry shortly")
+        }
+        let admitted = inFlight.add(1, ordering: .relaxed).newValue
+        defer { metrics.setInFlight(inFlight.subtract(1, ordering: .relaxed).newValue) }
+        guard admitted <= maxInFlight else {
+            metrics.decrypt(outcome: PaymentTokenError.Code.overloaded.rawValue, duration: .zero)
+            throw PaymentTokenError(.overloaded, "\(maxInFlight) decryptions are in progress; retry shortly")
+        }
+        let start = ContinuousClock.now
+        let decrypter = self.decrypter
+        let result: Result<DecryptedPaymentToken, PaymentTokenError> = await withTaskExecutorPreference(hsm.executor) {
+            do throws(PaymentTokenError) {
+                return .success(try await decrypter.decrypt(json: body))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let elapsed = ContinuousClock.now - start
+        switch result {
+        case .success(let token):
+            let count = decryptions.add(1, ordering: .relaxed).newValue
+            if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
+            metrics.decrypt(outcome: "ok", duration: elapsed)
+            return token
+        case .failure(let error):
+            metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Prometheus
+import Synchronization
+
+/// Paywarden's metrics in a Prometheus registry, exposed at `/metrics`. Labels carry routes,
+/// statuses, error codes, key ids and merchant ids; never card data.
+public final class ServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    private let decryptDuration: DurationHistogram
+    private let recycles: Counter
+    private let activeKeys: Gauge
+    private let inFlight: Gauge
+    private let certificateDays = Mutex<Set<[String]>>([])
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        decryptDuration = registry.makeDurationHistogram(
+            descriptor: Self.name("decrypt_duration", unit: "seconds", "Time to verify and decrypt one token, successful or not"),
+            buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+                      .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1)])
+        recycles = registry.makeCounter(descriptor: Self.name("hsm_module_recycles", unit: "total", "PKCS#11 module re-initialisations"))
+        activeKeys = registry.makeGauge(descriptor: Self.name("decryption", unit: "keys", "Active and retired processing keys in the key map"))
+        inFlight = registry.makeGauge(descriptor: Self.name("decrypt", unit: "in_flight", "Decryptions admitted and not yet finished"))
+    }
+
+    private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
+    private static var outcomes: MetricNameDescriptor { name("decrypt_outcomes", unit: "total", "Decryptions by outcome: ok or the error code") }
+    private static var paths: MetricNameDescriptor { name("hsm", unit: "path", "The HSM path in use for each key operation (1)") }
+    private static var readiness: MetricNameDescriptor { name("ready", unit: "", "1 when the HSM is logged in and the key map loaded") }
+    private static var certificateDaysLeft: MetricNameDescriptor { name("certificate_days", unit: "left", "Days until the key certificate expires") }
+
+    private static func name(_ metric: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "paywarden", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    func request(route: String, status: Int) {
+        registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))]).increment()
+    }
+
+    func decrypt(outcome: String, duration: Duration) {
+        registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)]).increment()
+        decryptDuration.record(duration)
+    }
+
+    func recycled() { recycles.increment() }
+
+    func setInFlight(_ count: Int) { inFlight.set(to: Double(count)) }
+
+    func setPaths(ecdh: String?, rsa: String?) {
+        registry.makeGauge(descriptor: Self.paths, labels: [("operation", "ecdh"), ("path", ecdh ?? "none")]).set(to: 1)
+        registry.makeGauge(descriptor: Self.paths, labels: [("operation", "rsa_oaep"), ("path", rsa ?? "none")]).set(to: 1)
+    }
+
+    func setReady(_ ready: Bool) {
+        registry.makeGauge(descriptor: Self.readiness).set(to: ready ? 1 : 0)
+    }
+
+    /// Days until each certificate expires, by key; keys gone since the last call are dropped.
+    func setCertificates(_ days: [(keyID: String, merchant: String, days: Int)], keyCount: Int) {
+        activeKeys.set(to: Double(keyCount))
+        let current = Set(days.map { [$0.keyID, $0.merchant] })
+        for (keyID, merchant, value) in days {
+            registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", keyID), ("merchant", merchant)]).set(to: Double(value))
+        }
+        let gone = certificateDays.withLock { known in
+            defer { known = current }
+            return known.subtracting(current)
+        }
+        for labels in gone {
+            registry.unregisterGauge(registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", labels[0]), ("merchant", labels[1])]))
+        }
+    }
+
+    /// The Prometheus text exposition.
+    public func exposition() -> [UInt8] {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return buffer
+    }
+}

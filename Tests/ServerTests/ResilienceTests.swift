@@ -1,0 +1,133 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import NIOHTTP1
+import NIOSSL
+import PaywardenServer
+import PaywardenTestSupport
+import SwiftASN1
+import Testing
+import X509
+
+@Suite(.serialized)
+struct ResilienceTests {
+    /// Polls `/readyz` until it answers `status`, for at most `seconds`.
+    func waitForReadiness(_ server: ServerHarness, _ status: Int, seconds: Double = 15) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await server.send(.GET, "/readyz", apiKey: .some(nil)).status == status { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    @Test func readinessFollowsTheHSMAndDecryptsAnswerUnavailableMeanwhile() async throws {
+        let server = try await ServerHarness()
+        #expect(try await waitForReadiness(server, 200))
+        let store = try #require(server.token.storeDirectory())
+        // Outside the token directory: SoftHSM would find the token again in any folder there.
+        let hidden = server.token.directory + "/away-" + UUID().uuidString
+        try FileManager.default.moveItem(atPath: store, toPath: hidden)
+        #expect(try await waitForReadiness(server, 503), "readiness must fall while the token is gone")
+        if try await server.send(.GET, "/readyz", apiKey: .some(nil)).status != 503 { print("DEBUGLOG", server.logs.text.split(separator: "\n").filter { !$0.contains("request") }.suffix(15).joined(separator: "\nDEBUGLOG ")) }
+        let refused = try await server.send(body: try server.ecToken())
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "hsm_unavailable")
+        #expect(refused.header("Retry-After") == "1")
+        _ = DecryptEndpointTests.observed.withLock { $0.insert("503 hsm_unavailable") }
+
+        try FileManager.default.moveItem(atPath: hidden, toPath: store)
+        #expect(try await waitForReadiness(server, 200), "readiness must come back with the token")
+        #expect(try await server.send(body: try server.ecToken()).status == 200)
+        await server.stop()
+    }
+
+    @Test func moduleIsRecycledEveryNDecryptionsWithoutFailingRequests() async throws {
+        let server = try await ServerHarness { $0.recycleEvery = 20 }
+        let replies = try await withThrowingTaskGroup(of: [ServerHarness.Reply].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    var replies: [ServerHarness.Reply] = []
+                    for _ in 0..<30 { replies.append(try await server.send(body: try server.ecToken())) }
+                    return replies
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(replies.allSatisfy { $0.status == 200 }, "\(replies.filter { $0.status != 200 }.map { String(decoding: $0.body, as: UTF8.self) })")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(server.server.hsm.recycles >= 5, "120 decryptions, a recycle every 20")
+        let metrics = String(decoding: try await server.send(.GET, "/metrics", apiKey: .some(nil)).body, as: UTF8.self)
+        #expect(metrics.contains("paywarden_hsm_module_recycles_total"))
+        await server.stop()
+    }
+
+    @Test func tlsServesModernClientsAndRefusesOldProtocols() async throws {
+        let directory = NSTemporaryDirectory() + "paywarden-tls-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let key = P256.Signing.PrivateKey()
+        let name = try DistinguishedName { CommonName("127.0.0.1") }
+        let certificate = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: Date().addingTimeInterval(-60),
+            notValidAfter: Date().addingTimeInterval(3600), issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions { SubjectAlternativeNames([.ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]) },
+            issuerPrivateKey: .init(key))
+        try certificate.serializeAsPEM().pemString.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
+        try key.pemRepresentation.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+
+        let server = try await ServerHarness {
+            $0.tls = .init(certificatePath: directory + "/cert.pem", privateKeyPath: directory + "/key.pem")
+        }
+        #expect(try await server.send(body: try server.ecToken()).status == 200)
+        for version in [TLSVersion.tlsv1, .tlsv11] {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.certificateVerification = .none
+            tls.minimumTLSVersion = version
+            tls.maximumTLSVersion = version
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+            await #expect(throws: (any Error).self, "\(version) must be refused") {
+                _ = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/healthz"), timeout: .seconds(5))
+            }
+            try await client.shutdown()
+        }
+        var modern = TLSConfiguration.makeClientConfiguration()
+        modern.certificateVerification = .none
+        modern.maximumTLSVersion = .tlsv12
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: modern))
+        let reply = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/healthz"), timeout: .seconds(5))
+        #expect(reply.status.code == 200)
+        try await client.shutdown()
+        await server.stop()
+    }
+}
+
+/// Runs last (the suite's name sorts after the others in its own serialized run): every
+/// status and error code documented for the decrypt endpoint was produced by these tests.
+@Suite(.serialized)
+struct OpenAPIDocumentTests {
+    @Test func everyDocumentedStatusAndCodeIsExercised() async throws {
+        // Produce what the other suites produce, so this test stands alone.
+        let endpoint = DecryptEndpointTests()
+        try await endpoint.endpointBehaviourMatchesTheOpenAPIDocument()
+        try await endpoint.excessLoadGetsAFastOverloadedWithRetryAfter()
+        try await ResilienceTests().readinessFollowsTheHSMAndDecryptsAnswerUnavailableMeanwhile()
+
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("openapi.json")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: Any])
+        let decrypt = try #require((paths["/v1/payment-tokens/decrypt"] as? [String: Any])?["post"] as? [String: Any])
+        let statuses = Set(try #require(decrypt["responses"] as? [String: Any]).keys)
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let error = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
+        let codes = Set(try #require(((error["properties"] as? [String: Any])?["code"] as? [String: Any])?["enum"] as? [String]))
+
+        let observed = DecryptEndpointTests.observed.withLock { $0 }
+        let observedStatuses = Set(observed.map { String($0.split(separator: " ")[0]) })
+        let observedCodes = Set(observed.compactMap { $0.split(separator: " ").dropFirst().first.map(String.init) })
+        #expect(statuses == observedStatuses, "documented \(statuses.sorted()) vs produced \(observedStatuses.sorted())")
+        #expect(codes == observedCodes, "documented \(codes.sorted()) vs produced \(observedCodes.sorted())")
+        // And the server produces no code the document does not list.
+        #expect(observedCodes.isSubset(of: codes))
+    }
+}
