@@ -41,6 +41,15 @@ import Testing
         #expect(throws: BERError.self) { try BERReader.parse(bytes) }
     }
 
+    @Test func nestedConstructedStringsAreBoundedToo() throws {
+        // Definite-length constructed OCTET STRINGs, each holding the next: read lazily, but the
+        // depth limit still applies.
+        var bytes: [UInt8] = [0x04, 0x01, 0x61]
+        for _ in 0..<(BERReader.maximumDepth + 4) { bytes = [0x24] + derLength(bytes.count) + bytes }
+        let root = try BERReader.parse(bytes)
+        #expect(throws: BERError.self) { try root.octets(in: bytes) }
+    }
+
     @Test func embeddedRootMatchesTheRepositoryCopyAndItsPin() throws {
         let pem = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Keys/trust/AppleRootCA-G3.pem")

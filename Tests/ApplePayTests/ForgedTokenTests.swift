@@ -174,6 +174,22 @@ struct ForgedTokenTests {
         // publicKeyHash is not signed: changing it selects no key.
         await expectRefusal(env, try fresh().withPublicKeyHash(Data(repeating: 7, count: 32).base64EncodedString()), .unknownPublicKeyHash,
                             "was the token encrypted to a merchant identity certificate")
+        // The signed content joins its fields without lengths: re-splitting transactionId and
+        // applicationData keeps the signature valid, so both must have their fixed sizes.
+        let genuine = try fresh()
+        let header = (try JSONSerialization.jsonObject(with: Data(genuine)) as! [String: Any])["header"] as! [String: Any]
+        let transactionID = header["transactionId"] as! String
+        let applicationData = header["applicationData"] as! String
+        for split in [16, 40] {
+            let joined = transactionID + applicationData
+            let resplit = try genuine.editingToken { token in
+                var header = token["header"] as! [String: Any]
+                header["transactionId"] = String(joined.prefix(split * 2))
+                header["applicationData"] = String(joined.dropFirst(split * 2))
+                token["header"] = header
+            }
+            await expectRefusal(env, resplit, .malformedToken)
+        }
         // Two signers.
         var two = TokenForge.Options()
         two.twoSigners = true

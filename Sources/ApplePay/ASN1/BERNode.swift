@@ -16,6 +16,9 @@ struct BERNode: Sendable {
     }
 
     let tagClass: TagClass
+    /// How deep the element sits; children are one deeper, and the reader refuses depths past
+    /// ``BERReader/maximumDepth`` however they are reached.
+    let depth: Int
     let tagNumber: UInt8
     let isConstructed: Bool
     /// The whole element, from identifier to the end of its content (end-of-contents included).

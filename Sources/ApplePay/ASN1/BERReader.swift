@@ -35,7 +35,7 @@ enum BERReader {
                 if bytes[offset] == 0, bytes[offset + 1] == 0 {
                     let contentEnd = offset
                     offset += 2
-                    return BERNode(tagClass: tagClass, tagNumber: tagNumber, isConstructed: true,
+                    return BERNode(tagClass: tagClass, depth: depth, tagNumber: tagNumber, isConstructed: true,
                                    encoded: start..<offset, content: contentStart..<contentEnd, indefiniteChildren: children)
                 }
                 children.append(try element(bytes, &offset, end: end, depth: depth + 1))
@@ -57,7 +57,7 @@ enum BERReader {
         let contentStart = offset
         let contentEnd = offset + length
         offset = contentEnd
-        return BERNode(tagClass: tagClass, tagNumber: tagNumber, isConstructed: constructed,
+        return BERNode(tagClass: tagClass, depth: depth, tagNumber: tagNumber, isConstructed: constructed,
                        encoded: start..<contentEnd, content: contentStart..<contentEnd, indefiniteChildren: nil)
     }
 
@@ -68,7 +68,7 @@ enum BERReader {
         var children: [BERNode] = []
         var offset = node.content.lowerBound
         while offset < node.content.upperBound {
-            children.append(try element(bytes, &offset, end: node.content.upperBound, depth: 1))
+            children.append(try element(bytes, &offset, end: node.content.upperBound, depth: node.depth + 1))
         }
         return children
     }

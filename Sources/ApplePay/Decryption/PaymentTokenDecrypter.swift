@@ -15,12 +15,13 @@ public final class PaymentTokenDecrypter: Sendable {
 
     public init(
         verifier: TokenSignatureVerifier, directory: any MerchantKeyDirectory, operations: any MerchantKeyOperations,
-        replayCache: any ReplayCache = InMemoryReplayCache(), clock: @escaping @Sendable () -> Date = { Date() }
+        replayCache: (any ReplayCache)? = nil, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
         self.directory = directory
         self.operations = operations
-        self.replayCache = replayCache
+        // A claim lasts at most twice the window (a signing time up to one window ahead).
+        self.replayCache = replayCache ?? InMemoryReplayCache(generationLength: 2 * verifier.signingTimeWindow)
         self.clock = clock
     }
 

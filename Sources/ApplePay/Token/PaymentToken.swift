@@ -58,10 +58,16 @@ public struct PaymentToken: Sendable, Hashable {
 
         let publicKeyHash = try Self.base64(header["publicKeyHash"], "header.publicKeyHash", maximum: 32)
         guard publicKeyHash.count == 32 else { throw .malformed("header.publicKeyHash is not a SHA-256 hash") }
-        let transactionID = try Self.hex(header["transactionId"], "header.transactionId", maximum: 64)
-        guard !transactionID.isEmpty else { throw .malformed("header.transactionId is empty") }
+        // Both are exactly 32 bytes. The signed content joins the fields without lengths, so a
+        // variable split between transactionId and applicationData would let one signed token
+        // pass as several transactions (and defeat replay protection).
+        let transactionID = try Self.hex(header["transactionId"], "header.transactionId", maximum: 32)
+        guard transactionID.count == 32 else { throw .malformed("header.transactionId is not 32 bytes (64 hex digits)") }
         let applicationData = try header["applicationData"].map { value throws(PaymentTokenError) in
-            try Self.hex(value, "header.applicationData", maximum: 64)
+            try Self.hex(value, "header.applicationData", maximum: 32)
+        }
+        if let applicationData, applicationData.count != 32 {
+            throw .malformed("header.applicationData is not a SHA-256 hash (64 hex digits)")
         }
         var ephemeralPublicKey: [UInt8]?
         var wrappedKey: [UInt8]?

@@ -12,33 +12,45 @@ public protocol ReplayCache: Sendable {
     func release(_ transactionID: [UInt8]) async
 }
 
-/// A ``ReplayCache`` in this process's memory, swept as it goes.
+/// A ``ReplayCache`` in this process's memory.
+///
+/// Claims live in two generations that rotate each time the longest claim could have expired,
+/// so expiry costs nothing per token (no sweep over millions of entries under the lock).
 public final class InMemoryReplayCache: ReplayCache {
     private struct State {
-        var expiries: [[UInt8]: Date] = [:]
-        var nextSweep = Date.distantPast
+        var current: [[UInt8]: Date] = [:]
+        var previous: [[UInt8]: Date] = [:]
+        var rotation = Date.distantPast
     }
 
     private let state = Mutex(State())
+    /// How long a generation lasts: at least the longest claim (the signing-time window).
+    private let generationLength: TimeInterval
 
-    public init() {}
+    public init(generationLength: TimeInterval = 600) {
+        self.generationLength = generationLength
+    }
 
     public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async -> Bool {
         state.withLock { state in
-            if now >= state.nextSweep {
-                state.expiries = state.expiries.filter { $0.value > now }
-                state.nextSweep = now.addingTimeInterval(1)
+            if now >= state.rotation {
+                state.previous = state.current
+                state.current = [:]
+                state.rotation = now.addingTimeInterval(max(generationLength, expiry.timeIntervalSince(now)))
             }
-            if let existing = state.expiries[transactionID], existing > now { return false }
-            state.expiries[transactionID] = expiry
+            if let existing = state.current[transactionID] ?? state.previous[transactionID], existing > now { return false }
+            state.current[transactionID] = expiry
             return true
         }
     }
 
     public func release(_ transactionID: [UInt8]) async {
-        _ = state.withLock { $0.expiries.removeValue(forKey: transactionID) }
+        state.withLock { state in
+            state.current.removeValue(forKey: transactionID)
+            state.previous.removeValue(forKey: transactionID)
+        }
     }
 
-    /// Transaction ids currently remembered.
-    public var count: Int { state.withLock { $0.expiries.count } }
+    /// Transaction ids currently remembered (expired ones included until their generation ends).
+    public var count: Int { state.withLock { $0.current.count + $0.previous.count } }
 }

@@ -34,22 +34,27 @@ final class SignerChainCache: Sendable {
             last.withLock { $0 = (key, cached) }
             return cached
         }
-        let verdict: Result<SignerVerdict, PaymentTokenError>
+        let verdict: SignerVerdict
         do {
-            verdict = .success(try await verify(certificates: certificates, signer: signer))
+            verdict = try await verify(certificates: certificates, signer: signer)
         } catch {
-            verdict = .failure(error)
+            // Failures are not cached: a stream of bad chains must not evict the good ones.
+            return .failure(error)
         }
         verdicts.withLock { cache in
             if cache.count >= Self.capacity { cache.removeAll(keepingCapacity: true) }
-            cache[key] = verdict
+            cache[key] = .success(verdict)
         }
-        last.withLock { $0 = (key, verdict) }
-        return verdict
+        last.withLock { $0 = (key, .success(verdict)) }
+        return .success(verdict)
     }
 
     private func verify(certificates: [[UInt8]], signer: SignerInfo) async throws(PaymentTokenError) -> SignerVerdict {
-        guard !certificates.isEmpty else { throw .chain("the signature carries no certificates") }
+        // Apple's signatures carry exactly the leaf and the intermediate; refusing anything else
+        // before parsing keeps padded certificate lists from buying fresh chain walks.
+        guard certificates.count == 2 else {
+            throw .chain("the signature carries \(certificates.count) certificates; Apple's carries the signing certificate and its intermediate")
+        }
         var parsed: [Certificate] = []
         for der in certificates {
             guard let certificate = try? Certificate(derEncoded: der) else {
@@ -95,6 +100,10 @@ final class SignerChainCache: Sendable {
             throw .chain("the signing chain does not verify to \(anchors.source)")
         }
 
+        // The period in which the chain the verifier built was valid, root included.
+        let chainFrom = chain.map(\.notValidBefore).max() ?? validFrom
+        let chainUntil = chain.map(\.notValidAfter).min() ?? validUntil
+
         let signingKey: SignerVerdict.SigningKey
         if let key = P256.Signing.PublicKey(leaf.publicKey) {
             signingKey = .p256(key)
@@ -103,7 +112,7 @@ final class SignerChainCache: Sendable {
         } else {
             throw .chain("the signing certificate's key is neither P-256 nor RSA")
         }
-        return SignerVerdict(signingKey: signingKey, validFrom: validFrom, validUntil: validUntil,
+        return SignerVerdict(signingKey: signingKey, validFrom: chainFrom, validUntil: chainUntil,
                              chain: chain.map { String(describing: $0.subject) })
     }
 

@@ -45,7 +45,8 @@ enum CustodyObjects {
             .objectClass(.data), .bool(.token, true), .bool(.private, true),
             .string(.application, application), .label(recordLabelPrefix + id.hex), Attribute(.value, bytes: value),
         ])
-        for handle in previous { try session.destroyObject(handle) }
+        // The new revision is written; an old one left behind loses to it on every read.
+        for handle in previous { try? session.destroyObject(handle) }
     }
 
     static func deleteRecord(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) {

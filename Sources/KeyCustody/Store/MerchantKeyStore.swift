@@ -74,7 +74,7 @@ public final class MerchantKeyStore: Sendable {
                 state: .pending, origin: .generated, createdAt: now, predecessor: predecessor?.hex
             )
             let csr = try await CertificateRequestBuilder.pem(hsm: hsm, key: object, merchantID: merchantID)
-            try await hsm.withSession { session throws(PKCS11Error) in try CustodyObjects.write(record, for: object.id, session) }
+            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in try CustodyObjects.write(record, for: object.id, session) }
             return (try Self.merchantKey(object, record, certificate: nil), csr)
         } catch {
             _ = try? await hsm.destroyKeyPair(object.id)
@@ -146,7 +146,7 @@ public final class MerchantKeyStore: Sendable {
         let storedCertificate = certificate
         let object: KeyObject
         do throws(PKCS11Error) {
-            object = try await hsm.withSession { session throws(PKCS11Error) -> KeyObject in
+            object = try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
                 let object = try session.importPrivateKey(software, as: specification)
                 do throws(PKCS11Error) {
                     if let storedCertificate { _ = try CustodyObjects.storeCertificate(storedCertificate, for: id, label: specification.label, session) }
@@ -204,7 +204,7 @@ public final class MerchantKeyStore: Sendable {
         let finalRecord = activated
         let label = key.label
         do throws(PKCS11Error) {
-            try await hsm.withSession { session throws(PKCS11Error) in
+            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
                 let handle = try CustodyObjects.storeCertificate(certificate, for: key.id, label: label, session)
                 do throws(PKCS11Error) {
                     try CustodyObjects.write(finalRecord, for: key.id, session)
@@ -232,7 +232,7 @@ public final class MerchantKeyStore: Sendable {
         record.retiredAt = now
         let finalRecord = record
         do throws(PKCS11Error) {
-            try await hsm.withSession { session throws(PKCS11Error) in try CustodyObjects.write(finalRecord, for: key.id, session) }
+            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in try CustodyObjects.write(finalRecord, for: key.id, session) }
         } catch {
             throw CustodyError(error)
         }

@@ -5,7 +5,7 @@ extension HSM {
 
     /// Generates a key pair inside the HSM (see ``KeySpecification`` for the attributes).
     public func generateKeyPair(_ specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
-        try await withSession { [self] session throws(PKCS11Error) in
+        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
             let key = try session.generateKeyPair(specification)
             remember(key)  // inside the job: the handle's generation
             return key
@@ -14,7 +14,7 @@ extension HSM {
 
     /// Imports a software key as a sensitive, non-extractable token object.
     public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
-        try await withSession { [self] session throws(PKCS11Error) in
+        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
             let object = try session.importPrivateKey(key, as: specification)
             remember(object)
             return object
@@ -46,7 +46,14 @@ extension HSM {
         return try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
             guard key.algorithm == .ecP256 else { throw .invalidInput("key \(id) is \(key.algorithm.rawValue), not EC") }
             guard key.usage.contains(.derive) else { throw .call("C_DeriveKey", .keyFunctionNotPermitted) }
-            return try session.deriveConcatenationKDFKey(path: path, privateKey: key.handle, peerPoint: peerPoint, otherInfo: otherInfo)
+            do throws(PKCS11Error) {
+                return try session.deriveConcatenationKDFKey(path: path, privateKey: key.handle, peerPoint: peerPoint, otherInfo: otherInfo)
+            } catch where error.returnValue == .generalError {
+                // The point was validated above, so this is the HSM failing, not the input.
+                throw .call("C_DeriveKey", .generalError, category: .retry)
+            } catch {
+                throw error
+            }
         }
     }
 

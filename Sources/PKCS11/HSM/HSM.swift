@@ -23,6 +23,7 @@ public final class HSM: Sendable {
     /// a recycle, and only read inside pool jobs, which never run during one.
     private let keyCache = Mutex<[KeyIdentifier: KeyObject]>([:])
     private let recycleCount = Atomic<Int>(0)
+    private let closed = Atomic<Bool>(false)
     /// Bumped by every recycle, while no job runs; handles read in one generation are never
     /// used in another (tokens renumber objects after `C_Initialize`).
     private let generation = Atomic<Int>(0)
@@ -98,6 +99,7 @@ public final class HSM: Sendable {
 
     /// Finishes queued work, closes every session and finalizes the module.
     public func close() async {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
         _ = try? await DedicatedThread.run(name: "paywarden-hsm-close") { [self] in
             pool.shutdown()
             anchor.withLock { session in
@@ -124,11 +126,16 @@ public final class HSM: Sendable {
 
     /// Runs `body` with a pooled session on a worker thread. Handles are the caller's business;
     /// prefer the typed operations, which re-find keys and re-login when they must.
-    public func withSession<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) async throws(PKCS11Error) -> R {
+    ///
+    /// - Parameter retryingAfterLostLogin: after a lost login, re-establish it and run `body`
+    ///   again. Pass false when `body` creates objects: what it made before the loss may persist.
+    public func withSession<R: Sendable>(
+        retryingAfterLostLogin: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
         let observed = generation.load(ordering: .acquiring)
         do {
             return try await pool.run(body)
-        } catch where error.category == .relogin {
+        } catch where error.category == .relogin && retryingAfterLostLogin {
             try await recycle(ifStillAt: observed)
             return try await pool.run(body)
         }

@@ -35,8 +35,10 @@ func withTemplate<R, E: Error>(
     _ attributes: [Attribute],
     _ body: (UnsafeMutablePointer<CK_ATTRIBUTE>?, CK_ULONG) throws(E) -> R
 ) throws(E) -> R {
-    let total = attributes.reduce(0) { $0 + $1.value.count }
-    let values = UnsafeMutableRawBufferPointer.allocate(byteCount: max(total, 1), alignment: 8)
+    // Each value starts on an 8-byte boundary: modules read CK_ULONG and CK_BBOOL in place.
+    func aligned(_ count: Int) -> Int { (count + 7) & ~7 }
+    let total = attributes.reduce(0) { $0 + aligned($1.value.count) }
+    let values = UnsafeMutableRawBufferPointer.allocate(byteCount: max(total, 8), alignment: 8)
     let template = UnsafeMutablePointer<CK_ATTRIBUTE>.allocate(capacity: max(attributes.count, 1))
     defer {
         // Templates may carry key components on import: wipe before freeing.
@@ -47,13 +49,15 @@ func withTemplate<R, E: Error>(
     var offset = 0
     for (index, attribute) in attributes.enumerated() {
         let slot = values.baseAddress! + offset
-        attribute.value.withUnsafeBytes { slot.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        attribute.value.withUnsafeBytes { bytes in
+            if let source = bytes.baseAddress { slot.copyMemory(from: source, byteCount: bytes.count) }
+        }
         template[index] = CK_ATTRIBUTE(
             type: attribute.type.rawValue,
             pValue: attribute.value.isEmpty ? nil : slot,
             ulValueLen: CK_ULONG(attribute.value.count)
         )
-        offset += attribute.value.count
+        offset += aligned(attribute.value.count)
     }
     return try body(template, CK_ULONG(attributes.count))
 }

@@ -5,10 +5,17 @@ extension Session {
     /// extractable.
     public func generateKeyPair(_ specification: KeySpecification) throws(PKCS11Error) -> KeyObject {
         let mechanism: Mechanism = specification.algorithm == .ecP256 ? .ecKeyPairGeneration : .rsaKeyPairGeneration
-        let (_, privateHandle) = try generateKeyPair(
+        let (publicHandle, privateHandle) = try generateKeyPair(
             mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate
         )
-        return try keyObject(privateHandle)
+        do {
+            return try keyObject(privateHandle)
+        } catch {
+            // Leave nothing half-made in the token.
+            try? destroyObject(privateHandle)
+            try? destroyObject(publicHandle)
+            throw error
+        }
     }
 
     /// Creates a token private key (and its public key object) from software material. The new
@@ -31,11 +38,13 @@ extension Session {
             publicTemplate.append(Attribute(.publicExponent, bytes: exponent))
         }
         let publicHandle = try createObject(publicTemplate)
+        var privateHandle: CK_OBJECT_HANDLE?
         do {
-            let privateHandle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
-            return try keyObject(privateHandle)
+            privateHandle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
+            return try keyObject(privateHandle!)
         } catch {
             // Leave nothing half-written.
+            if let privateHandle { try? destroyObject(privateHandle) }
             try? destroyObject(publicHandle)
             throw error
         }
