@@ -10,7 +10,7 @@ export PAYWARDEN_HOME
 HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench loadtest clean
 
 # Installs what is missing; does nothing (and needs no network) when all is there.
 deps:
@@ -23,10 +23,16 @@ deps:
 build: deps
 	swift build -c release --product paywarden
 
-# The local development token (created once under $(PAYWARDEN_HOME)), then its state.
+# The service on the local development token (created once under $(PAYWARDEN_HOME), with a
+# development API key), listening on PAYWARDEN_LISTEN (default 127.0.0.1:8080).
 run: build
 	@.build/release/paywarden dev-hsm init >/dev/null
-	@set -a; . "$(PAYWARDEN_HOME)/softhsm/env"; set +a; .build/release/paywarden hsm status
+	@set -a; . "$(PAYWARDEN_HOME)/softhsm/env"; set +a; \
+	  .build/release/paywarden hsm status; \
+	  echo; echo "API key (development): $$(cat "$(PAYWARDEN_HOME)/softhsm/dev-api-key")"; \
+	  echo "  curl -H \"Authorization: Bearer \$$(cat $(PAYWARDEN_HOME)/softhsm/dev-api-key)\" --data @token.json http://$${PAYWARDEN_LISTEN:-127.0.0.1:8080}/v1/payment-tokens/decrypt"; \
+	  echo "  import merchant keys first: .build/release/paywarden keys create|import …  (see README)"; echo; \
+	  exec .build/release/paywarden serve
 
 test: deps
 	swift build --build-tests
@@ -40,6 +46,13 @@ $(HSM_BENCH): $(HSM_BENCH_SOURCE)/hsm_bench.c
 bench: deps $(HSM_BENCH)
 	swift build -c release --product paywarden-bench
 	HSM_BENCH=$(HSM_BENCH) .build/release/paywarden-bench
+
+# The service under load on loopback: tokens/s, latency, errors and RSS next to the raw HSM rate.
+loadtest: deps $(HSM_BENCH)
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk curl >/dev/null; }
+	swift build -c release --product paywarden
+	swift build -c release --product paywarden-bench
+	HSM_BENCH=$(HSM_BENCH) bash scripts/loadtest.sh
 
 clean:
 	rm -rf .build

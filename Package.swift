@@ -128,8 +128,11 @@ let package = Package(
         .executableTarget(
             name: "PaywardenBench",
             dependencies: [
-                "PKCS11", "PKCS11Testing", "ApplePay", "KeyCustody", "PaywardenTestSupport",
+                "PKCS11", "PKCS11Testing", "ApplePay", "KeyCustody", "PaywardenTestSupport", "PaywardenServer",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

@@ -6,7 +6,7 @@ import PKCS11Testing
 /// in the same run on the same SoftHSM store, alternating so both see the same machine noise.
 ///
 /// Arguments: `pkcs11` and/or `decrypt` (default both); `profile` alone prints the software cost
-/// of each decryption stage. Environment: BENCH_SECONDS (per
+/// of each decryption stage; `loadtest-setup` and `loadgen` serve `make loadtest`. Environment: BENCH_SECONDS (per
 /// measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH (the built hsm_bench).
 @main
 struct PaywardenBench {
@@ -14,8 +14,14 @@ struct PaywardenBench {
         let environment = ProcessInfo.processInfo.environment
         let seconds = Double(environment["BENCH_SECONDS"] ?? "") ?? 3
         let rounds = Int(environment["BENCH_ROUNDS"] ?? "") ?? 3
-        var suites = Set(CommandLine.arguments.dropFirst())
-        if suites.contains("profile") { try await StageProfile.run(); return }
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        switch arguments.first {
+        case "profile": try await StageProfile.run(); return
+        case "loadtest-setup": try await LoadTestSetup.run(Array(arguments.dropFirst())); return
+        case "loadgen": try await LoadGenerator.run(Array(arguments.dropFirst())); return
+        default: break
+        }
+        var suites = Set(arguments)
         if suites.isEmpty { suites = ["pkcs11", "decrypt"] }
         guard let rawExecutable = environment["HSM_BENCH"], FileManager.default.isExecutableFile(atPath: rawExecutable) else {
             throw BenchError("set HSM_BENCH to the hsm_bench binary (make bench builds it)")

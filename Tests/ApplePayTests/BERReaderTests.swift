@@ -50,6 +50,12 @@ import Testing
         #expect(throws: BERError.self) { try root.octets(in: bytes) }
     }
 
+    @Test(arguments: [0.0, 951_782_400, 1_414_439_503, 4_107_542_399, -86_401])
+    func rfc3339MatchesFoundation(seconds: Double) {
+        let date = Date(timeIntervalSince1970: seconds)
+        #expect(RFC3339.string(from: date) == ISO8601DateFormatter().string(from: date))
+    }
+
     @Test func embeddedRootMatchesTheRepositoryCopyAndItsPin() throws {
         let pem = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Keys/trust/AppleRootCA-G3.pem")

@@ -1,5 +1,6 @@
 import Foundation
 import PKCS11
+import PaywardenServer
 
 /// The local SoftHSM development token: its configuration, token store and PIN files under
 /// the Paywarden home (`PAYWARDEN_HOME`, default `./Keys`), in `softhsm/`.
@@ -14,10 +15,14 @@ struct DevelopmentToken {
     var userPINFile: String { directory + "/user.pin" }
     var securityOfficerPINFile: String { directory + "/so.pin" }
     var environmentFile: String { directory + "/env" }
+    /// A development API key (clear text, 0600) and its configuration entry.
+    var apiKeyFile: String { directory + "/dev-api-key" }
+    var apiKeyEntryFile: String { directory + "/dev-api-key.entry" }
 
-    /// The environment a shell needs to use this token.
+    /// The environment a shell needs to use this token (and the service, its API key).
     var exports: [(String, String)] {
-        [
+        let apiKeys = (try? String(contentsOfFile: apiKeyEntryFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return [
             ("SOFTHSM2_CONF", configurationFile),
             ("PAYWARDEN_HOME", home),
             ("PAYWARDEN_PKCS11_MODULE", modulePath),
@@ -25,7 +30,7 @@ struct DevelopmentToken {
             ("PAYWARDEN_PIN_FILE", userPINFile),
             // SoftHSM 2.6.1 has no OAEP-SHA256: RSA_v1 needs raw RSA with OpenSSL's OAEP decoding.
             ("PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP", "true"),
-        ]
+        ] + (apiKeys.map { [("PAYWARDEN_API_KEYS", $0)] } ?? [])
     }
 
     /// Creates what is missing; leaves what exists alone.
@@ -45,6 +50,11 @@ struct DevelopmentToken {
         }
         for file in [userPINFile, securityOfficerPINFile] where !files.fileExists(atPath: file) {
             try write(Self.randomPIN(), to: file, mode: 0o600)
+        }
+        if !files.fileExists(atPath: apiKeyFile) {
+            let (key, entry) = APIKey.generate(name: "dev", scopes: [.decrypt])
+            try write(key + "\n", to: apiKeyFile, mode: 0o600)
+            try write(entry + "\n", to: apiKeyEntryFile, mode: 0o600)
         }
         let exportsText = exports.map { "export \($0.0)=\(shellQuoted($0.1))" }.joined(separator: "\n") + "\n"
         try write(exportsText, to: environmentFile, mode: 0o600)

@@ -32,8 +32,7 @@ struct DecryptController {
     /// `{"paymentData":{…verbatim…},"token":{…},"key":{…}}`: the payload is spliced in as
     /// decrypted, so no field is dropped or reordered.
     static func render(_ result: DecryptedPaymentToken) -> [UInt8] {
-        let signingTime = ISO8601DateFormatter.string(from: result.signingTime, timeZone: TimeZone(identifier: "UTC")!,
-                                                      formatOptions: [.withInternetDateTime])
+        let signingTime = RFC3339.string(from: result.signingTime)
         var out = Array(#"{"paymentData":"#.utf8)
         out += result.paymentData
         out += Array(#","token":{"version":"\#(result.version.rawValue)","transactionId":"\#(result.transactionID)","publicKeyHash":"\#(result.publicKeyHash)","signingTime":"\#(signingTime)"},"key":{"id":"\#(result.keyID)","merchantIdentifierHash":"\#(result.merchantIdentifierHash)"}}"#.utf8)

@@ -29,7 +29,7 @@ public final class DecryptionService: Sendable {
         self.keys = HSMPaymentKeys(hsm: hsm)
         self.store = MerchantKeyStore(hsm: hsm)
         self.metrics = metrics
-        self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 16
+        self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery
         (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
         self.decrypter = PaymentTokenDecrypter(

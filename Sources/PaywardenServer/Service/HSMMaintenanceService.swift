@@ -28,8 +28,9 @@ final class HSMMaintenanceService: Service, Sendable {
 
     func run() async throws {
         await refresh()
-        try await cancelWhenGracefulShutdown {
-            try await withThrowingDiscardingTaskGroup { group in
+        // Graceful shutdown cancels both loops; ending is then the normal way out, not an error.
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
                 // Recycle as soon as the decrypt path asks, so the cadence follows the load.
                 group.addTask {
                     for await due in self.decryption.recycleRequests { await self.recycle(after: due) }
@@ -38,9 +39,9 @@ final class HSMMaintenanceService: Service, Sendable {
                     var sinceRefresh = Duration.zero
                     let tick = Duration.milliseconds(250)
                     while !Task.isCancelled {
-                        try await Task.sleep(for: tick)
+                        try? await Task.sleep(for: tick)
                         sinceRefresh += tick
-                        if sinceRefresh >= self.refreshInterval || !self.isReady {
+                        if !Task.isCancelled, sinceRefresh >= self.refreshInterval || !self.isReady {
                             sinceRefresh = .zero
                             await self.refresh()
                         }

@@ -1,0 +1,71 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// `paywarden-bench loadgen URL KEYFILE TOKENS RATE SECONDS`: an open-loop load generator. It
+/// sends one token every 1/RATE seconds, whatever the responses do, and measures each latency
+/// from the moment the request was due, so a stalled server shows as latency rather than as a
+/// politely slower client.
+enum LoadGenerator {
+    static func run(_ arguments: [String]) async throws {
+        guard arguments.count == 5, let rate = Double(arguments[3]), let seconds = Double(arguments[4]) else {
+            throw BenchError("usage: paywarden-bench loadgen URL KEYFILE TOKENS RATE SECONDS")
+        }
+        let url = arguments[0]
+        let key = try String(contentsOfFile: arguments[1], encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let tokens = try String(contentsOfFile: arguments[2], encoding: .utf8).split(separator: "\n").map { Array($0.utf8) }
+        let total = min(tokens.count, Int(rate * seconds))
+        guard total > 0 else { throw BenchError("no tokens") }
+
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let results = Results()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let interval = Duration.nanoseconds(Int64(1e9 / rate))
+
+        try await withThrowingDiscardingTaskGroup { group in
+            for index in 0..<total {
+                let due = start + interval * index
+                try await clock.sleep(until: due)
+                group.addTask {
+                    var request = HTTPClientRequest(url: url)
+                    request.method = .POST
+                    request.headers.add(name: "Authorization", value: "Bearer \(key)")
+                    request.headers.add(name: "Content-Type", value: "application/json")
+                    request.body = .bytes(ByteBuffer(bytes: tokens[index]))
+                    var status = 0
+                    do {
+                        let response = try await client.execute(request, timeout: .seconds(30))
+                        _ = try await response.body.collect(upTo: 1 << 20)
+                        status = Int(response.status.code)
+                    } catch {
+                        status = -1
+                    }
+                    let elapsed = clock.now - due
+                    let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                    results.latencies.withLock { $0.append(milliseconds) }
+                    if status != 200 { results.errors.withLock { $0[status, default: 0] += 1 } }
+                }
+            }
+        }
+        let elapsed = clock.now - start
+        try await client.shutdown()
+
+        let sorted = results.latencies.withLock { $0 }.sorted()
+        func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let failed = results.errors.withLock { $0 }
+        print(String(format: "open loop at %.0f tokens/s for %.1f s: %d requests, %.0f done/s, p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms, errors %d %@",
+                     rate, wall, sorted.count, Double(sorted.count) / wall, percentile(0.5), percentile(0.9), percentile(0.99),
+                     sorted.last ?? 0, failed.values.reduce(0, +), failed.isEmpty ? "" : "\(failed)"))
+    }
+}
+
+private final class Results: Sendable {
+    let latencies = Mutex<[Double]>([])
+    let errors = Mutex<[Int: Int]>([:])
+}
