@@ -79,7 +79,12 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     /// Accepts a task job from the Swift runtime. Tasks are never refused: the bound applies to
     /// new HSM operations, and a task already running must be allowed to finish.
     func enqueue(_ job: consuming ExecutorJob) {
-        _ = enqueue(.task(UnownedJob(job)), bounded: false)
+        let unowned = UnownedJob(job)
+        if enqueue(.task(unowned), bounded: false) != nil {
+            // Shut down: no worker will take it, but a task must always run to completion.
+            let thread = Thread { [self] in unowned.runSynchronously(on: asUnownedTaskExecutor()) }
+            thread.start()
+        }
     }
 
     /// Waits until no worker is running anything, runs `body` on a dedicated thread while the
@@ -114,7 +119,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     private func enqueue(_ item: WorkItem, bounded: Bool) -> PKCS11Error? {
         condition.lock()
         defer { condition.unlock() }
-        if stopped, case .operation = item {
+        if stopped {
             return PKCS11Error(code: .poolStopped, category: .retry, message: "the HSM session pool is shut down")
         }
         if bounded && queue.count - queueHead >= maxPending {
@@ -131,7 +136,9 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         WorkerContext.bind(context) {
             condition.lock()
             while true {
-                while !stopped && (paused || queueHead == queue.count) { condition.wait() }
+                // Maintenance holds the workers even during shutdown: no session runs beside
+                // a C_Finalize.
+                while paused || (!stopped && queueHead == queue.count) { condition.wait() }
                 if stopped && queueHead == queue.count { break }
                 let item = queue[queueHead]
                 queueHead += 1
