@@ -101,6 +101,62 @@ struct ResilienceTests {
     }
 }
 
+extension ResilienceTests {
+    /// With a client CA and the certificate required, only clients holding a certificate that
+    /// CA issued complete the handshake.
+    @Test func mutualTLSRequiresAClientCertificateFromTheConfiguredCA() async throws {
+        let directory = NSTemporaryDirectory() + "paywarden-mtls-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func write(_ certificate: Certificate, _ key: P256.Signing.PrivateKey, _ name: String) throws {
+            try certificate.serializeAsPEM().pemString.write(toFile: "\(directory)/\(name).pem", atomically: true, encoding: .utf8)
+            try key.pemRepresentation.write(toFile: "\(directory)/\(name)-key.pem", atomically: true, encoding: .utf8)
+        }
+        func certificate(_ subject: String, key: P256.Signing.PrivateKey, issuer: String, issuerKey: P256.Signing.PrivateKey, ca: Bool) throws -> Certificate {
+            try Certificate(
+                version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: Date().addingTimeInterval(-60),
+                notValidAfter: Date().addingTimeInterval(3600), issuer: try DistinguishedName { CommonName(issuer) },
+                subject: try DistinguishedName { CommonName(subject) }, signatureAlgorithm: .ecdsaWithSHA256,
+                extensions: try Certificate.Extensions {
+                    Critical(ca ? BasicConstraints.isCertificateAuthority(maxPathLength: nil) : BasicConstraints.notCertificateAuthority)
+                    if !ca { SubjectAlternativeNames([.ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]) }
+                },
+                issuerPrivateKey: .init(issuerKey))
+        }
+        let caKey = P256.Signing.PrivateKey()
+        try write(try certificate("Client CA", key: caKey, issuer: "Client CA", issuerKey: caKey, ca: true), caKey, "client-ca")
+        let serverKey = P256.Signing.PrivateKey()
+        try write(try certificate("127.0.0.1", key: serverKey, issuer: "127.0.0.1", issuerKey: serverKey, ca: false), serverKey, "server")
+        let clientKey = P256.Signing.PrivateKey()
+        let clientCertificate = try certificate("payments-client", key: clientKey, issuer: "Client CA", issuerKey: caKey, ca: false)
+        let strangerKey = P256.Signing.PrivateKey()
+        let stranger = try certificate("stranger", key: strangerKey, issuer: "stranger", issuerKey: strangerKey, ca: false)
+
+        let server = try await ServerHarness {
+            $0.tls = .init(certificatePath: directory + "/server.pem", privateKeyPath: directory + "/server-key.pem",
+                           clientCAPath: directory + "/client-ca.pem", requireClientCertificate: true)
+        }
+        func client(_ identity: (Certificate, P256.Signing.PrivateKey)?) throws -> HTTPClient {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.certificateVerification = .none
+            if let (certificate, key) = identity {
+                tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(certificate.serializeAsPEM().pemString.utf8), format: .pem))]
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem))
+            }
+            return HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        }
+        let url = "https://127.0.0.1:\(server.port)/healthz"
+        for identity in [nil, (stranger, strangerKey)] as [(Certificate, P256.Signing.PrivateKey)?] {
+            let refused = try client(identity)
+            await #expect(throws: (any Error).self) { _ = try await refused.execute(HTTPClientRequest(url: url), timeout: .seconds(5)) }
+            try await refused.shutdown()
+        }
+        let accepted = try client((clientCertificate, clientKey))
+        #expect(try await accepted.execute(HTTPClientRequest(url: url), timeout: .seconds(5)).status.code == 200)
+        try await accepted.shutdown()
+        await server.stop()
+    }
+}
+
 /// Runs last (the suite's name sorts after the others in its own serialized run): every
 /// status and error code documented for the decrypt endpoint was produced by these tests.
 @Suite(.serialized)

@@ -172,6 +172,8 @@ public final class HSM: Sendable {
                 // Still exclusive: no job can see a handle of the old generation from here on.
                 generation.add(1, ordering: .releasing)
                 replaceCache(with: keys)
+                // What the module leaked is free now; hand the pages back instead of keeping them.
+                cpkcs11_release_freed_memory()
                 return true
             }
             guard done else { return nil }
