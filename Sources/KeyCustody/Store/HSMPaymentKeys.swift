@@ -18,8 +18,14 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
     /// Rebuilds the map from the HSM. Returns the number of keys that decrypt.
     @discardableResult
     public func reload(from store: MerchantKeyStore) async throws(CustodyError) -> Int {
+        reload(from: try await store.list())
+    }
+
+    /// Rebuilds the map from keys already read. Returns the number of keys that decrypt.
+    @discardableResult
+    public func reload(from keys: [MerchantKey]) -> Int {
         var map: [[UInt8]: MerchantKeyReference] = [:]
-        for key in try await store.list() where key.purpose == .processing && key.state.decrypts {
+        for key in keys where key.purpose == .processing && key.state.decrypts {
             guard let hash = Data(base64Encoded: key.publicKeyHash), let partyV = key.merchantIdentifierHash.flatMap(Self.bytes(hex:)) else {
                 continue
             }
@@ -28,7 +34,7 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
             )
         }
         let count = map.count
-        keys.withLock { $0 = map }
+        self.keys.withLock { $0 = map }
         return count
     }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PKCS11
 
 /// What an API key may do.
 public enum APIScope: String, Sendable, Hashable, CaseIterable {
@@ -21,7 +22,7 @@ public struct APIKey: Sendable, Hashable {
             throw ServerConfigurationError("API key entry \"\(entry.prefix(24))…\" is not NAME:SHA256HEX:SCOPE[+SCOPE]")
         }
         let hex = String(parts[1]).lowercased()
-        guard hex.count == 64, let hash = Self.bytes(hex: hex) else {
+        guard hex.count == 64, let hash = KeyIdentifier(hex: hex)?.bytes else {
             throw ServerConfigurationError("API key \(parts[0]): the middle field must be the 64-hex-digit SHA-256 of the key, never the key itself")
         }
         var scopes: Set<APIScope> = []
@@ -45,17 +46,6 @@ public struct APIKey: Sendable, Hashable {
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         let hash = SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
         return (key, "\(name):\(hash):\(scopes.map(\.rawValue).joined(separator: "+"))")
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            guard let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        return bytes
     }
 }
 

@@ -38,9 +38,6 @@ public final class DecryptionService: Sendable {
         )
     }
 
-    /// Decryptions since start.
-    var decryptionCount: Int { decryptions.load(ordering: .relaxed) }
-
     /// Verifies and decrypts `body`. The work runs on the HSM's worker threads, so verification
     /// and the key operation share them and never wait for a hop between threads.
     func decrypt(_ body: [UInt8]) async throws(PaymentTokenError) -> DecryptedPaymentToken {

@@ -69,9 +69,11 @@ final class HSMMaintenanceService: Service, Sendable {
 
     private func reload() async throws {
         try await decryption.hsm.checkHealth()
-        let count = try await decryption.keys.reload(from: decryption.store)
+        // One read of the HSM serves both the key map and the certificate gauges.
+        let keys = try await decryption.store.list()
+        let count = decryption.keys.reload(from: keys)
         let now = Date()
-        let days = try await decryption.store.list().compactMap { key -> (keyID: String, merchant: String, days: Int)? in
+        let days = keys.compactMap { key -> (keyID: String, merchant: String, days: Int)? in
             guard key.state.decrypts, let days = key.daysLeft(at: now) else { return nil }
             return (key.id.hex, key.merchantID ?? "unknown", days)
         }
