@@ -68,6 +68,8 @@ RSS_AFTER=$(rss)
 LINE=$(grep LOADTEST "$WORK/wrk.txt")
 eval "$(echo "$LINE" | sed 's/^LOADTEST //')"
 RECYCLES=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^paywarden_hsm_module_recycles_total/ {print $2}')
+sleep 11  # one key-map refresh, which also updates the replay cache gauge
+REPLAY=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^paywarden_replay_cache_entries/ {print $2}')
 
 HALF=$(awk -v r="$rate" 'BEGIN { printf "%d", r / 2 }')
 echo "== phase 2: open loop at $HALF tokens/s (half the maximum) for $HALF_SECONDS s"
@@ -83,3 +85,4 @@ awk -v a="$rate" -v b="$RAW_RATE" 'BEGIN { printf "ratio:             %.2f of th
 printf "half rate:         %s\n" "$HALF_LINE"
 awk -v a="$RSS_BEFORE" -v w="${RSS_WARM:-$RSS_BEFORE}" -v n="${WARM_AT:-0}" -v b="$RSS_AFTER" -v r="$RECYCLES" 'BEGIN {
   printf "RSS:               %d kB idle, %d kB after %d decryptions (warm), %d kB at the end: %+.1f%% from warm (target <= +10%%), %+.1f%% from idle; module recycles %s\n", a, w, n, b, (b - w) * 100 / w, (b - a) * 100 / a, r }'
+printf "replay cache:      %.0f transaction ids remembered at the end (all inside the signing-time window)\n" "$REPLAY"

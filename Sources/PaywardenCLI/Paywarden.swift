@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import PaywardenServer
 
 @main
 struct Paywarden: AsyncParsableCommand {
@@ -13,4 +15,18 @@ struct Paywarden: AsyncParsableCommand {
             """,
         subcommands: [DevHSMCommand.self, HSMCommand.self, KeysCommand.self, TokenCommand.self, ServeCommand.self, APIKeysCommand.self]
     )
+
+    /// `serve` first puts its event loops in place (``ServerThreads``): that must happen on the
+    /// main thread before any task starts.
+    static func main() async {
+        if CommandLine.arguments.dropFirst().first == ServeCommand.configuration.commandName {
+            do {
+                try ServerThreads.install()
+            } catch {
+                FileHandle.standardError.write(Data("paywarden: \(error)\n".utf8))
+                Foundation.exit(CommandFailure.Status.misconfiguration.rawValue)
+            }
+        }
+        await main(nil)
+    }
 }

@@ -30,9 +30,16 @@ extension HSMTests {
                 let derived = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: otherInfo)
                 #expect(derived == expected)
             }
-            // Every derived Z was destroyed: only the merchant key pair remains in the token.
-            let objects = try await hsm.withSession { session throws(PKCS11Error) in try session.findObjects([]).count }
-            #expect(objects == 2)
+            // Every derived Z was destroyed: no secret key is left, only the merchant key pair in
+            // the token and the workers' session copies of its private key.
+            let (secrets, tokenObjects, copies) = try await hsm.withSession { session throws(PKCS11Error) in
+                (try session.findObjects([.objectClass(.secretKey)]).count,
+                 try session.findObjects([.bool(.token, true)]).count,
+                 try session.findObjects([.objectClass(.privateKey), .bool(.token, false)]).count)
+            }
+            #expect(secrets == 0)
+            #expect(tokenObjects == 2)
+            #expect((1...hsm.workerCount).contains(copies))
             await hsm.close()
         }
 

@@ -29,7 +29,6 @@ struct ResilienceTests {
         let hidden = server.token.directory + "/away-" + UUID().uuidString
         try FileManager.default.moveItem(atPath: store, toPath: hidden)
         #expect(try await waitForReadiness(server, 503), "readiness must fall while the token is gone")
-        if try await server.send(.GET, "/readyz", apiKey: .some(nil)).status != 503 { print("DEBUGLOG", server.logs.text.split(separator: "\n").filter { !$0.contains("request") }.suffix(15).joined(separator: "\nDEBUGLOG ")) }
         let refused = try await server.send(body: try server.ecToken())
         #expect(refused.status == 503)
         #expect(refused.errorCode == "hsm_unavailable")
@@ -103,8 +102,10 @@ struct ResilienceTests {
 
 extension ResilienceTests {
     /// With a client CA and the certificate required, only clients holding a certificate that
-    /// CA issued complete the handshake.
-    @Test func mutualTLSRequiresAClientCertificateFromTheConfiguredCA() async throws {
+    /// CA issued complete the handshake. With the certificate optional, a client without one is
+    /// let in (its API key still decides), but a certificate from anyone else is refused.
+    @Test(arguments: [true, false])
+    func mutualTLSAcceptsOnlyCertificatesFromTheConfiguredCA(required: Bool) async throws {
         let directory = NSTemporaryDirectory() + "paywarden-mtls-\(UUID().uuidString.prefix(6))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         func write(_ certificate: Certificate, _ key: P256.Signing.PrivateKey, _ name: String) throws {
@@ -133,7 +134,7 @@ extension ResilienceTests {
 
         let server = try await ServerHarness {
             $0.tls = .init(certificatePath: directory + "/server.pem", privateKeyPath: directory + "/server-key.pem",
-                           clientCAPath: directory + "/client-ca.pem", requireClientCertificate: true)
+                           clientCAPath: directory + "/client-ca.pem", requireClientCertificate: required)
         }
         func client(_ identity: (Certificate, P256.Signing.PrivateKey)?) throws -> HTTPClient {
             var tls = TLSConfiguration.makeClientConfiguration()
@@ -145,11 +146,22 @@ extension ResilienceTests {
             return HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
         }
         let url = "https://127.0.0.1:\(server.port)/healthz"
-        for identity in [nil, (stranger, strangerKey)] as [(Certificate, P256.Signing.PrivateKey)?] {
-            let refused = try client(identity)
-            await #expect(throws: (any Error).self) { _ = try await refused.execute(HTTPClientRequest(url: url), timeout: .seconds(5)) }
-            try await refused.shutdown()
+        let foreign = try client((stranger, strangerKey))
+        await #expect(throws: (any Error).self, "a certificate from another CA") {
+            _ = try await foreign.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
         }
+        try await foreign.shutdown()
+
+        let anonymous = try client(nil)
+        if required {
+            await #expect(throws: (any Error).self, "no certificate") {
+                _ = try await anonymous.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+            }
+        } else {
+            #expect(try await anonymous.execute(HTTPClientRequest(url: url), timeout: .seconds(5)).status.code == 200)
+        }
+        try await anonymous.shutdown()
+
         let accepted = try client((clientCertificate, clientKey))
         #expect(try await accepted.execute(HTTPClientRequest(url: url), timeout: .seconds(5)).status.code == 200)
         try await accepted.shutdown()

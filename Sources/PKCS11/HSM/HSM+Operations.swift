@@ -1,3 +1,4 @@
+import CPKCS11
 import Crypto
 
 extension HSM {
@@ -21,11 +22,14 @@ extension HSM {
         }
     }
 
-    /// Destroys the key pair with `id`. Returns how many objects were destroyed.
+    /// Destroys the key pair with `id`. Returns how many objects were destroyed. Session copies
+    /// of the key end with a module recycle.
     @discardableResult
     public func destroyKeyPair(_ id: KeyIdentifier) async throws(PKCS11Error) -> Int {
         forget(id)
-        return try await withSession { session throws(PKCS11Error) in try session.destroyKeyPair(id: id) }
+        let destroyed = try await withSession { session throws(PKCS11Error) in try session.destroyKeyPair(id: id) }
+        if usesSessionKeyCopies && destroyed > 0 { try await recycle() }
+        return destroyed
     }
 
     // MARK: Private-key operations
@@ -43,11 +47,13 @@ extension HSM {
         else {
             throw .invalidInput("the peer public key is not an uncompressed point on P-256")
         }
-        return try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+        return try await withPrivateKey(id) { [self] (session, key) throws(PKCS11Error) in
             guard key.algorithm == .ecP256 else { throw .invalidInput("key \(id) is \(key.algorithm.rawValue), not EC") }
             guard key.usage.contains(.derive) else { throw .call("C_DeriveKey", .keyFunctionNotPermitted) }
             do throws(PKCS11Error) {
-                return try session.deriveConcatenationKDFKey(path: path, privateKey: key.handle, peerPoint: peerPoint, otherInfo: otherInfo)
+                return try withDecryptionHandle(session, key) { (handle) throws(PKCS11Error) in
+                    try session.deriveConcatenationKDFKey(path: path, privateKey: handle, peerPoint: peerPoint, otherInfo: otherInfo)
+                }
             } catch where error.returnValue == .generalError {
                 // The point was validated above, so this is the HSM failing, not the input.
                 throw .call("C_DeriveKey", .generalError, category: .retry)
@@ -63,9 +69,27 @@ extension HSM {
         guard let path = capabilities.rsaDecryptionPath else {
             throw .mechanismUnsupported("the token offers no usable RSA-OAEP path: \(capabilities.report.filter { $0.hasPrefix("RSA") }.joined(separator: "; "))")
         }
-        return try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+        return try await withPrivateKey(id) { [self] (session, key) throws(PKCS11Error) in
             guard case .rsa(let modulus, _) = key.publicKey else { throw .invalidInput("key \(id) is not RSA") }
-            return try session.decryptOAEPSHA256(path: path, privateKey: key.handle, ciphertext: ciphertext, modulusLength: modulus.count)
+            return try withDecryptionHandle(session, key) { (handle) throws(PKCS11Error) in
+                try session.decryptOAEPSHA256(path: path, privateKey: handle, ciphertext: ciphertext, modulusLength: modulus.count)
+            }
+        }
+    }
+
+    /// Runs a decryption operation with the handle to use for `key` in `session`: the session's
+    /// copy of it when copies are on, else the token object itself.
+    private func withDecryptionHandle<R>(
+        _ session: Session, _ key: KeyObject, _ operation: (CK_OBJECT_HANDLE) throws(PKCS11Error) -> R
+    ) throws(PKCS11Error) -> R {
+        guard usesSessionKeyCopies else { return try operation(key.handle) }
+        do {
+            return try operation(try session.keyCopy(of: key.handle))
+        } catch {
+            if error.returnValue == .keyHandleInvalid || error.returnValue == .objectHandleInvalid {
+                session.forgetKeyCopy(of: key.handle)
+            }
+            throw error
         }
     }
 

@@ -15,6 +15,8 @@ public final class HSM: Sendable {
     public let module: PKCS11Module
     public let token: TokenInfo
     public let capabilities: Capabilities
+    /// Whether decryption uses session copies of the token keys (`PAYWARDEN_HSM_SESSION_KEY_COPIES`).
+    public let usesSessionKeyCopies: Bool
 
     let pool: SessionPool
     private let location: TokenLocation
@@ -35,6 +37,11 @@ public final class HSM: Sendable {
         self.location = opened.location
         self.token = opened.token
         self.capabilities = opened.capabilities
+        switch configuration.sessionKeyCopies {
+        case .on: usesSessionKeyCopies = true
+        case .off: usesSessionKeyCopies = false
+        case .auto: usesSessionKeyCopies = opened.token.manufacturer.hasPrefix("SoftHSM")
+        }
         self.anchor = Mutex(opened.anchor.session)
         self.logger = logger
         let location = opened.location
@@ -92,6 +99,7 @@ public final class HSM: Sendable {
             "ecdh_path": "\(hsm.capabilities.ecdhPath?.rawValue ?? "none")",
             "rsa_path": "\(hsm.capabilities.rsaDecryptionPath?.rawValue ?? "none")",
             "keys": "\(opened.keys.count)", "workers": "\(hsm.pool.workerCount)",
+            "session_key_copies": "\(hsm.usesSessionKeyCopies)",
         ])
         for line in hsm.capabilities.report { logger.debug("capability probe", metadata: ["result": "\(line)"]) }
         return hsm
@@ -160,12 +168,18 @@ public final class HSM: Sendable {
             let done = try await pool.exclusive { [self] () throws(PKCS11Error) -> Bool in
                 if let observed, generation.load(ordering: .acquiring) != observed { return false }
                 let keys = try anchor.withLock { (session) throws(PKCS11Error) -> [KeyObject] in
-                    session?.abandon()
+                    let old = session
                     session = nil
-                    // When another HSM in this process shares the module, only the login is renewed.
-                    _ = try module.reinitialize()
+                    // When another HSM in this process shares the module, it is not restarted:
+                    // the login is renewed and the old sessions are closed instead.
+                    let restarted = try module.reinitialize()
+                    if restarted {
+                        old?.abandon()
+                        pool.moduleRestarted()
+                    }
                     location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
                     let fresh = try location.logIn(pin: configuration.pin.read())
+                    if !restarted { old?.close() }
                     session = fresh
                     return try fresh.privateKeys()
                 }
@@ -217,11 +231,18 @@ public final class HSM: Sendable {
 
     /// Every private key in the token, read afresh (another instance may have changed them);
     /// the handle cache is replaced with what was found.
+    ///
+    /// When a key has gone (destroyed by an administrator) and sessions may hold copies of it,
+    /// the module is recycled, which ends every session and its copies.
     public func keys() async throws(PKCS11Error) -> [KeyObject] {
-        let keys = try await withSession { [self] session throws(PKCS11Error) in
+        let (keys, removed) = try await withSession { [self] session throws(PKCS11Error) in
             let keys = try session.privateKeys()
-            replaceCache(with: keys)  // inside the job: same generation as the handles
-            return keys
+            let removed = replaceCache(with: keys)  // inside the job: same generation as the handles
+            return (keys, removed)
+        }
+        if usesSessionKeyCopies && !removed.isEmpty {
+            logger.info("keys left the token; recycling to end their session copies", metadata: ["keys": "\(removed.map(\.hex))"])
+            try await recycle()
         }
         return keys.sorted { $0.id < $1.id }
     }
@@ -240,10 +261,17 @@ public final class HSM: Sendable {
         return key
     }
 
-    private func replaceCache(with keys: [KeyObject]) {
+    /// Returns the ids that were cached and are gone.
+    @discardableResult
+    private func replaceCache(with keys: [KeyObject]) -> Set<KeyIdentifier> {
         keyCache.withLock { cache in
+            var removed = Set(cache.keys)
             cache.removeAll(keepingCapacity: true)
-            for key in keys { cache[key.id] = key }
+            for key in keys {
+                cache[key.id] = key
+                removed.remove(key.id)
+            }
+            return removed
         }
     }
 

@@ -23,6 +23,17 @@ public struct HSMConfiguration: Sendable, Hashable {
     /// `PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP`: permits raw RSA in the HSM with OAEP decoded by
     /// OpenSSL, for HSMs without OAEP-SHA256 (SoftHSM). Off by default.
     public var allowSoftwareOAEPDecoding: Bool
+    /// `PAYWARDEN_HSM_SESSION_KEY_COPIES`: whether decryption uses per-session copies of the
+    /// token keys (see ``SessionKeyCopies``). `auto` by default.
+    public var sessionKeyCopies: SessionKeyCopies = .auto
+
+    /// Whether decryption works on session copies of the token keys.
+    public enum SessionKeyCopies: String, Sendable, Hashable, CaseIterable {
+        /// On for SoftHSM, whose token objects cost a file check per use; off elsewhere.
+        case auto
+        case on
+        case off
+    }
 
     public init(
         modulePath: String = defaultModulePath,
@@ -61,6 +72,12 @@ public struct HSMConfiguration: Sendable, Hashable {
         }
         configuration.allowExtractableSharedSecret = try flag(environment, "PAYWARDEN_HSM_ALLOW_EXTRACTABLE_ECDH")
         configuration.allowSoftwareOAEPDecoding = try flag(environment, "PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP")
+        if let copies = environment["PAYWARDEN_HSM_SESSION_KEY_COPIES"], !copies.isEmpty {
+            guard let value = SessionKeyCopies(rawValue: copies.lowercased()) else {
+                throw .invalidInput("PAYWARDEN_HSM_SESSION_KEY_COPIES must be auto, on or off")
+            }
+            configuration.sessionKeyCopies = value
+        }
         return configuration
     }
 

@@ -26,6 +26,8 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     private var paused = false
     private var stopped = false
     private var generation = 0
+    /// The first generation after the module was last re-initialised.
+    private var lastModuleRestart = 0
     private var liveWorkers = 0
 
     let workerCount: Int
@@ -107,6 +109,14 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// Records, from inside ``exclusive(_:)``, that the module was re-initialised: the sessions
+    /// of earlier generations ended with it.
+    func moduleRestarted() {
+        condition.lock()
+        lastModuleRestart = generation + 1
+        condition.unlock()
+    }
+
     /// Stops the workers after the queue drains. Sessions are closed by their threads.
     func shutdown() {
         condition.lock()
@@ -148,6 +158,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
                 }
                 running += 1
                 context.generation = generation
+                context.lastModuleRestart = lastModuleRestart
                 condition.unlock()
 
                 switch item {

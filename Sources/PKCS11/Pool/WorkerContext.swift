@@ -9,17 +9,24 @@ final class WorkerContext {
     private var sessionGeneration = -1
     /// The pool generation current when this worker took its present job.
     var generation = 0
+    /// The first generation after the module's last re-initialisation.
+    var lastModuleRestart = 0
 
     init(pool: SessionPool) {
         self.pool = pool
     }
 
     /// Runs `body` with this worker's session, opening one if there is none for this generation.
-    /// A session that met a lost-login error is dropped, so the next job opens a fresh one.
+    /// A session that met a lost-login error is closed, so the next job opens a fresh one.
     func withSession<R>(_ body: (Session) throws(PKCS11Error) -> R) throws(PKCS11Error) -> R {
         if sessionGeneration != generation {
-            // After maintenance the old handle may name nothing, or someone else's session.
-            session?.abandon()
+            if sessionGeneration < lastModuleRestart {
+                // Gone with the module: the handle may name nothing, or another thread's session.
+                session?.abandon()
+            } else {
+                // Maintenance without a restart: the session is open, with its key copies.
+                session?.close()
+            }
             session = nil
         }
         let current: Session
@@ -34,7 +41,8 @@ final class WorkerContext {
             return try body(current)
         } catch {
             if error.category == .relogin {
-                current.abandon()
+                // No restart can happen while this job runs, so the handle is still ours to close.
+                current.close()
                 session = nil
             }
             throw error

@@ -51,9 +51,10 @@ extension Session {
     }
 
     /// Every private key in the token, with its public key read from the matching public object.
+    /// Token objects only: session copies (``keyCopy(of:)``) share the ids of their keys.
     public func privateKeys() throws(PKCS11Error) -> [KeyObject] {
         var keys: [KeyObject] = []
-        for handle in try findObjects([.objectClass(.privateKey)]) {
+        for handle in try findObjects([.objectClass(.privateKey), .bool(.token, true)]) {
             do {
                 keys.append(try keyObject(handle))
             } catch where error.code == .unsupportedKey || error.code == .keyNotFound {
@@ -65,14 +66,15 @@ extension Session {
 
     /// The private key with `id`, or nil.
     public func privateKey(id: KeyIdentifier) throws(PKCS11Error) -> KeyObject? {
-        guard let handle = try findObjects([.objectClass(.privateKey), .id(id)]).first else { return nil }
+        guard let handle = try findObjects([.objectClass(.privateKey), .bool(.token, true), .id(id)]).first else { return nil }
         return try keyObject(handle)
     }
 
     /// Destroys the private and public key objects with `id`. Returns how many were destroyed.
     @discardableResult
     public func destroyKeyPair(id: KeyIdentifier) throws(PKCS11Error) -> Int {
-        let handles = try findObjects([.objectClass(.privateKey), .id(id)]) + findObjects([.objectClass(.publicKey), .id(id)])
+        let handles = try findObjects([.objectClass(.privateKey), .bool(.token, true), .id(id)])
+            + findObjects([.objectClass(.publicKey), .bool(.token, true), .id(id)])
         for handle in handles { try destroyObject(handle) }
         return handles.count
     }

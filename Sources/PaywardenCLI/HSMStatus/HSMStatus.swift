@@ -24,6 +24,7 @@ struct HSMStatus: AsyncParsableCommand {
                 moduleDescription: "\(info.manufacturer) \(info.libraryDescription) \(info.libraryVersion) (Cryptoki \(info.cryptokiVersion))",
                 token: hsm.token.label, serial: hsm.token.serialNumber,
                 ecdhPath: hsm.capabilities.ecdhPath?.rawValue, rsaDecryptionPath: hsm.capabilities.rsaDecryptionPath?.rawValue,
+                sessionKeyCopies: hsm.usesSessionKeyCopies,
                 probe: hsm.capabilities.report,
                 keys: keys.map { Status.Key(id: $0.id.hex, label: $0.label, algorithm: $0.algorithm.rawValue,
                                             sensitive: $0.isSensitive, extractable: $0.isExtractable) }
@@ -35,6 +36,7 @@ struct HSMStatus: AsyncParsableCommand {
                 print("token:      \(status.token) (serial \(status.serial)), logged in")
                 print("ECDH path:  \(status.ecdhPath ?? "none: EC_v1 unavailable")")
                 print("RSA path:   \(status.rsaDecryptionPath ?? "none: RSA_v1 unavailable")")
+                print("key copies: \(status.sessionKeyCopies ? "decryption uses session copies of the token keys" : "off: decryption uses the token keys")")
                 for line in status.probe { print("  probe:    \(line)") }
                 print("keys:       \(keys.count)")
                 for key in status.keys { print("  \(key.id)  \(key.algorithm)  \(key.label)") }
@@ -49,6 +51,7 @@ struct HSMStatus: AsyncParsableCommand {
         }
         let module, moduleDescription, token, serial: String
         let ecdhPath, rsaDecryptionPath: String?
+        let sessionKeyCopies: Bool
         let probe: [String]
         let keys: [Key]
     }

@@ -17,11 +17,12 @@ import PKCS11
 /// | `PAYWARDEN_TLS_CLIENT_CA` | `tls_client_ca` | no client certificates |
 /// | `PAYWARDEN_TLS_REQUIRE_CLIENT_CERTIFICATE` | `tls_require_client_certificate` | `false` |
 /// | `PAYWARDEN_MAX_BODY_BYTES` | `max_body_bytes` | `65536` |
-/// | `PAYWARDEN_MAX_IN_FLIGHT` | `max_in_flight` | 16 per HSM worker |
-/// | `PAYWARDEN_HSM_RECYCLE_EVERY` | `hsm_recycle_every` | `250000` decryptions (0: never) |
+/// | `PAYWARDEN_MAX_IN_FLIGHT` | `max_in_flight` | 64 per HSM worker |
+/// | `PAYWARDEN_HSM_RECYCLE_EVERY` | `hsm_recycle_every` | `10000` decryptions (0: never) |
 /// | `PAYWARDEN_KEY_REFRESH_SECONDS` | `key_refresh_seconds` | `10` |
 ///
-/// and the HSM settings of ``HSMConfiguration`` (`PAYWARDEN_PKCS11_MODULE`, …).
+/// and the HSM settings of ``HSMConfiguration`` (`PAYWARDEN_PKCS11_MODULE`, …), and
+/// `PAYWARDEN_EVENT_LOOP_THREADS` (environment only, see ``ServerThreads``).
 public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080
@@ -31,7 +32,7 @@ public struct ServerConfiguration: Sendable {
     public var tls: TLSSettings?
     public var maxBodyBytes = 64 * 1024
     public var maxInFlight: Int?
-    public var recycleEvery = 250_000
+    public var recycleEvery = 10_000
     public var keyRefreshInterval: Duration = .seconds(10)
     public var hsm = HSMConfiguration()
 
@@ -93,7 +94,7 @@ public struct ServerConfiguration: Sendable {
         }
         configuration.maxBodyBytes = config.int(forKey: "max_body_bytes", default: 64 * 1024)
         configuration.maxInFlight = config.int(forKey: "max_in_flight")
-        configuration.recycleEvery = config.int(forKey: "hsm_recycle_every", default: 250_000)
+        configuration.recycleEvery = config.int(forKey: "hsm_recycle_every", default: 10_000)
         configuration.keyRefreshInterval = .seconds(config.int(forKey: "key_refresh_seconds", default: 10))
         configuration.hsm = try HSMConfiguration.fromEnvironment(environment)
         return configuration

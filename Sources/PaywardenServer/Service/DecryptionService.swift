@@ -13,6 +13,7 @@ public final class DecryptionService: Sendable {
     public let keys: HSMPaymentKeys
     public let store: MerchantKeyStore
     let decrypter: PaymentTokenDecrypter
+    let replayCache: InMemoryReplayCache
     let metrics: ServerMetrics
     let maxInFlight: Int
     let recycleEvery: Int
@@ -32,9 +33,10 @@ public final class DecryptionService: Sendable {
         self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery
         (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
+        self.replayCache = InMemoryReplayCache(generationLength: 2 * configuration.signingTimeWindow)
         self.decrypter = PaymentTokenDecrypter(
             verifier: TokenSignatureVerifier(anchors: configuration.trustAnchors, signingTimeWindow: configuration.signingTimeWindow),
-            directory: keys, operations: keys
+            directory: keys, operations: keys, replayCache: replayCache
         )
     }
 

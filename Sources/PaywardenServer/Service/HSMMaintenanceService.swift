@@ -78,6 +78,7 @@ final class HSMMaintenanceService: Service, Sendable {
             return (key.id.hex, key.merchantID ?? "unknown", days)
         }
         metrics.setCertificates(days, keyCount: count)
+        metrics.setReplayCacheEntries(decryption.replayCache.count)
         setReady(true, reason: nil)
     }
 

@@ -10,7 +10,17 @@ public final class ServerMetrics: Sendable {
     private let recycles: Counter
     private let activeKeys: Gauge
     private let inFlight: Gauge
+    private let replayEntries: Gauge
     private let certificateDays = Mutex<Set<[String]>>([])
+    /// Counters by label values, so a request costs a dictionary lookup instead of the
+    /// registry's name-and-labels key building.
+    private let requestCounters = Mutex<[RequestLabels: Counter]>([:])
+    private let outcomeCounters = Mutex<[String: Counter]>([:])
+
+    private struct RequestLabels: Hashable {
+        let route: String
+        let status: Int
+    }
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -21,6 +31,7 @@ public final class ServerMetrics: Sendable {
         recycles = registry.makeCounter(descriptor: Self.name("hsm_module_recycles", unit: "total", "PKCS#11 module re-initialisations"))
         activeKeys = registry.makeGauge(descriptor: Self.name("decryption", unit: "keys", "Active and retired processing keys in the key map"))
         inFlight = registry.makeGauge(descriptor: Self.name("decrypt", unit: "in_flight", "Decryptions admitted and not yet finished"))
+        replayEntries = registry.makeGauge(descriptor: Self.name("replay_cache", unit: "entries", "Transaction ids remembered against replay (8 bytes each)"))
     }
 
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
@@ -34,17 +45,32 @@ public final class ServerMetrics: Sendable {
     }
 
     func request(route: String, status: Int) {
-        registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))]).increment()
+        let labels = RequestLabels(route: route, status: status)
+        let counter = requestCounters.withLock { counters in
+            if let counter = counters[labels] { return counter }
+            let counter = registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
+            counters[labels] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     func decrypt(outcome: String, duration: Duration) {
-        registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)]).increment()
+        let counter = outcomeCounters.withLock { counters in
+            if let counter = counters[outcome] { return counter }
+            let counter = registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)])
+            counters[outcome] = counter
+            return counter
+        }
+        counter.increment()
         decryptDuration.record(duration)
     }
 
     func recycled() { recycles.increment() }
 
     func setInFlight(_ count: Int) { inFlight.set(to: Double(count)) }
+
+    func setReplayCacheEntries(_ count: Int) { replayEntries.set(to: Double(count)) }
 
     func setPaths(ecdh: String?, rsa: String?) {
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "ecdh"), ("path", ecdh ?? "none")]).set(to: 1)

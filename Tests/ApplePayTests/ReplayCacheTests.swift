@@ -1,0 +1,40 @@
+import ApplePay
+import Foundation
+import Testing
+
+struct ReplayCacheTests {
+    private func id(_ byte: UInt8) -> [UInt8] { [UInt8](repeating: byte, count: 32) }
+
+    /// A claim is remembered for at least a generation, and until its own expiry however long
+    /// that is; only then is its generation dropped.
+    @Test func claimsLiveUntilTheirGenerationHasExpired() async {
+        let cache = InMemoryReplayCache(generationLength: 600)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        func at(_ seconds: TimeInterval) -> Date { start.addingTimeInterval(seconds) }
+        let a = id(1), b = id(2), c = id(3), d = id(4)
+
+        #expect(await cache.claim(a, until: at(300), now: at(0)))
+        #expect(await !cache.claim(a, until: at(310), now: at(10)), "a replay")
+        #expect(await cache.claim(b, until: at(901), now: at(601)), "first claim of the second generation")
+        #expect(await !cache.claim(a, until: at(902), now: at(602)), "the first generation is still remembered")
+
+        #expect(await cache.claim(c, until: at(1502), now: at(1202)), "third generation: the first, all expired, is dropped")
+        #expect(await cache.claim(a, until: at(1503), now: at(1203)), "so its id is new again")
+        #expect(await !cache.claim(b, until: at(1504), now: at(1204)))
+
+        #expect(await cache.claim(d, until: at(5000), now: at(1300)), "a claim that expires late")
+        #expect(await cache.claim(id(5), until: at(2102), now: at(1802)), "rotation: b's generation goes")
+        #expect(await !cache.claim(c, until: at(2702), now: at(2402)), "d has not expired, so its generation stays")
+        #expect(await !cache.claim(d, until: at(2703), now: at(2403)))
+        #expect(cache.count == 4)
+    }
+
+    @Test func aReleasedClaimCanBeMadeAgain() async {
+        let cache = InMemoryReplayCache()
+        let now = Date()
+        #expect(await cache.claim(id(9), until: now.addingTimeInterval(300), now: now))
+        await cache.release(id(9))
+        #expect(cache.count == 0)
+        #expect(await cache.claim(id(9), until: now.addingTimeInterval(300), now: now))
+    }
+}
