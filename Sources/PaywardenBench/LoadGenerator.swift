@@ -32,6 +32,8 @@ enum LoadGenerator {
                 let due = start + interval * index
                 try await clock.sleep(until: due)
                 group.addTask {
+                    let lag = clock.now - due
+                    results.lags.withLock { $0.append(Double(lag.components.attoseconds) / 1e15 + Double(lag.components.seconds) * 1000) }
                     var request = HTTPClientRequest(url: url)
                     request.method = .POST
                     request.headers.add(name: "Authorization", value: "Bearer \(key)")
@@ -59,6 +61,8 @@ enum LoadGenerator {
         func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let failed = results.errors.withLock { $0 }
+        let lags = results.lags.withLock { $0 }.sorted()
+        print(String(format: "generator send lag: p50 %.2f ms, p99 %.2f ms", lags[lags.count / 2], lags[min(lags.count - 1, Int(Double(lags.count) * 0.99))]))
         print(String(format: "open loop at %.0f tokens/s for %.1f s: %d requests, %.0f done/s, p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms, errors %d %@",
                      rate, wall, sorted.count, Double(sorted.count) / wall, percentile(0.5), percentile(0.9), percentile(0.99),
                      sorted.last ?? 0, failed.values.reduce(0, +), failed.isEmpty ? "" : "\(failed)"))
@@ -68,4 +72,5 @@ enum LoadGenerator {
 private final class Results: Sendable {
     let latencies = Mutex<[Double]>([])
     let errors = Mutex<[Int: Int]>([:])
+    let lags = Mutex<[Double]>([])
 }

@@ -43,7 +43,8 @@ struct PaywardenBench {
             BenchRow.print(try await LayerBench(raw: raw, token: token, seconds: seconds, rounds: rounds).run(), paywardenColumn: "layer ops/s",
                            target: """
                                layer: callers on the HSM workers (how decryption runs); hop: callers on Swift's cooperative pool,
-                               one thread hop each way per call. Target: ratio >= 0.90.
+                               one thread hop each way per call. Target: ratio >= 0.90 (on the token key, as hsm_bench).
+                               Session copies: what decryption uses on SoftHSM (PAYWARDEN_HSM_SESSION_KEY_COPIES=auto).
                                """)
         }
         if suites.contains("decrypt") {
@@ -52,7 +53,8 @@ struct PaywardenBench {
                            paywardenColumn: "tokens/s",
                            target: """
                                tokens/s: the decrypting tasks on the HSM workers; hop: on the cooperative pool, hopping to a worker
-                               for the key operation. raw: ECDH derive+destroy, ECDH+KDF, or raw RSA-2048 decrypt.
+                               for the key operation; session key copies on. raw: ECDH derive+destroy, ECDH+KDF, or raw RSA-2048
+                               decrypt, on the token key.
                                Target: EC_v1 at 2 workers >= 0.75 of raw 2-thread ECDH.
                                """)
             print("")

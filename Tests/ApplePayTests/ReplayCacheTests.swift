@@ -29,6 +29,18 @@ struct ReplayCacheTests {
         #expect(cache.count == 4)
     }
 
+    @Test func footprintIsEightBytesABucket() async {
+        let cache = InMemoryReplayCache()
+        #expect(cache.footprint == 0)
+        let now = Date()
+        for index in 0..<1000 {
+            let id = withUnsafeBytes(of: UInt64(index)) { Array($0) } + [UInt8](repeating: 0, count: 24)
+            #expect(await cache.claim(id, until: now.addingTimeInterval(300), now: now))
+        }
+        // 1,000 ids need 2,048 buckets (at most three quarters full): 16 KiB and a bitmap.
+        #expect(cache.footprint == 2048 * 8 + 2048 / 8)
+    }
+
     @Test func aReleasedClaimCanBeMadeAgain() async {
         let cache = InMemoryReplayCache()
         let now = Date()

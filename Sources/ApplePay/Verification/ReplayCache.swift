@@ -81,6 +81,19 @@ public final class InMemoryReplayCache: ReplayCache {
     /// Transaction ids currently remembered (expired ones included until their generation ends).
     public var count: Int { state.withLock { $0.current.fingerprints.count + $0.previous.fingerprints.count } }
 
+    /// Bytes the remembered ids occupy: each generation's hash set, 8 bytes a bucket plus a bit.
+    public var footprint: Int {
+        state.withLock { Self.footprint(of: $0.current.fingerprints) + Self.footprint(of: $0.previous.fingerprints) }
+    }
+
+    private static func footprint(of set: Set<UInt64>) -> Int {
+        guard set.capacity > 0 else { return 0 }
+        // A native set fills at most three quarters of its power-of-two bucket count.
+        var buckets = 1
+        while buckets * 3 / 4 < set.capacity { buckets <<= 1 }
+        return buckets * MemoryLayout<UInt64>.stride + buckets / 8
+    }
+
     private static func fingerprint(_ transactionID: [UInt8]) -> UInt64 {
         var hasher = Hasher()
         hasher.combine(transactionID.count)

@@ -9,6 +9,8 @@ import Foundation
 public final class TokenSignatureVerifier: Sendable {
     /// How far the CMS signing time may be from now (Apple's guidance: 5 minutes).
     public let signingTimeWindow: TimeInterval
+    /// The windows `PAYWARDEN_SIGNING_TIME_WINDOW` may set, in seconds: up to a day.
+    public static let allowedSigningTimeWindows: ClosedRange<TimeInterval> = 1...86_400
     private let chains: SignerChainCache
 
     public init(anchors: TrustAnchors, signingTimeWindow: TimeInterval = 300) {

@@ -28,7 +28,7 @@ extension HSM {
     public func destroyKeyPair(_ id: KeyIdentifier) async throws(PKCS11Error) -> Int {
         forget(id)
         let destroyed = try await withSession { session throws(PKCS11Error) in try session.destroyKeyPair(id: id) }
-        if usesSessionKeyCopies && destroyed > 0 { try await recycle() }
+        if destroyed > 0 && sessionKeyCopiesMayExist.load(ordering: .relaxed) { try await recycle() }
         return destroyed
     }
 
@@ -83,6 +83,7 @@ extension HSM {
         _ session: Session, _ key: KeyObject, _ operation: (CK_OBJECT_HANDLE) throws(PKCS11Error) -> R
     ) throws(PKCS11Error) -> R {
         guard usesSessionKeyCopies else { return try operation(key.handle) }
+        if !sessionKeyCopiesMayExist.load(ordering: .relaxed) { sessionKeyCopiesMayExist.store(true, ordering: .relaxed) }
         do {
             return try operation(try session.keyCopy(of: key.handle))
         } catch {

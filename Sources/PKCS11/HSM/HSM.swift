@@ -29,6 +29,8 @@ public final class HSM: Sendable {
     /// Bumped by every recycle, while no job runs; handles read in one generation are never
     /// used in another (tokens renumber objects after `C_Initialize`).
     private let generation = Atomic<Int>(0)
+    /// Set when a decryption used a session key copy; cleared by a recycle, which ends them all.
+    let sessionKeyCopiesMayExist = Atomic<Bool>(false)
     private let logger: Logger
 
     private init(configuration: HSMConfiguration, opened: Opened, logger: Logger) {
@@ -167,7 +169,7 @@ public final class HSM: Sendable {
         do {
             let done = try await pool.exclusive { [self] () throws(PKCS11Error) -> Bool in
                 if let observed, generation.load(ordering: .acquiring) != observed { return false }
-                let keys = try anchor.withLock { (session) throws(PKCS11Error) -> [KeyObject] in
+                let (keys, restarted) = try anchor.withLock { (session) throws(PKCS11Error) -> ([KeyObject], Bool) in
                     let old = session
                     session = nil
                     // When another HSM in this process shares the module, it is not restarted:
@@ -181,10 +183,12 @@ public final class HSM: Sendable {
                     let fresh = try location.logIn(pin: configuration.pin.read())
                     if !restarted { old?.close() }
                     session = fresh
-                    return try fresh.privateKeys()
+                    return (try fresh.privateKeys(), restarted)
                 }
                 // Still exclusive: no job can see a handle of the old generation from here on.
                 generation.add(1, ordering: .releasing)
+                // Without a restart, workers close their old sessions (and copies) at their next job.
+                if restarted { sessionKeyCopiesMayExist.store(false, ordering: .relaxed) }
                 replaceCache(with: keys)
                 // What the module leaked is free now; hand the pages back instead of keeping them.
                 cpkcs11_release_freed_memory()
@@ -240,7 +244,7 @@ public final class HSM: Sendable {
             let removed = replaceCache(with: keys)  // inside the job: same generation as the handles
             return (keys, removed)
         }
-        if usesSessionKeyCopies && !removed.isEmpty {
+        if !removed.isEmpty && sessionKeyCopiesMayExist.load(ordering: .relaxed) {
             logger.info("keys left the token; recycling to end their session copies", metadata: ["keys": "\(removed.map(\.hex))"])
             try await recycle()
         }

@@ -36,8 +36,9 @@ struct TokenOptions: ParsableArguments {
         let environment = ProcessInfo.processInfo.environment
         var window: TimeInterval = 300
         if let text = environment["PAYWARDEN_SIGNING_TIME_WINDOW"] {
-            guard let seconds = TimeInterval(text), seconds > 0, seconds <= 86_400 else {
-                throw CommandFailure(.misconfiguration, "PAYWARDEN_SIGNING_TIME_WINDOW must be a number of seconds from 1 to 86400")
+            let allowed = TokenSignatureVerifier.allowedSigningTimeWindows
+            guard let seconds = TimeInterval(text), allowed.contains(seconds) else {
+                throw CommandFailure(.misconfiguration, "PAYWARDEN_SIGNING_TIME_WINDOW must be a number of seconds from \(Int(allowed.lowerBound)) to \(Int(allowed.upperBound))")
             }
             window = seconds
         }

@@ -79,7 +79,10 @@ public struct ServerConfiguration: Sendable {
             })
         }
         configuration.signingTimeWindow = TimeInterval(config.int(forKey: "signing_time_window", default: 300))
-        guard configuration.signingTimeWindow > 0 else { throw ServerConfigurationError("PAYWARDEN_SIGNING_TIME_WINDOW must be positive") }
+        let allowedWindows = TokenSignatureVerifier.allowedSigningTimeWindows
+        guard allowedWindows.contains(configuration.signingTimeWindow) else {
+            throw ServerConfigurationError("PAYWARDEN_SIGNING_TIME_WINDOW must be a number of seconds from \(Int(allowedWindows.lowerBound)) to \(Int(allowedWindows.upperBound))")
+        }
         if let roots = config.string(forKey: "trust_roots") {
             configuration.trustAnchors = try TrustAnchors.load(paths: roots.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         }

@@ -8,7 +8,7 @@ import Synchronization
 /// Keeps the HSM usable while the service runs: re-reads the key map (admins add, rotate and
 /// retire keys from other processes), checks the login, re-establishes a lost HSM, recycles the
 /// module every N decryptions (SoftHSM 2.6.1 leaks per derive until `C_Finalize`), and keeps
-/// readiness and the key gauges current.
+/// readiness, the key gauges and the replay cache gauges current.
 final class HSMMaintenanceService: Service, Sendable {
     let decryption: DecryptionService
     let metrics: ServerMetrics
@@ -41,6 +41,7 @@ final class HSMMaintenanceService: Service, Sendable {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: tick)
                         sinceRefresh += tick
+                        self.metrics.setReplayCache(entries: self.decryption.replayCache.count, bytes: self.decryption.replayCache.footprint)
                         if !Task.isCancelled, sinceRefresh >= self.refreshInterval || !self.isReady {
                             sinceRefresh = .zero
                             await self.refresh()
@@ -78,7 +79,6 @@ final class HSMMaintenanceService: Service, Sendable {
             return (key.id.hex, key.merchantID ?? "unknown", days)
         }
         metrics.setCertificates(days, keyCount: count)
-        metrics.setReplayCacheEntries(decryption.replayCache.count)
         setReady(true, reason: nil)
     }
 

@@ -11,6 +11,7 @@ public final class ServerMetrics: Sendable {
     private let activeKeys: Gauge
     private let inFlight: Gauge
     private let replayEntries: Gauge
+    private let replayBytes: Gauge
     private let certificateDays = Mutex<Set<[String]>>([])
     /// Counters by label values, so a request costs a dictionary lookup instead of the
     /// registry's name-and-labels key building.
@@ -31,7 +32,8 @@ public final class ServerMetrics: Sendable {
         recycles = registry.makeCounter(descriptor: Self.name("hsm_module_recycles", unit: "total", "PKCS#11 module re-initialisations"))
         activeKeys = registry.makeGauge(descriptor: Self.name("decryption", unit: "keys", "Active and retired processing keys in the key map"))
         inFlight = registry.makeGauge(descriptor: Self.name("decrypt", unit: "in_flight", "Decryptions admitted and not yet finished"))
-        replayEntries = registry.makeGauge(descriptor: Self.name("replay_cache", unit: "entries", "Transaction ids remembered against replay (8 bytes each)"))
+        replayEntries = registry.makeGauge(descriptor: Self.name("replay_cache", unit: "entries", "Transaction ids remembered against replay"))
+        replayBytes = registry.makeGauge(descriptor: Self.name("replay_cache", unit: "bytes", "Memory holding the remembered transaction ids"))
     }
 
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
@@ -70,7 +72,10 @@ public final class ServerMetrics: Sendable {
 
     func setInFlight(_ count: Int) { inFlight.set(to: Double(count)) }
 
-    func setReplayCacheEntries(_ count: Int) { replayEntries.set(to: Double(count)) }
+    func setReplayCache(entries: Int, bytes: Int) {
+        replayEntries.set(to: Double(entries))
+        replayBytes.set(to: Double(bytes))
+    }
 
     func setPaths(ecdh: String?, rsa: String?) {
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "ecdh"), ("path", ecdh ?? "none")]).set(to: 1)
