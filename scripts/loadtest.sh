@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 TOKENS=${LOADTEST_TOKENS:-500000}
 HALF_SECONDS=${LOADTEST_HALF_SECONDS:-15}
 HALF_RUNS=${LOADTEST_HALF_RUNS:-3}
+[ "$HALF_RUNS" -ge 1 ] || { echo "LOADTEST_HALF_RUNS must be at least 1"; exit 2; }
 BIN=.build/release
 HSM_BENCH=${HSM_BENCH:-.build/hsm-bench/hsm_bench}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/paywarden-loadtest.XXXXXX")
@@ -42,7 +43,7 @@ SERVER_PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null || { cat "$WORK/server.log"; echo "server not ready"; exit 1; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
-metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {printf "%d", $2}'; }
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {printf "%d", $2}' || true; }
 
 echo "== phase 1: wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections, $TOKENS tokens"
 # One token file per wrk thread, so no token is sent twice.
@@ -79,14 +80,17 @@ REPLAY_BYTES=$(metric paywarden_replay_cache_bytes)
 
 HALF=$(awk -v r="$rate" 'BEGIN { printf "%d", r / 2 }')
 echo "== phase 2: open loop at $HALF tokens/s (half the maximum), $HALF_RUNS runs of $HALF_SECONDS s"
+[ $((HALF * HALF_SECONDS)) -le "$HALF_TOKENS" ] || echo "warning: $HALF_TOKENS tokens per run cover only $((HALF_TOKENS / HALF)) s at $HALF tokens/s"
 HALF_LINES=""
 for run in $(seq 1 "$HALF_RUNS"); do
-  LINE=$("$BIN/paywarden-bench" loadgen "http://127.0.0.1:$PORT/v1/payment-tokens/decrypt" "$WORK/api-key" \
-    "$WORK/tokens-$((run + 1)).jsonl" "$HALF" "$HALF_SECONDS" | grep "^open loop")
-  echo "$LINE"
-  HALF_LINES="$HALF_LINES$LINE"$'\n'
+  RUN_OUTPUT=$("$BIN/paywarden-bench" loadgen "http://127.0.0.1:$PORT/v1/payment-tokens/decrypt" "$WORK/api-key" \
+    "$WORK/tokens-$((run + 1)).jsonl" "$HALF" "$HALF_SECONDS")
+  echo "$RUN_OUTPUT"
+  HALF_LINES="$HALF_LINES$(echo "$RUN_OUTPUT" | grep "^open loop")"$'\n'
 done
-HALF_P99=$(echo "$HALF_LINES" | sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+# The median (of an even count, the mean of the middle two).
+HALF_P99=$(echo "$HALF_LINES" | sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' | sort -n |
+  awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
 HALF_ERRORS=$(echo "$HALF_LINES" | sed -n 's/.*errors \([0-9]*\).*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
 
 echo
@@ -98,7 +102,7 @@ awk -v a="$rate" -v b="$RAW_RATE" 'BEGIN { printf "ratio:             %.2f of th
 printf "half rate:         median p99 %s ms over %s runs of %s s at %s tokens/s (target <= 10 ms), errors %s\n" "$HALF_P99" "$HALF_RUNS" "$HALF_SECONDS" "$HALF" "$HALF_ERRORS"
 awk -v a="$RSS_BEFORE" -v w="${RSS_WARM:-$RSS_BEFORE}" -v n="${WARM_AT:-0}" -v b="$RSS_AFTER" -v r="$RECYCLES" 'BEGIN {
   printf "RSS:               %d kB idle, %d kB after %d decryptions (warm), %d kB at the end: %+.1f%% from warm (target <= +10%%), %+.1f%% from idle; module recycles %s\n", a, w, n, b, (b - w) * 100 / w, (b - a) * 100 / a, r }'
-awk -v n="$REPLAY" -v e="${REPLAY_BYTES:-0}" -v s="${REPLAY_WARM:-0}" -v w="${RSS_WARM:-$RSS_BEFORE}" -v b="$RSS_AFTER" 'BEGIN {
+awk -v n="${REPLAY:-0}" -v e="${REPLAY_BYTES:-0}" -v s="${REPLAY_WARM:-0}" -v w="${RSS_WARM:-$RSS_BEFORE}" -v b="$RSS_AFTER" 'BEGIN {
   g = (e - s) / 1024
   printf "replay cache:      %d transaction ids in %d kB at the end (%d kB when warm): every token inside the signing-time window, kept by design\n", n, e / 1024, s / 1024
   printf "RSS, replay cache aside: %+.1f%% from warm (%+d kB of the growth is the replay cache)\n", (b - w - g) * 100 / w, g }'

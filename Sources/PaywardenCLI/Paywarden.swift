@@ -17,11 +17,13 @@ struct Paywarden: AsyncParsableCommand {
     )
 
     /// `serve` first puts its event loops in place (``ServerThreads``): that must happen on the
-    /// main thread before any task starts.
+    /// main thread, before anything but this main task uses Swift concurrency.
     static func main() async {
         if CommandLine.arguments.dropFirst().first == ServeCommand.configuration.commandName {
             do {
-                try ServerThreads.install()
+                if try !ServerThreads.install() {
+                    FileHandle.standardError.write(Data("paywarden: warning: the event loops could not become Swift's global executor; tasks run on Swift's own threads\n".utf8))
+                }
             } catch {
                 FileHandle.standardError.write(Data("paywarden: \(error)\n".utf8))
                 Foundation.exit(CommandFailure.Status.misconfiguration.rawValue)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
@@ -86,6 +87,31 @@ struct LifecycleTests {
         let auditText = try String(contentsOfFile: env.home + "/audit/audit.jsonl", encoding: .utf8)
         let pin = try String(contentsOfFile: env.token.pinFile, encoding: .utf8)
         #expect(!auditText.contains(pin))
+    }
+
+    /// A running service decrypts with session copies of its keys (SoftHSM). When an
+    /// administrator's CLI, another process, destroys a key, the service's next listing ends
+    /// every copy of it.
+    @Test func aKeyDestroyedByTheCLILeavesNoSessionCopyBehind() async throws {
+        let env = try await AdminTestEnvironment.make()
+        let created = try env.paywarden("keys", "create", "--merchant-id", "merchant.copied", "--json")
+        #expect(created.status == 0, "\(created.stderr)")
+        let id = try #require(KeyIdentifier(hex: try AdminTestEnvironment.key(in: created).id))
+        let hsm = try await env.token.open()
+        #expect(hsm.usesSessionKeyCopies)
+        _ = try await hsm.deriveConcatenationKDFKey(id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [1])
+        let privateKeys = { () async throws -> Int in
+            try await hsm.withSession { session throws(PKCS11Error) in try session.findObjects([.objectClass(.privateKey)]).count }
+        }
+        #expect(try await privateKeys() == 2, "the token key and one worker's copy")
+
+        let destroyed = try env.paywarden("keys", "destroy", id.hex, "--yes")
+        #expect(destroyed.status == 0, "\(destroyed.stderr)")
+        let recycles = hsm.recycles
+        #expect(try await MerchantKeyStore(hsm: hsm).list().isEmpty)
+        #expect(hsm.recycles == recycles + 1)
+        #expect(try await privateKeys() == 0)
+        await hsm.close()
     }
 
     /// A second instance on the same HSM sees the same keys and states: state lives in the HSM.

@@ -16,13 +16,15 @@ public protocol ReplayCache: Sendable {
 ///
 /// A service decrypting thousands of tokens a second remembers millions of ids, so each is kept
 /// as a 64-bit keyed fingerprint (SipHash with this process's random seed), 8 bytes in a hash
-/// set instead of a 32-byte id with its expiry. Two different ids share a fingerprint with
-/// probability n / 2^64 per token, about 5 × 10^-13 with ten million remembered; such a token
-/// would be refused as a replay, never a replay accepted.
+/// set instead of a 32-byte id with its expiry. A new id shares a fingerprint with a remembered
+/// one with probability n / 2^64, about 5 × 10^-13 with ten million remembered; such a token
+/// would be refused as a replay. The same id always has the same fingerprint, so a replay is
+/// never taken for a new token.
 ///
 /// Claims live in two generations. The older one is dropped, whole, once every claim in it has
 /// expired and at least `generationLength` has passed, so expiry costs nothing per token (no
-/// sweep over millions of entries under the lock) and needs no per-entry date.
+/// sweep over millions of entries under the lock) and needs no per-entry date. An id is thus
+/// remembered at least until its expiry, and refused until its generation is dropped.
 public final class InMemoryReplayCache: ReplayCache {
     private struct Generation {
         var fingerprints: Set<UInt64> = []
@@ -79,13 +81,17 @@ public final class InMemoryReplayCache: ReplayCache {
     }
 
     /// Transaction ids currently remembered (expired ones included until their generation ends).
-    public var count: Int { state.withLock { $0.current.fingerprints.count + $0.previous.fingerprints.count } }
+    public var count: Int { statistics.count }
 
-    /// Bytes the remembered ids occupy: each generation's hash set, 8 bytes a bucket plus a bit.
-    public var footprint: Int {
-        state.withLock { Self.footprint(of: $0.current.fingerprints) + Self.footprint(of: $0.previous.fingerprints) }
+    /// The number of remembered ids and the bytes they occupy, read together.
+    public var statistics: (count: Int, footprint: Int) {
+        state.withLock { state in
+            (state.current.fingerprints.count + state.previous.fingerprints.count,
+             Self.footprint(of: state.current.fingerprints) + Self.footprint(of: state.previous.fingerprints))
+        }
     }
 
+    /// Each generation's hash set: 8 bytes a bucket plus a bit.
     private static func footprint(of set: Set<UInt64>) -> Int {
         guard set.capacity > 0 else { return 0 }
         // A native set fills at most three quarters of its power-of-two bucket count.

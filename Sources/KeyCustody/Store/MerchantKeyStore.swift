@@ -274,6 +274,8 @@ public final class MerchantKeyStore: Sendable {
             (keys, records, certificates) = try await hsm.withSession { session throws(PKCS11Error) in
                 (try session.privateKeys(), try CustodyObjects.records(session), try CustodyObjects.certificates(session))
             }
+            // A key destroyed elsewhere must not live on in session copies.
+            try await hsm.keysListed(Set(keys.map(\.id)))
         } catch {
             throw CustodyError(error)
         }

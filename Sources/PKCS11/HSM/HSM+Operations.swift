@@ -28,7 +28,10 @@ extension HSM {
     public func destroyKeyPair(_ id: KeyIdentifier) async throws(PKCS11Error) -> Int {
         forget(id)
         let destroyed = try await withSession { session throws(PKCS11Error) in try session.destroyKeyPair(id: id) }
-        if destroyed > 0 && sessionKeyCopiesMayExist.load(ordering: .relaxed) { try await recycle() }
+        if destroyed > 0 && sessionKeyCopiesMayExist.load(ordering: .relaxed) {
+            // The key is gone whatever happens here; a failed recycle is the maintenance's to retry.
+            do { try await recycle() } catch { logger.error("recycle after destroying a key failed", metadata: ["error": "\(error)"]) }
+        }
         return destroyed
     }
 
@@ -85,10 +88,10 @@ extension HSM {
         guard usesSessionKeyCopies else { return try operation(key.handle) }
         if !sessionKeyCopiesMayExist.load(ordering: .relaxed) { sessionKeyCopiesMayExist.store(true, ordering: .relaxed) }
         do {
-            return try operation(try session.keyCopy(of: key.handle))
+            return try operation(try session.keyCopy(of: key))
         } catch {
             if error.returnValue == .keyHandleInvalid || error.returnValue == .objectHandleInvalid {
-                session.forgetKeyCopy(of: key.handle)
+                session.dropKeyCopy(of: key)
             }
             throw error
         }

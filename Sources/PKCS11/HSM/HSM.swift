@@ -29,9 +29,12 @@ public final class HSM: Sendable {
     /// Bumped by every recycle, while no job runs; handles read in one generation are never
     /// used in another (tokens renumber objects after `C_Initialize`).
     private let generation = Atomic<Int>(0)
-    /// Set when a decryption used a session key copy; cleared by a recycle, which ends them all.
+    /// Set when a decryption used a session key copy; cleared by a recycle that restarts the
+    /// module, which ends them all.
     let sessionKeyCopiesMayExist = Atomic<Bool>(false)
-    private let logger: Logger
+    /// The ids of the token's keys at the last listing (or found since), to notice keys that go.
+    private let listedKeys = Mutex<Set<KeyIdentifier>>([])
+    let logger: Logger
 
     private init(configuration: HSMConfiguration, opened: Opened, logger: Logger) {
         self.configuration = configuration
@@ -53,6 +56,7 @@ public final class HSM: Sendable {
         keyCache.withLock { cache in
             for key in opened.keys { cache[key.id] = key }
         }
+        listedKeys.withLock { $0 = Set(opened.keys.map(\.id)) }
     }
 
     /// Opens the token described by `configuration`. Fails with a misconfiguration error that
@@ -154,7 +158,8 @@ public final class HSM: Sendable {
     /// Re-initialises the module without failing in-flight work: waits for the workers to finish
     /// what they hold, calls `C_Finalize` and `C_Initialize`, logs in again and re-caches every
     /// key handle, while new work waits in the queue. Reclaims what SoftHSM 2.6.1 leaks per derive.
-    /// (When another HSM in this process shares the module, it re-establishes the login only.)
+    /// (When another HSM in this process shares the module, it is not re-initialised: the login
+    /// is renewed and the workers' sessions are closed instead.)
     @discardableResult
     public func recycle() async throws(PKCS11Error) -> Duration {
         try await recycle(ifStillAt: nil) ?? .zero
@@ -174,20 +179,24 @@ public final class HSM: Sendable {
                     session = nil
                     // When another HSM in this process shares the module, it is not restarted:
                     // the login is renewed and the old sessions are closed instead.
-                    let restarted = try module.reinitialize()
-                    if restarted {
+                    let restarted: Bool
+                    do throws(PKCS11Error) {
+                        restarted = try module.reinitialize()
+                    } catch {
+                        pool.endWorkerSessions(moduleRestarted: true)  // the module's state is unknown: forget them
                         old?.abandon()
-                        pool.moduleRestarted()
+                        throw error
                     }
+                    pool.endWorkerSessions(moduleRestarted: restarted)
+                    defer { if !restarted { old?.close() } }  // after the new login: the token stays logged in
+                    if restarted { old?.abandon() }
                     location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
                     let fresh = try location.logIn(pin: configuration.pin.read())
-                    if !restarted { old?.close() }
                     session = fresh
                     return (try fresh.privateKeys(), restarted)
                 }
                 // Still exclusive: no job can see a handle of the old generation from here on.
                 generation.add(1, ordering: .releasing)
-                // Without a restart, workers close their old sessions (and copies) at their next job.
                 if restarted { sessionKeyCopiesMayExist.store(false, ordering: .relaxed) }
                 replaceCache(with: keys)
                 // What the module leaked is free now; hand the pages back instead of keeping them.
@@ -235,20 +244,27 @@ public final class HSM: Sendable {
 
     /// Every private key in the token, read afresh (another instance may have changed them);
     /// the handle cache is replaced with what was found.
-    ///
-    /// When a key has gone (destroyed by an administrator) and sessions may hold copies of it,
-    /// the module is recycled, which ends every session and its copies.
     public func keys() async throws(PKCS11Error) -> [KeyObject] {
-        let (keys, removed) = try await withSession { [self] session throws(PKCS11Error) in
+        let keys = try await withSession { [self] session throws(PKCS11Error) in
             let keys = try session.privateKeys()
-            let removed = replaceCache(with: keys)  // inside the job: same generation as the handles
-            return (keys, removed)
+            replaceCache(with: keys)  // inside the job: same generation as the handles
+            return keys
         }
-        if !removed.isEmpty && sessionKeyCopiesMayExist.load(ordering: .relaxed) {
-            logger.info("keys left the token; recycling to end their session copies", metadata: ["keys": "\(removed.map(\.hex))"])
-            try await recycle()
-        }
+        try await keysListed(Set(keys.map(\.id)))
         return keys.sorted { $0.id < $1.id }
+    }
+
+    /// To be told every listing of the token's keys, from any session. When a key listed before
+    /// is gone (an administrator destroyed it) and sessions may hold copies of keys, the module
+    /// is recycled, which ends every session and its copies.
+    public func keysListed(_ ids: Set<KeyIdentifier>) async throws(PKCS11Error) {
+        let gone = listedKeys.withLock { known in
+            defer { known = ids }
+            return known.subtracting(ids)
+        }
+        guard !gone.isEmpty, sessionKeyCopiesMayExist.load(ordering: .relaxed) else { return }
+        logger.info("keys left the token; recycling to end their session copies", metadata: ["keys": "\(gone.map(\.hex).sorted())"])
+        try await recycle()
     }
 
     /// The private key with `id`, from the cache when possible.
@@ -261,21 +277,14 @@ public final class HSM: Sendable {
     private func cachedKey(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> KeyObject {
         if let key = keyCache.withLock({ $0[id] }) { return key }
         guard let key = try session.privateKey(id: id) else { throw .keyNotFound(id) }
-        keyCache.withLock { $0[id] = key }
+        remember(key)
         return key
     }
 
-    /// Returns the ids that were cached and are gone.
-    @discardableResult
-    private func replaceCache(with keys: [KeyObject]) -> Set<KeyIdentifier> {
+    private func replaceCache(with keys: [KeyObject]) {
         keyCache.withLock { cache in
-            var removed = Set(cache.keys)
             cache.removeAll(keepingCapacity: true)
-            for key in keys {
-                cache[key.id] = key
-                removed.remove(key.id)
-            }
-            return removed
+            for key in keys { cache[key.id] = key }
         }
     }
 
@@ -305,6 +314,7 @@ public final class HSM: Sendable {
 
     func remember(_ key: KeyObject) {
         keyCache.withLock { $0[key.id] = key }
+        listedKeys.withLock { _ = $0.insert(key.id) }
     }
 
     func forget(_ id: KeyIdentifier) {

@@ -26,9 +26,9 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     private var paused = false
     private var stopped = false
     private var generation = 0
-    /// The first generation after the module was last re-initialised.
-    private var lastModuleRestart = 0
     private var liveWorkers = 0
+    /// Every worker's context, for maintenance to end their sessions while they are parked.
+    private var contexts: [WorkerContext] = []
 
     let workerCount: Int
     let maxPending: Int
@@ -109,12 +109,15 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// Records, from inside ``exclusive(_:)``, that the module was re-initialised: the sessions
-    /// of earlier generations ended with it.
-    func moduleRestarted() {
+    /// Ends every worker's session; only from inside ``exclusive(_:)``, while the workers are
+    /// parked (the pool's lock orders this before their next job). Sessions of a module that
+    /// was re-initialised are forgotten (their handles may now name nothing, or a session opened
+    /// since); otherwise they are closed, with the session objects (key copies) they hold.
+    func endWorkerSessions(moduleRestarted: Bool) {
         condition.lock()
-        lastModuleRestart = generation + 1
+        let contexts = self.contexts
         condition.unlock()
+        for context in contexts { context.endSession(closing: !moduleRestarted) }
     }
 
     /// Stops the workers after the queue drains. Sessions are closed by their threads.
@@ -143,6 +146,9 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
 
     private func workerLoop() {
         let context = WorkerContext(pool: self)
+        condition.lock()
+        contexts.append(context)
+        condition.unlock()
         WorkerContext.bind(context) {
             condition.lock()
             while true {
@@ -158,7 +164,6 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
                 }
                 running += 1
                 context.generation = generation
-                context.lastModuleRestart = lastModuleRestart
                 condition.unlock()
 
                 switch item {

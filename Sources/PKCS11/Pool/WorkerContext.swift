@@ -9,24 +9,18 @@ final class WorkerContext {
     private var sessionGeneration = -1
     /// The pool generation current when this worker took its present job.
     var generation = 0
-    /// The first generation after the module's last re-initialisation.
-    var lastModuleRestart = 0
 
     init(pool: SessionPool) {
         self.pool = pool
     }
 
     /// Runs `body` with this worker's session, opening one if there is none for this generation.
-    /// A session that met a lost-login error is closed, so the next job opens a fresh one.
+    /// A session that met a lost-login error is ended, so the next job opens a fresh one.
     func withSession<R>(_ body: (Session) throws(PKCS11Error) -> R) throws(PKCS11Error) -> R {
         if sessionGeneration != generation {
-            if sessionGeneration < lastModuleRestart {
-                // Gone with the module: the handle may name nothing, or another thread's session.
-                session?.abandon()
-            } else {
-                // Maintenance without a restart: the session is open, with its key copies.
-                session?.close()
-            }
+            // Maintenance ends sessions itself; this one survived a maintenance that failed
+            // midway, so its handle may name nothing, or someone else's session.
+            session?.abandon()
             session = nil
         }
         let current: Session
@@ -41,8 +35,8 @@ final class WorkerContext {
             return try body(current)
         } catch {
             if error.category == .relogin {
-                // No restart can happen while this job runs, so the handle is still ours to close.
-                current.close()
+                // A session whose handle the module disowned may share it with one opened since.
+                if error.returnValue == .userNotLoggedIn { current.close() } else { current.abandon() }
                 session = nil
             }
             throw error
@@ -51,6 +45,12 @@ final class WorkerContext {
 
     func close() {
         session?.close()
+        session = nil
+    }
+
+    /// Ends the session for maintenance (see ``SessionPool/endWorkerSessions(moduleRestarted:)``).
+    func endSession(closing: Bool) {
+        if closing { session?.close() } else { session?.abandon() }
         session = nil
     }
 

@@ -5,15 +5,29 @@ import CPKCS11
 /// SoftHSM re-reads a token object's files (open, lock, read, close) on every use, which costs
 /// more than a third of an ECDH derive. A copy made with `C_CopyObject` and `CKA_TOKEN=FALSE`
 /// lives only in this session, inside the HSM, with the same protection: it is sensitive, not
-/// extractable and private, which is checked on every copy. It dies when the session closes
-/// (every module recycle ends all of them).
+/// extractable and private, which is checked on every copy. It ends with the session (every
+/// module recycle ends them all).
 extension Session {
-    /// The handle of this session's copy of the token key `key`, made on first use.
-    func keyCopy(of key: CK_OBJECT_HANDLE) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
-        if let copy = keyCopies[key] { return copy }
-        // Only CKA_TOKEN may change (SoftHSM refuses even a no-op on the others); the rest is
-        // inherited, and checked below.
-        let copy = try copyObject(key, [.bool(.token, false)])
+    /// What a copy is filed under: a handle alone could be reused for another key.
+    struct KeyCopyName: Hashable {
+        let handle: CK_OBJECT_HANDLE
+        let id: KeyIdentifier
+    }
+
+    /// The handle to use for `key` in this session: its copy, made on first use, or the token
+    /// object itself when the token forbids copying it (`CKA_COPYABLE=FALSE`).
+    func keyCopy(of key: KeyObject) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+        let name = KeyCopyName(handle: key.handle, id: key.id)
+        if let copy = keyCopies[name] { return copy }
+        let copy: CK_OBJECT_HANDLE
+        do {
+            // Only CKA_TOKEN may change (SoftHSM refuses even a no-op on the others); the rest
+            // is inherited, and checked below.
+            copy = try copyObject(key.handle, [.bool(.token, false)])
+        } catch where error.returnValue == .actionProhibited {
+            keyCopies[name] = key.handle
+            return key.handle
+        }
         let protection = try attributes(of: copy, [.token, .sensitive, .extractable, .private])
         guard !Self.bool(protection[.token]), Self.bool(protection[.sensitive]),
               !Self.bool(protection[.extractable]), Self.bool(protection[.private])
@@ -22,13 +36,14 @@ extension Session {
             throw PKCS11Error(code: .unsupportedKey, category: .misconfiguration, function: "C_CopyObject",
                               message: "the token made a key copy that is not a private, sensitive, non-extractable session object; set PAYWARDEN_HSM_SESSION_KEY_COPIES=off")
         }
-        keyCopies[key] = copy
+        keyCopies[name] = copy
         return copy
     }
 
-    /// Forgets the copy of `key` after the token called its handle invalid.
-    func forgetKeyCopy(of key: CK_OBJECT_HANDLE) {
-        keyCopies.removeValue(forKey: key)
+    /// Destroys the copy of `key`, after the token called a handle invalid during its use.
+    func dropKeyCopy(of key: KeyObject) {
+        guard let copy = keyCopies.removeValue(forKey: KeyCopyName(handle: key.handle, id: key.id)), copy != key.handle else { return }
+        try? destroyObject(copy)
     }
 
     func copyObject(_ object: CK_OBJECT_HANDLE, _ attributes: [Attribute]) throws(PKCS11Error) -> CK_OBJECT_HANDLE {

@@ -8,7 +8,7 @@ public final class Session {
     public let handle: CK_SESSION_HANDLE
     private var isOpen = true
     /// Session copies of token keys, by the token key's handle (see `Session+KeyCopies.swift`).
-    var keyCopies: [CK_OBJECT_HANDLE: CK_OBJECT_HANDLE] = [:]
+    var keyCopies: [KeyCopyName: CK_OBJECT_HANDLE] = [:]
 
     private var functions: CK_FUNCTION_LIST { module.functions.pointee }
 

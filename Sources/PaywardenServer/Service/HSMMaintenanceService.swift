@@ -41,7 +41,8 @@ final class HSMMaintenanceService: Service, Sendable {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: tick)
                         sinceRefresh += tick
-                        self.metrics.setReplayCache(entries: self.decryption.replayCache.count, bytes: self.decryption.replayCache.footprint)
+                        let replay = self.decryption.replayCache.statistics
+                        self.metrics.setReplayCache(entries: replay.count, bytes: replay.footprint)
                         if !Task.isCancelled, sinceRefresh >= self.refreshInterval || !self.isReady {
                             sinceRefresh = .zero
                             await self.refresh()
