@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #if defined(__GLIBC__)
-#include <malloc.h>
 #endif
 #include <stdio.h>
 #include <string.h>
@@ -48,11 +47,4 @@ CK_RV cpkcs11_initialize(CK_FUNCTION_LIST_PTR functions)
     memset(&args, 0, sizeof args);
     args.flags = CKF_OS_LOCKING_OK;
     return functions->C_Initialize(&args);
-}
-
-void cpkcs11_release_freed_memory(void)
-{
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
 }

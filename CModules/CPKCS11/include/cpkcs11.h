@@ -38,8 +38,4 @@ void cpkcs11_unload(cpkcs11_module *module);
 /* C_Initialize with CKF_OS_LOCKING_OK, so the module locks its own state across threads. */
 CK_RV cpkcs11_initialize(CK_FUNCTION_LIST_PTR functions);
 
-/* Returns freed heap pages to the system (glibc malloc_trim), after a module re-initialisation
- * has freed what the module leaked. A no-op elsewhere. */
-void cpkcs11_release_freed_memory(void);
-
 #endif

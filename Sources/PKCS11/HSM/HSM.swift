@@ -198,9 +198,11 @@ public final class HSM: Sendable {
                 // Still exclusive: no job can see a handle of the old generation from here on.
                 generation.add(1, ordering: .releasing)
                 if restarted { sessionKeyCopiesMayExist.store(false, ordering: .relaxed) }
+                // What the module leaked is free now and serves the next allocations. It is not
+                // handed back (malloc_trim): that lengthened each recycle from about 8 to 14 ms,
+                // and the pages faulted back in afterwards, raising p99 at half load from about
+                // 7 to 13 ms, for about 1 MB less RSS.
                 replaceCache(with: keys)
-                // What the module leaked is free now; hand the pages back instead of keeping them.
-                cpkcs11_release_freed_memory()
                 return true
             }
             guard done else { return nil }
