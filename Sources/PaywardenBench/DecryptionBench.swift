@@ -78,38 +78,24 @@ struct DecryptionBench {
     /// flight to keep every worker busy, the tasks on the HSM's workers (verification there too)
     /// or on the cooperative pool (verification there, a hop to a worker for the key operation).
     private func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws -> Double {
-        let next = Counter()
         let failures = Counter()
-        let clock = ContinuousClock()
-        let start = clock.now
-        let deadline = start + .milliseconds(Int(seconds * 1000))
-        let done = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<inFlight {
-                group.addTask(executorPreference: onWorkers ? hsm.executor : nil) {
-                    var count = 0
-                    while clock.now < deadline {
-                        let index = next.value.add(1, ordering: .relaxed).oldValue
-                        guard index < tokens.count else { break }
-                        do {
-                            _ = try await decrypter.decrypt(json: tokens[index])
-                            count += 1
-                        } catch {
-                            failures.value.add(1, ordering: .relaxed)
-                        }
-                    }
-                    return count
-                }
+        let run = TimedRun(seconds: seconds, inFlight: inFlight, executor: onWorkers ? hsm.executor : nil)
+        let (rate, ranOut) = try await run.rate { index in
+            guard index < tokens.count else { return false }
+            do {
+                _ = try await decrypter.decrypt(json: tokens[index])
+            } catch {
+                failures.value.add(1, ordering: .relaxed)
             }
-            return try await group.reduce(0, +)
+            return true
         }
-        let elapsed = clock.now - start
         if failures.value.load(ordering: .relaxed) > 0 {
             throw BenchError("\(failures.value.load(ordering: .relaxed)) decryptions failed")
         }
-        if next.value.load(ordering: .relaxed) >= tokens.count {
-            FileHandle.standardError.write(Data("note: ran out of pre-forged tokens; rate taken over \(elapsed)\n".utf8))
+        if ranOut {
+            FileHandle.standardError.write(Data("note: ran out of pre-forged tokens before \(seconds) s\n".utf8))
         }
-        return Double(done) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return rate
     }
 }
 
@@ -132,8 +118,4 @@ private struct TokenFactory: Sendable {
         return try forge.rsaV1(payload: PaymentPayloads.emv(), merchant: .init(n: modulus, e: exponent))
             .withPublicKeyHash(merchant.publicKeyHash)
     }
-}
-
-private final class Counter: Sendable {
-    let value = Atomic<Int>(0)
 }

@@ -52,23 +52,10 @@ struct LayerBench {
     /// - Parameter onWorkers: run the calling tasks on the HSM's workers (no hop per call)
     ///   rather than on the cooperative pool (one hop each way per call).
     private func rate(_ hsm: HSM, inFlight: Int, onWorkers: Bool, _ operation: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let deadline = start + .milliseconds(Int(seconds * 1000))
-        let total = try await withThrowingTaskGroup(of: Int.self) { group in
-            for task in 0..<inFlight {
-                group.addTask(executorPreference: onWorkers ? hsm.executor : nil) {
-                    var count = 0
-                    while clock.now < deadline {
-                        try await operation(task &+ count)
-                        count += 1
-                    }
-                    return count
-                }
-            }
-            return try await group.reduce(0, +)
-        }
-        let elapsed = clock.now - start
-        return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        let run = TimedRun(seconds: seconds, inFlight: inFlight, executor: onWorkers ? hsm.executor : nil)
+        return try await run.rate { index in
+            try await operation(index)
+            return true
+        }.perSecond
     }
 }

@@ -20,8 +20,7 @@ public final class PaymentTokenDecrypter: Sendable {
         self.verifier = verifier
         self.directory = directory
         self.operations = operations
-        // A claim lasts at most twice the window (a signing time up to one window ahead).
-        self.replayCache = replayCache ?? InMemoryReplayCache(generationLength: 2 * verifier.signingTimeWindow)
+        self.replayCache = replayCache ?? InMemoryReplayCache(signingTimeWindow: verifier.signingTimeWindow)
         self.clock = clock
     }
 

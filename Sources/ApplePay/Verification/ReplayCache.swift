@@ -62,6 +62,12 @@ public final class InMemoryReplayCache: ReplayCache {
         self.generationLength = generationLength
     }
 
+    /// A cache for tokens checked against `signingTimeWindow`: a claim lasts at most twice the
+    /// window (a signing time up to one window ahead), so that is how long a generation lasts.
+    public convenience init(signingTimeWindow: TimeInterval) {
+        self.init(generationLength: 2 * signingTimeWindow)
+    }
+
     public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async -> Bool {
         let fingerprint = Self.fingerprint(transactionID)
         return state.withLock { state in

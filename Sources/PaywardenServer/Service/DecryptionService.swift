@@ -33,7 +33,7 @@ public final class DecryptionService: Sendable {
         self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery
         (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
-        self.replayCache = InMemoryReplayCache(generationLength: 2 * configuration.signingTimeWindow)
+        self.replayCache = InMemoryReplayCache(signingTimeWindow: configuration.signingTimeWindow)
         self.decrypter = PaymentTokenDecrypter(
             verifier: TokenSignatureVerifier(anchors: configuration.trustAnchors, signingTimeWindow: configuration.signingTimeWindow),
             directory: keys, operations: keys, replayCache: replayCache

@@ -47,25 +47,28 @@ public final class ServerMetrics: Sendable {
     }
 
     func request(route: String, status: Int) {
-        let labels = RequestLabels(route: route, status: status)
-        let counter = requestCounters.withLock { counters in
-            if let counter = counters[labels] { return counter }
-            let counter = registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
-            counters[labels] = counter
-            return counter
-        }
-        counter.increment()
+        Self.counter(in: requestCounters, for: RequestLabels(route: route, status: status)) {
+            registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
+        }.increment()
     }
 
     func decrypt(outcome: String, duration: Duration) {
-        let counter = outcomeCounters.withLock { counters in
-            if let counter = counters[outcome] { return counter }
-            let counter = registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)])
-            counters[outcome] = counter
+        Self.counter(in: outcomeCounters, for: outcome) {
+            registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)])
+        }.increment()
+        decryptDuration.record(duration)
+    }
+
+    /// The counter cached under `labels`, made (and cached) on first use.
+    private static func counter<Labels: Hashable & Sendable>(
+        in cache: borrowing Mutex<[Labels: Counter]>, for labels: Labels, make: () -> Counter
+    ) -> Counter {
+        cache.withLock { counters in
+            if let counter = counters[labels] { return counter }
+            let counter = make()
+            counters[labels] = counter
             return counter
         }
-        counter.increment()
-        decryptDuration.record(duration)
     }
 
     func recycled() { recycles.increment() }
