@@ -10,7 +10,7 @@ export PAYWARDEN_HOME
 HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
 
-.PHONY: deps build run test bench loadtest clean
+.PHONY: deps build run test bench loadtest format lint clean
 
 # Installs what is missing; does nothing (and needs no network) when all is there.
 deps:
@@ -53,6 +53,13 @@ loadtest: deps $(HSM_BENCH)
 	swift build -c release --product paywarden
 	swift build -c release --product paywarden-bench
 	HSM_BENCH=$(HSM_BENCH) bash scripts/loadtest.sh
+
+# The one style: .swift-format at the root (swift-format ships with the toolchain).
+format:
+	swift-format format -i -r --parallel Sources Tests Package.swift
+
+lint:
+	swift-format lint -r --strict --parallel Sources Tests Package.swift
 
 clean:
 	rm -rf .build

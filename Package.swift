@@ -1,13 +1,28 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
+// Module layout and dependency rules: README.md, "Architecture".
+
+let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+let cryptoExtras = Target.Dependency.product(name: "_CryptoExtras", package: "swift-crypto")
+let asn1 = Target.Dependency.product(name: "SwiftASN1", package: "swift-asn1")
+let x509 = Target.Dependency.product(name: "X509", package: "swift-certificates")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
+let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
+let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
+let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+
 let package = Package(
     name: "Paywarden",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "paywarden", targets: ["PaywardenCLI"]),
-        .library(name: "PKCS11", targets: ["PKCS11"]),
         .executable(name: "paywarden-bench", targets: ["PaywardenBench"]),
+        .library(name: "PKCS11", targets: ["PKCS11"]),
+        .library(name: "PaywardenTesting", targets: ["PaywardenTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -19,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
@@ -26,169 +42,93 @@ let package = Package(
     ],
     targets: [
         // C interop: PKCS#11 module loading and the constants Swift cannot import.
-        .systemLibrary(
-            name: "CP11Kit",
-            path: "CModules/CP11Kit",
-            pkgConfig: "p11-kit-1",
-            providers: [.apt(["libp11-kit-dev"])]
-        ),
-        .target(
-            name: "CPKCS11",
-            dependencies: ["CP11Kit"],
-            path: "CModules/CPKCS11",
-            linkerSettings: [.linkedLibrary("dl")]
-        ),
-        // Thin shims over OpenSSL's libcrypto where it is the vetted tool (key parsing, OAEP decoding).
-        .systemLibrary(
-            name: "CLibCrypto",
-            path: "CModules/CLibCrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
-        .target(
-            name: "COpenSSLShim",
-            dependencies: ["CLibCrypto"],
-            path: "CModules/COpenSSLShim"
-        ),
+        .systemLibrary(name: "CP11Kit", path: "CModules/CP11Kit", pkgConfig: "p11-kit-1", providers: [.apt(["libp11-kit-dev"])]),
+        .target(name: "CPKCS11", dependencies: ["CP11Kit"], path: "CModules/CPKCS11", linkerSettings: [.linkedLibrary("dl")]),
+        // Thin shims over OpenSSL's libcrypto where it is the vetted tool (key parsing, OAEP decoding, RFC 5649).
+        .systemLibrary(name: "CLibCrypto", path: "CModules/CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(name: "COpenSSLShim", dependencies: ["CLibCrypto"], path: "CModules/COpenSSLShim"),
 
-        // The PKCS#11 layer: knows nothing of Apple Pay.
-        .target(
-            name: "PKCS11",
-            dependencies: [
-                "CPKCS11",
-                "COpenSSLShim",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
-        // The Apple Pay protocol: token model, signature verification, KDF, AEAD. Decrypts through
-        // a small key-operations protocol and knows nothing of PKCS#11.
-        .target(
-            name: "ApplePay",
-            dependencies: [
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+        // Below every module: value types with no behaviour beyond encoding (hex, masked secrets).
+        .target(name: "PaywardenPrimitives"),
+        // The PKCS#11 layer: speaks Cryptoki, knows nothing of Apple Pay or of Paywarden's settings.
+        .target(name: "PKCS11", dependencies: ["CPKCS11", "COpenSSLShim", "PaywardenPrimitives", crypto, cryptoExtras, logging]),
+        // The Apple Pay protocol (a leaf): token model, verification, KDF, AEAD; decrypts through
+        // the `MerchantKeyOperations` protocol and never learns what an HSM is.
+        .target(name: "ApplePay", dependencies: ["PaywardenPrimitives", crypto, cryptoExtras, asn1, x509]),
         // Key custody: merchant keys, their certificates and lifecycle, CSRs, audit.
+        .target(name: "KeyCustody", dependencies: ["PKCS11", "ApplePay", "PaywardenPrimitives", crypto, asn1, x509, logging]),
+        // The only reader of PAYWARDEN_* and the configuration file: plain values for everyone else.
         .target(
-            name: "KeyCustody",
+            name: "PaywardenConfiguration",
             dependencies: [
-                "PKCS11",
-                "ApplePay",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+                "PaywardenPrimitives", .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
         ),
-        // The HTTP service: decrypt endpoint, API keys, TLS, health, metrics, backpressure.
+        // The HTTP service and the composition root.
         .target(
             name: "PaywardenServer",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11",
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
-        // Helpers for tests and benchmarks: temporary SoftHSM tokens.
-        .target(
-            name: "PKCS11Testing",
-            dependencies: ["PKCS11", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+                nioSSL, nioCore, nioPosix, serviceLifecycle, logging, crypto,
+            ]
         ),
         .executableTarget(
             name: "PaywardenCLI",
             dependencies: [
-                "PKCS11",
-                "KeyCustody",
-                "ApplePay",
-                "PaywardenServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+                "PKCS11", "KeyCustody", "ApplePay", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+            ]
         ),
+        // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a
+        // software `MerchantKeyOperations`, and a `withServer {}` harness that always shuts down.
+        .target(
+            name: "PaywardenTesting",
+            dependencies: [
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
+                crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioHTTP1, nioSSL, serviceLifecycle,
+            ]
+        ),
+        // The Swift Testing trait that releases what a test opened; test targets only.
+        .target(name: "PaywardenTestTraits", dependencies: ["PaywardenTesting"]),
         .executableTarget(
             name: "PaywardenBench",
             dependencies: [
-                "PKCS11", "PKCS11Testing", "ApplePay", "KeyCustody", "PaywardenTestSupport", "PaywardenServer",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+                "PKCS11", "ApplePay", "KeyCustody", "PaywardenTesting", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
+                crypto, asyncHTTPClient, nioCore, nioHTTP1,
+            ]
         ),
-        // The test PKI and token forge: an Apple-like CA chain that certifies Paywarden's keys and
-        // signs tokens exactly as Apple does. Test sources, shared by the tests and the benchmarks.
-        .target(
-            name: "PaywardenTestSupport",
-            dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PKCS11Testing",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
-            path: "Tests/PaywardenTestSupport",
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+
         .testTarget(
-            name: "KeyCustodyTests",
-            dependencies: [
-                "KeyCustody", "PKCS11", "PKCS11Testing", "PaywardenTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+            name: "PKCS11Tests",
+            dependencies: ["PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenPrimitives", crypto, cryptoExtras]),
         .testTarget(
             name: "ApplePayTests",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PKCS11Testing", "PaywardenTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenPrimitives", crypto, cryptoExtras,
+            ]
         ),
+        .testTarget(
+            name: "KeyCustodyTests", dependencies: ["KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", crypto, x509]),
+        .testTarget(
+            name: "ConfigurationTests",
+            dependencies: ["PaywardenConfiguration", "PaywardenServer", "PaywardenTesting", "PaywardenTestTraits"]),
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "PaywardenServer", "ApplePay", "KeyCustody", "PKCS11", "PKCS11Testing", "PaywardenTestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
-        .testTarget(
-            name: "PKCS11Tests",
-            dependencies: [
-                "PKCS11", "PKCS11Testing",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+                "PaywardenServer", "ApplePay", "KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenConfiguration",
+                asyncHTTPClient, nioHTTP1, nioSSL, crypto, x509, asn1, .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
     ]
 )
+
+// Package-wide Swift settings, declared once.
+for target in package.targets where target.type != .system && target.type != .binary {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.swiftLanguageMode(.v6)]
+}

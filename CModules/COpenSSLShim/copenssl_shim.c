@@ -10,6 +10,7 @@
 #include <openssl/provider.h>
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,8 @@ static int extract(EVP_PKEY *pkey, pw_private_key *out)
 int pw_parse_private_key(const uint8_t *data, size_t length, pw_private_key *out)
 {
     memset(out, 0, sizeof *out);
+    /* OpenSSL takes int and long lengths: refuse what would not fit instead of truncating it. */
+    if (length > INT_MAX) return PW_PARSE_UNREADABLE;
     ERR_clear_error();
     BIO *bio = BIO_new_mem_buf(data, (int)length);
     if (bio == NULL) return PW_PARSE_INTERNAL;
@@ -100,6 +103,7 @@ static void load_providers(void)
 int pw_parse_pkcs12(const uint8_t *data, size_t length, const char *password, pw_private_key *out)
 {
     memset(out, 0, sizeof *out);
+    if (length > INT_MAX) return PW_PARSE_UNREADABLE;
     pthread_once(&providers_once, load_providers);
     ERR_clear_error();
     const unsigned char *p = data;
@@ -121,10 +125,19 @@ int pw_parse_pkcs12(const uint8_t *data, size_t length, const char *password, pw
     int result = extract(pkey, out);
     EVP_PKEY_free(pkey);
     if (result == PW_PARSE_OK && cert != NULL) {
+        /* Two passes (size, then encode): the second must succeed and produce exactly the size
+         * the first announced, or the certificate is dropped rather than half-written. */
         int len = i2d_X509(cert, NULL);
         if (len > 0 && (out->certificate.data = malloc((size_t)len)) != NULL) {
             unsigned char *q = out->certificate.data;
-            out->certificate.length = (size_t)i2d_X509(cert, &q);
+            int written = i2d_X509(cert, &q);
+            if (written == len) {
+                out->certificate.length = (size_t)len;
+            } else {
+                free(out->certificate.data);
+                out->certificate.data = NULL;
+                result = PW_PARSE_INTERNAL;
+            }
         }
     }
     X509_free(cert);
@@ -152,8 +165,24 @@ int pw_oaep_sha256_decode(const uint8_t *encoded, size_t encoded_length, size_t 
 {
     /* The whole encoded block, leading zero included; OpenSSL checks that byte in constant time. */
     if (encoded_length == 0 || encoded_length > modulus_length) return -1;
+    if (modulus_length > INT_MAX || out_capacity > INT_MAX) return -1;
     return RSA_padding_check_PKCS1_OAEP_mgf1(out, (int)out_capacity, encoded, (int)encoded_length,
                                              (int)modulus_length, NULL, 0, EVP_sha256(), EVP_sha256());
+}
+
+int pw_aes256_wrap_pad(const uint8_t *kek, const uint8_t *in, size_t in_length, uint8_t *out, size_t out_capacity)
+{
+    if (in_length == 0 || in_length > 4096 || out_capacity < ((in_length + 7) / 8) * 8 + 8) return -1;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return -1;
+    int length = 0, final_length = 0;
+    /* The wrap modes refuse to run unless the context explicitly allows them. */
+    EVP_CIPHER_CTX_set_flags(ctx, EVP_CIPHER_CTX_FLAG_WRAP_ALLOW);
+    int ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_wrap_pad(), NULL, kek, NULL)
+        && EVP_EncryptUpdate(ctx, out, &length, in, (int)in_length)
+        && EVP_EncryptFinal_ex(ctx, out + length, &final_length);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok ? length + final_length : -1;
 }
 
 void pw_last_error(char *out, size_t out_length)

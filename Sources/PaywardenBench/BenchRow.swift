@@ -12,13 +12,15 @@ struct BenchRow {
 
     static func print(_ rows: [BenchRow], paywardenColumn: String, target: String) {
         let hasHop = rows.contains { !$0.hopping.isEmpty }
-        var header = column("operation", 44) + column("workers", 9) + column("raw", 16) + column("raw ops/s", 11)
+        var header =
+            column("operation", 44) + column("workers", 9) + column("raw", 16) + column("raw ops/s", 11)
             + column(paywardenColumn, 14) + column("ratio", 7)
         if hasHop { header += column("hop ops/s", 11) + "hop ratio" }
         Swift.print(header)
         for row in rows {
             let raw = median(row.raw)
-            var line = column(row.operation, 44) + column(String(row.workers), 9) + column("hsm_bench " + row.rawName, 16)
+            var line =
+                column(row.operation, 44) + column(String(row.workers), 9) + column("hsm_bench " + row.rawName, 16)
                 + column(format(raw), 11) + column(format(median(row.layer)), 14)
                 + column(String(format: "%.2f", median(row.layer) / max(raw, 1)), 7)
             if hasHop, !row.hopping.isEmpty {

@@ -2,8 +2,7 @@ import ApplePay
 import Foundation
 import KeyCustody
 import PKCS11
-import PKCS11Testing
-import PaywardenTestSupport
+import PaywardenTesting
 import Synchronization
 
 /// EC_v1 and RSA_v1 decryptions per second in process, every verification step included, with
@@ -21,7 +20,10 @@ struct DecryptionBench {
         let anchors = TrustAnchors(certificates: [pki.root], source: "bench root")
         var rows: [BenchRow] = []
         for workers in [1, 2] {
-            let hsm = try await token.open { $0.workers = workers; $0.maxPendingOperations = 100_000 }
+            let hsm = try await token.open {
+                $0.workers = workers
+                $0.maxPendingOperations = 100_000
+            }
             let store = MerchantKeyStore(hsm: hsm)
             let keys = HSMPaymentKeys(hsm: hsm)
             let ecMerchant = try await certifiedKey(store, "merchant.bench.ec", .ec)
@@ -34,7 +36,8 @@ struct DecryptionBench {
             let ecTokens = try await forgeTokens(count: Int(seconds * 14_000), forge: forge, merchant: ecMerchant, rsa: false)
             let rsaTokens = try await forgeTokens(count: Int(seconds * 4_500), forge: forge, merchant: rsaMerchant, rsa: true)
             func decrypter() -> PaymentTokenDecrypter {
-                PaymentTokenDecrypter(verifier: TokenSignatureVerifier(anchors: anchors, signingTimeWindow: 3600), directory: keys, operations: keys)
+                PaymentTokenDecrypter(
+                    verifier: TokenSignatureVerifier(anchors: anchors, signingTimeWindow: 3600), directory: keys, operations: keys)
             }
 
             var ec = BenchRow(operation: "EC_v1 decrypt, full verification", rawName: "ecdh", workers: workers)
@@ -77,7 +80,9 @@ struct DecryptionBench {
     /// Decrypts tokens from the list for `seconds` (or until they run out) with enough tasks in
     /// flight to keep every worker busy, the tasks on the HSM's workers (verification there too)
     /// or on the cooperative pool (verification there, a hop to a worker for the key operation).
-    private func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws -> Double {
+    private func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws
+        -> Double
+    {
         let failures = Counter()
         let run = TimedRun(seconds: seconds, inFlight: inFlight, executor: onWorkers ? hsm.executor : nil)
         let (rate, ranOut) = try await run.rate { index in
@@ -108,9 +113,11 @@ private struct TokenFactory: Sendable {
         guard case .ecP256(let point) = merchant.key.publicKey else { throw BenchError("not EC") }
         var options = TokenForge.Options()
         options.applicationData = [UInt8](repeating: 0x42, count: 32)
-        return try forge.ecV1(payload: PaymentPayloads.threeDSecure(), merchant: .init(x963Representation: point),
-                              merchantIdentifierHash: TokenForge.merchantIdentifierHash(merchant.merchantID ?? ""), options: options)
-            .withPublicKeyHash(merchant.publicKeyHash)
+        return try forge.ecV1(
+            payload: PaymentPayloads.threeDSecure(), merchant: .init(x963Representation: point),
+            merchantIdentifierHash: TokenForge.merchantIdentifierHash(merchant.merchantID ?? ""), options: options
+        )
+        .withPublicKeyHash(merchant.publicKeyHash)
     }
 
     func rsa() throws -> [UInt8] {

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenTesting
 
 /// ECDH-derive and ECDSA-sign rates through Paywarden's PKCS#11 layer, next to the raw module's.
 struct LayerBench {
@@ -14,8 +14,14 @@ struct LayerBench {
         var rows: [BenchRow] = []
         for workers in [1, 2] {
             // The layer's overhead is measured on the operation hsm_bench runs: the token key.
-            let hsm = try await token.open { $0.workers = workers; $0.sessionKeyCopies = .off }
-            let copying = try await token.open { $0.workers = workers; $0.sessionKeyCopies = .on }
+            let hsm = try await token.open {
+                $0.workers = workers
+                $0.sessionKeyCopies = .off
+            }
+            let copying = try await token.open {
+                $0.workers = workers
+                $0.sessionKeyCopies = .on
+            }
             let key = try await hsm.generateKeyPair(KeySpecification(label: "bench-ec", algorithm: .ecP256, usage: [.derive, .sign]))
             let peers = (0..<64).map { _ in Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation) }
             let otherInfo = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + [UInt8](repeating: 7, count: 32)
@@ -51,7 +57,9 @@ struct LayerBench {
 
     /// - Parameter onWorkers: run the calling tasks on the HSM's workers (no hop per call)
     ///   rather than on the cooperative pool (one hop each way per call).
-    private func rate(_ hsm: HSM, inFlight: Int, onWorkers: Bool, _ operation: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
+    private func rate(_ hsm: HSM, inFlight: Int, onWorkers: Bool, _ operation: @escaping @Sendable (Int) async throws -> Void) async throws
+        -> Double
+    {
         let run = TimedRun(seconds: seconds, inFlight: inFlight, executor: onWorkers ? hsm.executor : nil)
         return try await run.rate { index in
             try await operation(index)

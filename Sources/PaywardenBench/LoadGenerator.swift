@@ -62,10 +62,17 @@ enum LoadGenerator {
         let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let failed = results.errors.withLock { $0 }
         let lags = results.lags.withLock { $0 }.sorted()
-        print(String(format: "generator send lag: p50 %.2f ms, p99 %.2f ms", lags[lags.count / 2], lags[min(lags.count - 1, Int(Double(lags.count) * 0.99))]))
-        print(String(format: "open loop at %.0f tokens/s for %.1f s: %d requests, %.0f done/s, p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms, errors %d %@",
-                     rate, wall, sorted.count, Double(sorted.count) / wall, percentile(0.5), percentile(0.9), percentile(0.99),
-                     sorted.last ?? 0, failed.values.reduce(0, +), failed.isEmpty ? "" : "\(failed)"))
+        print(
+            String(
+                format: "generator send lag: p50 %.2f ms, p99 %.2f ms", lags[lags.count / 2],
+                lags[min(lags.count - 1, Int(Double(lags.count) * 0.99))]))
+        print(
+            String(
+                format:
+                    "open loop at %.0f tokens/s for %.1f s: %d requests, %.0f done/s, p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f "
+                    + "ms, errors %d %@",
+                rate, wall, sorted.count, Double(sorted.count) / wall, percentile(0.5), percentile(0.9), percentile(0.99),
+                sorted.last ?? 0, failed.values.reduce(0, +), failed.isEmpty ? "" : "\(failed)"))
     }
 }
 

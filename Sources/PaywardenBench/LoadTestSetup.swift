@@ -3,11 +3,12 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenConfiguration
 import PaywardenServer
-import PaywardenTestSupport
+import PaywardenTesting
 
 /// `paywarden-bench loadtest-setup DIR COUNT [COUNT…]`: prepares a load test against the token
-/// the environment names: a test PKI (its root in DIR/root.pem, for PAYWARDEN_TRUST_ROOTS), a
+/// the environment names: a test PKI (its root in DIR/root.pem, for the trust-roots setting), a
 /// certified EC processing key in the HSM, an API key (DIR/api-key, DIR/api-entry), and for
 /// each COUNT a file DIR/tokens-N.jsonl of that many unique forged EC_v1 tokens, one per line.
 enum LoadTestSetup {
@@ -20,7 +21,8 @@ enum LoadTestSetup {
         let pki = try ApplePayTestPKI(name: "LoadTest", rsaLeaf: false)
         try pki.rootDER.pem("CERTIFICATE").write(toFile: directory + "/root.pem", atomically: true, encoding: .utf8)
 
-        let hsm = try await HSM.open(HSMConfiguration.fromEnvironment(), probeCapabilities: false)
+        let settings = try await PaywardenSettings.load()
+        let hsm = try await HSM.open(HSMConfiguration(settings: settings.hsm), probeCapabilities: false)
         let store = MerchantKeyStore(hsm: hsm)
         let merchantID = "merchant.com.example.loadtest"
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: .ec)
@@ -33,8 +35,9 @@ enum LoadTestSetup {
         try entry.write(toFile: directory + "/api-entry", atomically: true, encoding: .utf8)
 
         guard case .ecP256(let point) = merchant.key.publicKey else { throw BenchError("not EC") }
-        let factory = Factory(forge: TokenForge(pki: pki), merchant: try .init(x963Representation: point),
-                              partyV: TokenForge.merchantIdentifierHash(merchantID), publicKeyHash: merchant.publicKeyHash)
+        let factory = Factory(
+            forge: TokenForge(pki: pki), merchant: try .init(x963Representation: point),
+            partyV: TokenForge.merchantIdentifierHash(merchantID), publicKeyHash: merchant.publicKeyHash)
         for (index, count) in counts.enumerated() {
             let path = directory + "/tokens-\(index + 1).jsonl"
             try await factory.write(count: count, to: path)
@@ -66,8 +69,11 @@ enum LoadTestSetup {
                             for _ in 0..<share {
                                 var options = TokenForge.Options()
                                 options.applicationData = Array(SHA256.hash(data: Data(UUID().uuidString.utf8)))
-                                data += try forge.ecV1(payload: PaymentPayloads.threeDSecure(), merchant: merchant, merchantIdentifierHash: partyV, options: options)
-                                    .withPublicKeyHash(publicKeyHash)
+                                data += try forge.ecV1(
+                                    payload: PaymentPayloads.threeDSecure(), merchant: merchant, merchantIdentifierHash: partyV,
+                                    options: options
+                                )
+                                .withPublicKeyHash(publicKeyHash)
                                 data.append(0x0A)
                             }
                             return data

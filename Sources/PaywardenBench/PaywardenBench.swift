@@ -1,6 +1,6 @@
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenTesting
 
 /// `make bench`: Paywarden's throughput next to the raw PKCS#11 module's (hsm-bench), measured
 /// in the same run on the same SoftHSM store, alternating so both see the same machine noise.
@@ -16,9 +16,15 @@ struct PaywardenBench {
         let rounds = Int(environment["BENCH_ROUNDS"] ?? "") ?? 3
         let arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
-        case "profile": try await StageProfile.run(); return
-        case "loadtest-setup": try await LoadTestSetup.run(Array(arguments.dropFirst())); return
-        case "loadgen": try await LoadGenerator.run(Array(arguments.dropFirst())); return
+        case "profile":
+            try await StageProfile.run()
+            return
+        case "loadtest-setup":
+            try await LoadTestSetup.run(Array(arguments.dropFirst()))
+            return
+        case "loadgen":
+            try await LoadGenerator.run(Array(arguments.dropFirst()))
+            return
         default: break
         }
         var suites = Set(arguments)
@@ -30,7 +36,7 @@ struct PaywardenBench {
         // One SoftHSM store for both; the raw bench gets a token of its own.
         let token = try await SoftHSMTestToken.make(labelPrefix: "bench-layer")
         _ = try await TokenInitializer.ensureToken(
-            modulePath: HSMConfiguration.defaultModulePath, label: "bench", securityOfficerPIN: Array("5678".utf8), userPIN: Array("1234".utf8)
+            modulePath: SoftHSMTestToken.modulePath, label: "bench", securityOfficerPIN: Array("5678".utf8), userPIN: Array("1234".utf8)
         )
         defer { SoftHSMTestToken.removeAll() }
         let raw = RawHSMBench(executable: rawExecutable, label: "bench", pin: "1234")
@@ -40,23 +46,25 @@ struct PaywardenBench {
         print("load average at start: \(loadAverage())")
         if suites.contains("pkcs11") {
             print("\n== PKCS#11 layer")
-            BenchRow.print(try await LayerBench(raw: raw, token: token, seconds: seconds, rounds: rounds).run(), paywardenColumn: "layer ops/s",
-                           target: """
-                               layer: callers on the HSM workers (how decryption runs); hop: callers on Swift's cooperative pool,
-                               one thread hop each way per call. Target: ratio >= 0.90 (on the token key, as hsm_bench).
-                               Session copies: what decryption uses on SoftHSM (PAYWARDEN_HSM_SESSION_KEY_COPIES=auto).
-                               """)
+            BenchRow.print(
+                try await LayerBench(raw: raw, token: token, seconds: seconds, rounds: rounds).run(), paywardenColumn: "layer ops/s",
+                target: """
+                    layer: callers on the HSM workers (how decryption runs); hop: callers on Swift's cooperative pool,
+                    one thread hop each way per call. Target: ratio >= 0.90 (on the token key, as hsm_bench).
+                    Session copies: what decryption uses on SoftHSM (PAYWARDEN_HSM_SESSION_KEY_COPIES=auto).
+                    """)
         }
         if suites.contains("decrypt") {
             print("\n== Decryption engine (unique forged tokens, replay protection on, every verification step)")
-            BenchRow.print(try await DecryptionBench(raw: raw, token: token, seconds: seconds, rounds: rounds).run(),
-                           paywardenColumn: "tokens/s",
-                           target: """
-                               tokens/s: the decrypting tasks on the HSM workers; hop: on the cooperative pool, hopping to a worker
-                               for the key operation; session key copies on. raw: ECDH derive+destroy, ECDH+KDF, or raw RSA-2048
-                               decrypt, on the token key.
-                               Target: EC_v1 at 2 workers >= 0.75 of raw 2-thread ECDH.
-                               """)
+            BenchRow.print(
+                try await DecryptionBench(raw: raw, token: token, seconds: seconds, rounds: rounds).run(),
+                paywardenColumn: "tokens/s",
+                target: """
+                    tokens/s: the decrypting tasks on the HSM workers; hop: on the cooperative pool, hopping to a worker
+                    for the key operation; session key copies on. raw: ECDH derive+destroy, ECDH+KDF, or raw RSA-2048
+                    decrypt, on the token key.
+                    Target: EC_v1 at 2 workers >= 0.75 of raw 2-thread ECDH.
+                    """)
             print("")
             try await StageProfile.run()
         }

@@ -1,7 +1,7 @@
 import ApplePay
 import Crypto
 import Foundation
-import PaywardenTestSupport
+import PaywardenTesting
 
 /// `paywarden-bench profile`: the software cost of each decryption stage per token, single
 /// thread, no HSM: where the time goes besides the key operation.
@@ -12,10 +12,14 @@ enum StageProfile {
         let forge = TokenForge(pki: pki)
         let merchant = P256.KeyAgreement.PrivateKey()
         let tokens = try (0..<count).map { _ in
-            try forge.ecV1(payload: PaymentPayloads.threeDSecure(), merchant: merchant.publicKey, merchantIdentifierHash: [UInt8](repeating: 1, count: 32))
-                .withPublicKeyHash(Data(repeating: 1, count: 32).base64EncodedString())
+            try forge.ecV1(
+                payload: PaymentPayloads.threeDSecure(), merchant: merchant.publicKey,
+                merchantIdentifierHash: [UInt8](repeating: 1, count: 32)
+            )
+            .withPublicKeyHash(Data(repeating: 1, count: 32).base64EncodedString())
         }
-        let verifier = TokenSignatureVerifier(anchors: TrustAnchors(certificates: [pki.root], source: "profile root"), signingTimeWindow: 3600)
+        let verifier = TokenSignatureVerifier(
+            anchors: TrustAnchors(certificates: [pki.root], source: "profile root"), signingTimeWindow: 3600)
         func report(_ name: String, since start: ContinuousClock.Instant) {
             let elapsed = ContinuousClock.now - start
             let micros = (Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(count)

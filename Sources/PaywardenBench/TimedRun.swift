@@ -33,8 +33,10 @@ struct TimedRun {
             return try await group.reduce(0, +)
         }
         let elapsed = clock.now - start
-        return (Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18),
-                ranOut.value.load(ordering: .relaxed))
+        return (
+            Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18),
+            ranOut.value.load(ordering: .relaxed)
+        )
     }
 }
 

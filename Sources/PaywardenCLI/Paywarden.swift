@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PaywardenConfiguration
 import PaywardenServer
 
 @main
@@ -8,12 +9,16 @@ struct Paywarden: AsyncParsableCommand {
         commandName: "paywarden",
         abstract: "Hardware-backed key custody and decryption for Apple Pay.",
         discussion: """
-            HSM selection for every command: --pkcs11-module / PAYWARDEN_PKCS11_MODULE, \
-            --token-label / PAYWARDEN_TOKEN_LABEL (a label or a pkcs11: URI), and the user PIN from \
-            --pin-file / PAYWARDEN_PIN_FILE or PAYWARDEN_PIN (never an argument).
+            HSM selection for every command: --pkcs11-module / \(SettingCatalog.pkcs11Module.environmentName), \
+            --token-label / \(SettingCatalog.tokenLabel.environmentName) (a label or a pkcs11: URI), and the user PIN \
+            from --pin-file / \(SettingCatalog.pinFile.environmentName) or \(SettingCatalog.pin.environmentName) (never an \
+            argument). Every setting: `paywarden config show`.
             Exit status: 0 success, 1 refused or failed, 2 usage, 3 misconfiguration, 4 HSM unavailable.
             """,
-        subcommands: [DevHSMCommand.self, HSMCommand.self, KeysCommand.self, TokenCommand.self, ServeCommand.self, APIKeysCommand.self]
+        subcommands: [
+            DevHSMCommand.self, HSMCommand.self, KeysCommand.self, TokenCommand.self, ServeCommand.self, APIKeysCommand.self,
+            ConfigCommand.self,
+        ]
     )
 
     /// `serve` first puts its event loops in place (``ServerThreads``): that must happen on the
@@ -21,11 +26,12 @@ struct Paywarden: AsyncParsableCommand {
     static func main() async {
         if CommandLine.arguments.dropFirst().first == ServeCommand.configuration.commandName {
             do {
-                if try !ServerThreads.install() {
-                    FileHandle.standardError.write(Data("paywarden: warning: the event loops could not become Swift's global executor; tasks run on Swift's own threads\n".utf8))
+                if !ServerThreads.install(eventLoops: try EarlySettings.eventLoopThreads()) {
+                    let warning = "the event loops could not become Swift's global executor; tasks run on Swift's own threads"
+                    FileHandle.standardError.write(Data("paywarden: warning: \(warning)\n".utf8))
                 }
             } catch {
-                FileHandle.standardError.write(Data("paywarden: \(error)\n".utf8))
+                CommandFailure(describing: error).report()
                 Foundation.exit(CommandFailure.Status.misconfiguration.rawValue)
             }
         }

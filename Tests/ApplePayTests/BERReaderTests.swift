@@ -1,6 +1,7 @@
-@testable import ApplePay
 import Foundation
 import Testing
+
+@testable import ApplePay
 
 @Suite struct BERReaderTests {
     @Test func indefiniteAndDefiniteLengthsNest() throws {

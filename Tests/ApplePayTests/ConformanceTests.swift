@@ -1,11 +1,11 @@
 import ApplePay
 import Foundation
-import PKCS11Testing
-import PaywardenTestSupport
+import PaywardenTestTraits
+import PaywardenTesting
 import Testing
 
 /// The real Apple-signed vectors, read in place from ../shared/vectors.
-@Suite(.serialized)
+@Suite(.serialized, .releasesTestResources)
 struct ConformanceTests {
     static let decryptable = ["gala-2014", "gala-2021", "payu-sandbox-2018", "basistheory-ec-old", "basistheory-ec-new", "basistheory-rsa"]
     static let signed = decryptable + ["processout-sigonly-ec-2017"]
@@ -30,10 +30,12 @@ struct ConformanceTests {
         let directory = ConformanceVectors.directory + "/" + vector
         let imported: PaywardenProcess.Output
         if FileManager.default.fileExists(atPath: directory + "/merchant_cert.pem") {
-            imported = try env.paywarden("keys", "import", "--key", directory + "/merchant_key.pem",
-                                         "--certificate", directory + "/merchant_cert.pem", "--allow-expired-certificate")
+            imported = try env.paywarden(
+                "keys", "import", "--key", directory + "/merchant_key.pem",
+                "--certificate", directory + "/merchant_cert.pem", "--allow-expired-certificate")
         } else {
-            let merchant = try String(contentsOfFile: directory + "/merchant_id.txt", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let merchant = try String(contentsOfFile: directory + "/merchant_id.txt", encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
             imported = try env.paywarden("keys", "import", "--key", directory + "/merchant_key.pem", "--merchant-id", merchant)
         }
         #expect(imported.status == 0, "\(imported.stderr)")
@@ -44,7 +46,7 @@ struct ConformanceTests {
         let expected = try ConformanceVectors.data(vector, "expected.json")
         // The response embeds the payload verbatim: find it between its fixed neighbours.
         let prefix = #"{"paymentData":"#
-        let suffix = #","token":"#
+        let suffix = #","key":{"id":"#
         let body = output.stdout.trimmingCharacters(in: .newlines)
         let start = try #require(body.range(of: prefix)).upperBound
         let end = try #require(body.range(of: suffix, options: .backwards)).lowerBound
@@ -52,7 +54,8 @@ struct ConformanceTests {
 
         // Masked by default: the PAN shows its last four digits only.
         let masked = try env.paywarden("token", "decrypt", directory + "/token.json", "--at", at)
-        let pan = try #require((try JSONSerialization.jsonObject(with: expected) as? [String: Any])?["applicationPrimaryAccountNumber"] as? String)
+        let pan = try #require(
+            (try JSONSerialization.jsonObject(with: expected) as? [String: Any])?["applicationPrimaryAccountNumber"] as? String)
         #expect(masked.status == 0)
         #expect(!masked.stdout.contains(pan))
         #expect(masked.stdout.contains(String(pan.suffix(4))))
@@ -85,15 +88,17 @@ struct ConformanceTests {
         var keyIDs: [String: String] = [:]
         for vector in ["basistheory-ec-old", "basistheory-ec-new"] {
             let directory = ConformanceVectors.directory + "/" + vector
-            let output = try env.paywarden("keys", "import", "--key", directory + "/merchant_key.pem", "--certificate",
-                                           directory + "/merchant_cert.pem", "--allow-expired-certificate", "--json")
+            let output = try env.paywarden(
+                "keys", "import", "--key", directory + "/merchant_key.pem", "--certificate",
+                directory + "/merchant_cert.pem", "--allow-expired-certificate", "--json")
             keyIDs[vector] = try AdminTestEnvironment.key(in: output).id
         }
         let listed = try env.listedKeys()
         #expect(Set(listed.compactMap(\.merchantId)).count == 1, "one merchant, two keys")
         for vector in ["basistheory-ec-old", "basistheory-ec-new"] {
-            let output = try env.paywarden("token", "decrypt", ConformanceVectors.directory + "/" + vector + "/token.json",
-                                           "--at", try Self.signingTime(vector), "--json")
+            let output = try env.paywarden(
+                "token", "decrypt", ConformanceVectors.directory + "/" + vector + "/token.json",
+                "--at", try Self.signingTime(vector), "--json")
             #expect(output.status == 0, "\(output.stderr)")
             #expect(output.stdout.contains(#""key":{"id":"\#(keyIDs[vector]!)""#))
         }
@@ -105,7 +110,9 @@ struct ConformanceTests {
         let env = try await AdminTestEnvironment.make()
         var cli = env.cli
         cli.environment["PAYWARDEN_TRUST_ROOTS"] = try ApplePayTestPKI(rsaLeaf: false).writeRoot(to: env.home)
-        let output = try cli.run(["token", "inspect", ConformanceVectors.directory + "/gala-2014/token.json", "--at", "2014-10-27T19:51:43Z"])
+        let output = try cli.run([
+            "token", "inspect", ConformanceVectors.directory + "/gala-2014/token.json", "--at", "2014-10-27T19:51:43Z",
+        ])
         #expect(output.status == 1)
         #expect(output.stderr.contains("certificate_chain_invalid"))
     }

@@ -3,12 +3,14 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
-import PKCS11Testing
-import PaywardenTestSupport
+import PaywardenPrimitives
+import PaywardenTestTraits
+import PaywardenTesting
 import Testing
 
-/// Fresh tokens from the test forge, decrypted through SoftHSM keys, and every way to break them.
-@Suite(.serialized)
+/// Fresh tokens from the test forge and every way to break them. The protocol tests run on both key
+/// backends (swift-crypto in memory and SoftHSM); what only an HSM does (custody states, an outage) on SoftHSM.
+@Suite(.serialized, .releasesTestResources)
 struct ForgedTokenTests {
     func expectRefusal(
         _ env: DecryptionTestEnvironment, _ token: [UInt8], _ code: PaymentTokenError.Code, _ message: String? = nil,
@@ -23,8 +25,9 @@ struct ForgedTokenTests {
         }
     }
 
-    @Test func ecV1WithApplicationDataDecryptsExactly() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func ecV1WithApplicationDataDecryptsExactly(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.com.example.ec")
         var options = TokenForge.Options()
         options.applicationData = Array(SHA256.hash(data: Data("order 42".utf8)))
@@ -33,9 +36,9 @@ struct ForgedTokenTests {
         let result = try await env.decrypter.decrypt(json: token)
         #expect(result.paymentData == payload)
         #expect(result.version == .ecV1)
-        #expect(result.transactionID == options.transactionID.map { String(format: "%02x", $0) }.joined())
+        #expect(result.transactionID == Hex.encode(options.transactionID))
         #expect(result.publicKeyHash == merchant.publicKeyHash)
-        #expect(result.keyID == merchant.id.hex)
+        #expect(result.keyID == merchant.keyID)
         #expect(result.merchantIdentifierHash == MerchantKeyStore.merchantIdentifierHash("merchant.com.example.ec"))
         #expect(abs(result.signingTime.timeIntervalSince(options.signingTime)) < 1)
         // A whole PKPaymentToken is accepted as well as its paymentData.
@@ -50,8 +53,9 @@ struct ForgedTokenTests {
         await env.close()
     }
 
-    @Test func emvAndMerchantTokenPayloadsSurviveByteForByte() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func emvAndMerchantTokenPayloadsSurviveByteForByte(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.com.example.payloads")
         for payload in [PaymentPayloads.emv(), PaymentPayloads.merchantToken(), PaymentPayloads.threeDSecure(eci: nil)] {
             let result = try await env.decrypter.decrypt(json: try env.ecToken(to: merchant, payload: payload))
@@ -66,8 +70,9 @@ struct ForgedTokenTests {
         await env.close()
     }
 
-    @Test func rsaV1DecryptsThroughTheHSM() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func rsaV1DecryptsExactly(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.cn.example", type: .rsa)
         let payload = PaymentPayloads.emv()
         let result = try await env.decrypter.decrypt(json: try env.rsaToken(to: merchant, payload: payload))
@@ -78,25 +83,28 @@ struct ForgedTokenTests {
         options.leaf = env.forge.pki.ecLeaf
         await expectRefusal(env, try env.rsaToken(to: merchant, options: options), .signatureInvalid, "Apple never does that")
         // A flipped bit in the wrapped key breaks the signature first.
-        await expectRefusal(env, try env.rsaToken(to: merchant).flippingByte(of: "wrappedKey", inHeader: true), .signatureInvalid, "messageDigest")
+        await expectRefusal(
+            env, try env.rsaToken(to: merchant).flippingByte(of: "wrappedKey", inHeader: true), .signatureInvalid, "messageDigest")
         await env.close()
     }
 
-    @Test func replayInsideTheWindowIsRefused() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func replayInsideTheWindowIsRefused(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.replay")
         let token = try env.ecToken(to: merchant)
         _ = try await env.decrypter.decrypt(json: token)
         await expectRefusal(env, token, .replayedTransaction, "was already decrypted")
         // Another token with the same transaction id, freshly signed, is a replay as well.
         var options = TokenForge.Options()
-        options.transactionID = try #require(Data(hexString: try PaymentToken(json: token).transactionIDHex)).map { $0 }
+        options.transactionID = try #require(Hex.decode(try PaymentToken(json: token).transactionIDHex))
         await expectRefusal(env, try env.ecToken(to: merchant, options: options), .replayedTransaction)
         await env.close()
     }
 
-    @Test func staleAndFutureSigningTimes() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func staleAndFutureSigningTimes(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.time")
         var stale = TokenForge.Options()
         stale.signingTime = Date().addingTimeInterval(-301)
@@ -115,20 +123,22 @@ struct ForgedTokenTests {
         await env.close()
     }
 
-    @Test func wrongLeafAndIntermediateMarkersAndForeignRoots() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func wrongLeafAndIntermediateMarkersAndForeignRoots(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.chain")
         let unmarkedLeaves = TokenForge(pki: try ApplePayTestPKI(name: "NoLeafOID", markLeaves: false, rsaLeaf: false))
         let unmarkedIntermediate = TokenForge(pki: try ApplePayTestPKI(name: "NoIntermediateOID", markIntermediate: false, rsaLeaf: false))
         for (forge, message) in [(unmarkedLeaves, "1.2.840.113635.100.6.29"), (unmarkedIntermediate, "1.2.840.113635.100.6.2.14")] {
-            let checking = try await DecryptionTestEnvironment(pki: forge.pki)
+            let checking = try await DecryptionTestEnvironment(backend, pki: forge.pki)
             let key = try await checking.merchant("merchant.chain")
             await expectRefusal(checking, try checking.ecToken(to: key), .certificateChainInvalid, message)
             await checking.close()
         }
         // A well-formed chain to a root that is not trusted.
         let otherRoot = try await DecryptionTestEnvironment(
-            pki: try ApplePayTestPKI(name: "Impostor", rsaLeaf: false), trusting: TrustAnchors(certificates: [env.forge.pki.root], source: "test root"))
+            backend, pki: try ApplePayTestPKI(name: "Impostor", rsaLeaf: false),
+            trusting: TrustAnchors(certificates: [env.forge.pki.root], source: "test root"))
         let key = try await otherRoot.merchant("merchant.chain")
         await expectRefusal(otherRoot, try otherRoot.ecToken(to: key), .certificateChainInvalid, "does not end in a trusted root")
         await otherRoot.close()
@@ -136,8 +146,9 @@ struct ForgedTokenTests {
         await env.close()
     }
 
-    @Test func everyTamperedByteIsCaught() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func everyTamperedByteIsCaught(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.tamper")
         var options = TokenForge.Options()
         options.applicationData = [UInt8](repeating: 0xAB, count: 32)
@@ -149,18 +160,24 @@ struct ForgedTokenTests {
         await expectRefusal(env, try fresh().flippingByte(of: "data"), .signatureInvalid, "messageDigest")
         await expectRefusal(env, try fresh().flippingByte(of: "data", at: 0), .signatureInvalid)
         await expectRefusal(env, try fresh().flippingByte(of: "ephemeralPublicKey", inHeader: true, at: 80), .signatureInvalid)
-        await expectRefusal(env, try fresh().editingToken { token in
-            var header = token["header"] as! [String: Any]
-            header["transactionId"] = String(repeating: "0", count: 64)
-            token["header"] = header
-        }, .signatureInvalid, "messageDigest")
-        await expectRefusal(env, try fresh().editingToken { token in
-            var header = token["header"] as! [String: Any]
-            header.removeValue(forKey: "applicationData")
-            token["header"] = header
-        }, .signatureInvalid)
+        await expectRefusal(
+            env,
+            try fresh().editingToken { token in
+                var header = token["header"] as! [String: Any]
+                header["transactionId"] = String(repeating: "0", count: 64)
+                token["header"] = header
+            }, .signatureInvalid, "messageDigest")
+        await expectRefusal(
+            env,
+            try fresh().editingToken { token in
+                var header = token["header"] as! [String: Any]
+                header.removeValue(forKey: "applicationData")
+                token["header"] = header
+            }, .signatureInvalid)
         // The signature value (near its end) and the signed attributes (near the middle).
-        let signatureLength = try #require(Data(base64Encoded: (try JSONSerialization.jsonObject(with: Data(fresh())) as! [String: Any])["signature"] as! String)).count
+        let signatureLength = try #require(
+            Data(base64Encoded: (try JSONSerialization.jsonObject(with: Data(fresh())) as! [String: Any])["signature"] as! String)
+        ).count
         await expectRefusal(env, try fresh().flippingByte(of: "signature", at: signatureLength - 10), .signatureInvalid)
         await expectRefusal(env, try fresh().flippingByte(of: "signature", at: signatureLength - 100), .signatureInvalid)
         // A certificate byte: the chain no longer verifies (or no longer parses).
@@ -172,8 +189,9 @@ struct ForgedTokenTests {
             #expect([PaymentTokenError.Code.certificateChainInvalid, .signatureInvalid].contains(error.code))
         }
         // publicKeyHash is not signed: changing it selects no key.
-        await expectRefusal(env, try fresh().withPublicKeyHash(Data(repeating: 7, count: 32).base64EncodedString()), .unknownPublicKeyHash,
-                            "was the token encrypted to a merchant identity certificate")
+        await expectRefusal(
+            env, try fresh().withPublicKeyHash(Data(repeating: 7, count: 32).base64EncodedString()), .unknownPublicKeyHash,
+            "was the token encrypted to a merchant identity certificate")
         // The signed content joins its fields without lengths: re-splitting transactionId and
         // applicationData keeps the signature valid, so both must have their fixed sizes.
         let genuine = try fresh()
@@ -197,8 +215,9 @@ struct ForgedTokenTests {
         await env.close()
     }
 
-    @Test func offCurveAndWrongCurveEphemeralKeys() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func offCurveAndWrongCurveEphemeralKeys(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.curves")
         var offCurve = Array(P256.KeyAgreement.PrivateKey().publicKey.derRepresentation)
         offCurve[offCurve.count - 1] ^= 0x01
@@ -211,8 +230,9 @@ struct ForgedTokenTests {
         await env.close()
     }
 
-    @Test func malformedTruncatedAndOversizedInput() async throws {
-        let env = try await DecryptionTestEnvironment()
+    @Test(arguments: MerchantKeyBackend.allCases)
+    func malformedTruncatedAndOversizedInput(backend: MerchantKeyBackend) async throws {
+        let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.malformed")
         let token = try env.ecToken(to: merchant)
         await expectRefusal(env, Array(token.prefix(token.count / 2)), .malformedToken, "not a JSON object")
@@ -220,12 +240,16 @@ struct ForgedTokenTests {
         await expectRefusal(env, try token.editingToken { $0["version"] = "EC_v2" }, .unsupportedVersion, "EC_v2")
         await expectRefusal(env, try token.editingToken { $0["data"] = "not base64!" }, .malformedToken, "data is not valid Base64")
         await expectRefusal(env, try token.editingToken { $0["header"] = "x" }, .malformedToken, "header")
-        await expectRefusal(env, try token.editingToken { token in
-            var header = token["header"] as! [String: Any]
-            header["transactionId"] = "xyz"
-            token["header"] = header
-        }, .malformedToken, "transactionId")
-        await expectRefusal(env, try token.editingToken { $0["signature"] = Data([0x30, 0x80, 0x06]).base64EncodedString() }, .signatureInvalid, "not a detached CMS")
+        await expectRefusal(
+            env,
+            try token.editingToken { token in
+                var header = token["header"] as! [String: Any]
+                header["transactionId"] = "xyz"
+                token["header"] = header
+            }, .malformedToken, "transactionId")
+        await expectRefusal(
+            env, try token.editingToken { $0["signature"] = Data([0x30, 0x80, 0x06]).base64EncodedString() }, .signatureInvalid,
+            "not a detached CMS")
         await expectRefusal(env, try token.editingToken { $0.removeValue(forKey: "signature") }, .malformedToken, "signature is missing")
         await env.close()
     }
@@ -233,11 +257,11 @@ struct ForgedTokenTests {
     @Test func retiredKeysDecryptAndDestroyedKeysAreUnknown() async throws {
         let env = try await DecryptionTestEnvironment()
         let merchant = try await env.merchant("merchant.lifecycle")
-        _ = try await env.store.retire(merchant.id.hex)
-        try await env.keys.reload(from: env.store)
+        _ = try await env.hsm.store.retire(merchant.keyID)
+        try await env.hsm.keys.reload(from: env.hsm.store)
         _ = try await env.decrypter.decrypt(json: try env.ecToken(to: merchant))
-        _ = try await env.store.destroy(merchant.id.hex)
-        try await env.keys.reload(from: env.store)
+        _ = try await env.hsm.store.destroy(merchant.keyID)
+        try await env.hsm.keys.reload(from: env.hsm.store)
         await expectRefusal(env, try env.ecToken(to: merchant), .unknownPublicKeyHash)
         await env.close()
     }
@@ -246,7 +270,7 @@ struct ForgedTokenTests {
         let env = try await DecryptionTestEnvironment()
         let merchant = try await env.merchant("merchant.outage")
         let token = try env.ecToken(to: merchant)
-        await env.hsm.close()  // the pool refuses work from now on, as a lost HSM would
+        await env.hsm.hsm.close()  // the pool refuses work from now on, as a lost HSM would
         await expectRefusal(env, token, .hsmUnavailable)
         #expect(env.replayCache.count == 0, "the transaction id was given back for a retry")
     }

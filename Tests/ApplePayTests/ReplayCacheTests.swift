@@ -11,7 +11,10 @@ struct ReplayCacheTests {
         let cache = InMemoryReplayCache(generationLength: 600)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         func at(_ seconds: TimeInterval) -> Date { start.addingTimeInterval(seconds) }
-        let a = id(1), b = id(2), c = id(3), d = id(4)
+        let a = id(1)
+        let b = id(2)
+        let c = id(3)
+        let d = id(4)
 
         #expect(await cache.claim(a, until: at(300), now: at(0)))
         #expect(await !cache.claim(a, until: at(310), now: at(10)), "a replay")

@@ -2,11 +2,11 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
-import PKCS11Testing
-import PaywardenTestSupport
+import PaywardenTestTraits
+import PaywardenTesting
 import Testing
 
-@Suite(.serialized)
+@Suite(.serialized, .releasesTestResources)
 struct ImportTests {
     /// Each key format in the real vectors goes into the HSM through `paywarden keys import`.
     @Test(arguments: [
@@ -17,13 +17,15 @@ struct ImportTests {
         let env = try await AdminTestEnvironment.make()
         let directory = ConformanceVectors.directory + "/" + vector
         // The vectors' certificates expired years ago: refused unless explicitly allowed.
-        let refused = try env.paywarden("keys", "import", "--key", directory + "/merchant_key.pem", "--certificate", directory + "/merchant_cert.pem")
+        let refused = try env.paywarden(
+            "keys", "import", "--key", directory + "/merchant_key.pem", "--certificate", directory + "/merchant_cert.pem")
         #expect(refused.status == 1, "\(format)")
         #expect(refused.stderr.contains("the certificate expired on"), "\(refused.stderr)")
         #expect(try env.listedKeys().isEmpty)
 
-        let output = try env.paywarden("keys", "import", "--key", directory + "/merchant_key.pem",
-                                       "--certificate", directory + "/merchant_cert.pem", "--allow-expired-certificate", "--json")
+        let output = try env.paywarden(
+            "keys", "import", "--key", directory + "/merchant_key.pem",
+            "--certificate", directory + "/merchant_cert.pem", "--allow-expired-certificate", "--json")
         #expect(output.status == 0, "\(format): \(output.stderr)")
         #expect(output.stderr.contains("still holds the private key in software"))
         let key = try AdminTestEnvironment.key(in: output)
@@ -43,8 +45,9 @@ struct ImportTests {
         await hsm.close()
 
         // The same key twice is refused.
-        let twice = try env.paywarden("keys", "import", "--key", directory + "/merchant_key.pem", "--certificate",
-                                      directory + "/merchant_cert.pem", "--allow-expired-certificate")
+        let twice = try env.paywarden(
+            "keys", "import", "--key", directory + "/merchant_key.pem", "--certificate",
+            directory + "/merchant_cert.pem", "--allow-expired-certificate")
         #expect(twice.status == 1)
         #expect(twice.stderr.contains("already in the HSM"))
     }
@@ -53,7 +56,8 @@ struct ImportTests {
         try #require(ConformanceVectors.available, "vectors absent")
         let env = try await AdminTestEnvironment.make()
         let directory = ConformanceVectors.directory + "/payu-sandbox-2018"
-        let merchant = try String(contentsOfFile: directory + "/merchant_id.txt", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let merchant = try String(contentsOfFile: directory + "/merchant_id.txt", encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let noMerchant = try env.paywarden("keys", "import", "--key", directory + "/merchant_key.pem")
         #expect(noMerchant.status == 1)
         #expect(noMerchant.stderr.contains("give --certificate or --merchant-id"))
@@ -73,8 +77,12 @@ struct ImportTests {
         let certificatePath = try env.write(Array(certificate.pem("CERTIFICATE").utf8), named: "cert.pem")
         let passwordPath = try env.write(Array("p12-secret\n".utf8), named: "password")
         let p12Path = env.home + "/bundle.p12"
-        let exported = try run("/usr/bin/openssl", ["pkcs12", "-export", "-legacy", "-inkey", keyPath, "-in", certificatePath,
-                                                    "-passout", "file:" + passwordPath, "-out", p12Path])
+        let exported = try run(
+            "/usr/bin/openssl",
+            [
+                "pkcs12", "-export", "-legacy", "-inkey", keyPath, "-in", certificatePath,
+                "-passout", "file:" + passwordPath, "-out", p12Path,
+            ])
         #expect(exported.status == 0, "\(exported.output)")
         let wrongPassword = try env.write(Array("nope".utf8), named: "wrong")
         let refused = try env.paywarden("keys", "import", "--pkcs12", p12Path, "--password-file", wrongPassword)
@@ -115,12 +123,15 @@ struct ImportTests {
         let keys = try env.listedKeys()
         #expect(keys.count == 5)
         #expect(keys.allSatisfy { $0.state == "active" })
-        #expect(Set(keys.compactMap(\.merchantId)) == ["merchant.race", "merchant.bulk0", "merchant.bulk1", "merchant.bulk2", "merchant.bulk3"])
+        #expect(
+            Set(keys.compactMap(\.merchantId)) == ["merchant.race", "merchant.bulk0", "merchant.bulk1", "merchant.bulk2", "merchant.bulk3"])
         // Exactly one certificate object and one record per key.
         let hsm = try await env.token.open()
         let (certificates, records) = try await hsm.withSession { session throws(PKCS11Error) in
-            (try session.findObjects([.objectClass(.certificate), .id(KeyIdentifier(hex: key.id)!)]).count,
-             try session.findObjects([.objectClass(.data)]).count)
+            (
+                try session.findObjects([.objectClass(.certificate), .id(KeyIdentifier(hex: key.id)!)]).count,
+                try session.findObjects([.objectClass(.data)]).count
+            )
         }
         #expect(certificates == 1)
         #expect(records == 5)
@@ -128,7 +139,7 @@ struct ImportTests {
     }
 }
 
-@Suite(.serialized)
+@Suite(.serialized, .releasesTestResources)
 struct ExpiryWarningTests {
     @Test func appleReminderScheduleAndStalePendingKeys() async throws {
         let token = try await SoftHSMTestToken.make()
@@ -142,8 +153,9 @@ struct ExpiryWarningTests {
         _ = try await past.create(merchantID: "merchant.stale", purpose: .processing, algorithm: .ec)
         for (merchant, daysLeft) in [("merchant.d100", 100.0), ("merchant.d25", 25.0), ("merchant.d12", 12.0), ("merchant.d5", 5.0)] {
             let (_, csr) = try await store.create(merchantID: merchant, purpose: .processing, algorithm: .ec)
-            let certificate = try ca.issue(csrPEM: csr, merchantID: merchant, purpose: .processing,
-                                           notBefore: now.addingTimeInterval(-day), notAfter: now.addingTimeInterval(daysLeft * day + 3600))
+            let certificate = try ca.issue(
+                csrPEM: csr, merchantID: merchant, purpose: .processing,
+                notBefore: now.addingTimeInterval(-day), notAfter: now.addingTimeInterval(daysLeft * day + 3600))
             _ = try await store.importCertificate(MerchantCertificate(bytes: certificate))
         }
         let warnings = Dictionary(uniqueKeysWithValues: try await store.list().map { ($0.merchantID!, $0.warnings(at: now)) })

@@ -2,11 +2,11 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
-import PKCS11Testing
-import PaywardenTestSupport
+import PaywardenTestTraits
+import PaywardenTesting
 import Testing
 
-@Suite(.serialized)
+@Suite(.serialized, .releasesTestResources)
 struct LifecycleTests {
     /// From nothing to an active processing key, then a rotation, two active keys, retirement
     /// and destruction, all through the CLI, every step audited.
@@ -45,7 +45,8 @@ struct LifecycleTests {
         let second = try AdminTestEnvironment.key(in: rotated)
         #expect(second.state == "pending")
         let secondCSR = try String(contentsOfFile: env.home + "/second.csr", encoding: .utf8)
-        let secondCertificate = try env.write(try ca.issue(csrPEM: secondCSR, merchantID: merchant, purpose: .processing), named: "second.cer")
+        let secondCertificate = try env.write(
+            try ca.issue(csrPEM: secondCSR, merchantID: merchant, purpose: .processing), named: "second.cer")
         #expect(try env.paywarden("keys", "import-certificate", secondCertificate).status == 0)
         let both = try env.listedKeys()
         #expect(both.map(\.state) == ["active", "active"])
@@ -59,7 +60,11 @@ struct LifecycleTests {
         // destroy needs --yes, and refuses an active key.
         let unconfirmed = try env.paywarden("keys", "destroy", first.id)
         #expect(unconfirmed.status == 1)
-        #expect(unconfirmed.stderr == "paywarden: destroying key \(first.id) is irreversible: tokens encrypted to it can never be decrypted again; repeat with --yes\n")
+        #expect(
+            unconfirmed.stderr
+                == "paywarden: destroying key \(first.id) is irreversible: tokens encrypted to it can never be decrypted again; repeat "
+                + "with --yes\n"
+        )
         let activeRefused = try env.paywarden("keys", "destroy", second.id, "--yes")
         #expect(activeRefused.status == 1)
         #expect(activeRefused.stderr.contains("is active and may still receive tokens; retire it first"))
@@ -77,10 +82,11 @@ struct LifecycleTests {
 
         // Every action is in the audit log, with its outcome and no secrets.
         let audit = try env.audit()
-        #expect(audit.map(\.action) == [
-            "keys.create", "keys.import-certificate", "keys.import-certificate", "keys.rotate", "keys.import-certificate",
-            "keys.list", "keys.retire", "keys.destroy", "keys.destroy", "keys.destroy", "keys.list",
-        ])
+        #expect(
+            audit.map(\.action) == [
+                "keys.create", "keys.import-certificate", "keys.import-certificate", "keys.rotate", "keys.import-certificate",
+                "keys.list", "keys.retire", "keys.destroy", "keys.destroy", "keys.destroy", "keys.list",
+            ])
         #expect(audit.map(\.result) == ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "refused", "refused", "ok", "ok"])
         #expect(audit[0].keyID == first.id && audit[0].merchantID == merchant)
         #expect(audit.allSatisfy { !$0.user.isEmpty })
@@ -99,7 +105,8 @@ struct LifecycleTests {
         let id = try #require(KeyIdentifier(hex: try AdminTestEnvironment.key(in: created).id))
         let hsm = try await env.token.open()
         #expect(hsm.usesSessionKeyCopies)
-        _ = try await hsm.deriveConcatenationKDFKey(id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [1])
+        _ = try await hsm.deriveConcatenationKDFKey(
+            id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [1])
         let privateKeys = { () async throws -> Int in
             try await hsm.withSession { session throws(PKCS11Error) in try session.findObjects([.objectClass(.privateKey)]).count }
         }

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenTesting
 import Testing
 
 extension HSMTests {
@@ -13,15 +13,18 @@ extension HSMTests {
             let error = await #expect(throws: PKCS11Error.self) { try await token.open { $0.pin = .file(wrongPIN) } }
             #expect(error?.returnValue == .pinIncorrect)
             #expect(error?.category == .misconfiguration)
-            #expect(error?.description.contains("PAYWARDEN_PIN_FILE") == true)
+            #expect(error?.description.contains("refused the user PIN") == true)
             #expect(error?.description.contains("000000") == false)
+            // The layer speaks Cryptoki: advice naming Paywarden's settings is its callers' to add.
+            #expect(error?.description.contains("PAYWARDEN") == false)
         }
 
         @Test func missingModuleTokenAndPINFile() async throws {
             let token = try await SoftHSMTestToken.make()
             let module = await #expect(throws: PKCS11Error.self) { try await token.open { $0.modulePath = "/nonexistent/libpkcs11.so" } }
             #expect(module?.code == .moduleNotFound)
-            #expect(module?.message.contains("PAYWARDEN_PKCS11_MODULE") == true)
+            #expect(module?.message.contains("/nonexistent/libpkcs11.so") == true)
+            #expect(module?.message.contains("PAYWARDEN") == false)
             let notAModule = await #expect(throws: PKCS11Error.self) { try await token.open { $0.modulePath = "/etc/hostname" } }
             #expect(notAModule?.code == .moduleInvalid)
             let missing = await #expect(throws: PKCS11Error.self) { try await token.open { $0.tokenLabel = "no-such-token" } }
@@ -63,10 +66,13 @@ extension HSMTests {
             let hsm = try await SoftHSMTestToken.make().open()
             let signer = try await hsm.generateKeyPair(KeySpecification(label: "sign-only", algorithm: .ecP256, usage: [.sign]))
             let error = await #expect(throws: PKCS11Error.self) {
-                try await hsm.deriveConcatenationKDFKey(signer.id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [])
+                try await hsm.deriveConcatenationKDFKey(
+                    signer.id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [])
             }
             #expect(error?.returnValue == .keyFunctionNotPermitted)
-            let unknown = await #expect(throws: PKCS11Error.self) { try await hsm.signECDSA(KeyIdentifier.random(), digest: [UInt8](repeating: 0, count: 32)) }
+            let unknown = await #expect(throws: PKCS11Error.self) {
+                try await hsm.signECDSA(KeyIdentifier.random(), digest: [UInt8](repeating: 0, count: 32))
+            }
             #expect(unknown?.code == .keyNotFound)
             await hsm.close()
         }
@@ -74,10 +80,13 @@ extension HSMTests {
         @Test func tokenInitializationIsIdempotent() async throws {
             let token = try await SoftHSMTestToken.make()
             let again = try await TokenInitializer.ensureToken(
-                modulePath: HSMConfiguration.defaultModulePath, label: token.label,
+                modulePath: SoftHSMTestToken.modulePath, label: token.label,
                 securityOfficerPIN: Array("x".utf8), userPIN: Array("y".utf8)
             )
-            guard case .alreadyPresent(let info) = again else { Issue.record("re-created"); return }
+            guard case .alreadyPresent(let info) = again else {
+                Issue.record("re-created")
+                return
+            }
             #expect(info.label == token.label)
             #expect(info.isUserPINInitialized)
         }
@@ -94,21 +103,31 @@ extension HSMTests {
         #expect(ReturnValue(rawValue: 0x8000_0001).name == "CKR_VENDOR_DEFINED+0x1")
     }
 
-    @Test func environmentAndURI() throws {
-        let configuration = try HSMConfiguration.fromEnvironment([
-            "PAYWARDEN_PKCS11_MODULE": "/opt/hsm/lib.so",
-            "PAYWARDEN_TOKEN_LABEL": "pkcs11:token=pay%20warden;object=k?module-path=/opt/other.so&pin-source=file:/run/pin",
-            "PAYWARDEN_HSM_WORKERS": "4",
-            "PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP": "true",
-        ])
+    @Test func aPKCS11URINamesTheTokenModuleAndPINFile() throws {
+        var configuration = HSMConfiguration(modulePath: "/opt/hsm/lib.so", tokenLabel: "x", pin: .missing)
+        try configuration.setToken("pkcs11:token=pay%20warden;object=k?module-path=/opt/other.so&pin-source=file:/run/pin")
         #expect(configuration.tokenLabel == "pay warden")
         #expect(configuration.modulePath == "/opt/other.so")
-        #expect(configuration.pin == .file("/run/pin"))
-        #expect(configuration.workers == 4)
-        #expect(configuration.allowSoftwareOAEPDecoding)
+        guard case .file(let path) = configuration.pin else {
+            Issue.record("the PIN source is not the file")
+            return
+        }
+        #expect(path == "/run/pin")
         #expect(!configuration.allowExtractableSharedSecret)
         #expect(throws: PKCS11Error.self) { try PKCS11URI("pkcs11:token=a?pin-value=1234") }
         #expect(try PKCS11URI("pkcs11:id=%01%ff").id == KeyIdentifier(bytes: [1, 255]))
-        #expect(throws: PKCS11Error.self) { try HSMConfiguration.fromEnvironment(["PAYWARDEN_HSM_WORKERS": "zero"]) }
+        #expect(throws: PKCS11Error.self) { try configuration.setToken("pkcs11:token=a?pin-source=https://example.com/pin") }
+    }
+
+    @Test func pinFilesLoseOnlyTheirLineBreak() throws {
+        let path = NSTemporaryDirectory() + "pin-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for (contents, expected) in [("1234\r\n", "1234"), ("1234\n", "1234"), (" 12 34 ", " 12 34 ")] {
+            try contents.write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(try PINSource.file(path).read() == Array(expected.utf8))
+        }
+        try "\r\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: PKCS11Error.self) { try PINSource.file(path).read() }
+        #expect(throws: PKCS11Error.self) { try PINSource.missing.read() }
     }
 }

@@ -1,9 +1,10 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenPrimitives
+import PaywardenTesting
 import Testing
+import _CryptoExtras
 
 /// K = SHA-256(00000001 ‖ Z ‖ otherInfo), computed entirely in software.
 func softwareConcatenationKDF(_ z: SharedSecret, _ otherInfo: [UInt8]) -> [UInt8] {
@@ -21,21 +22,27 @@ extension HSMTests {
             #expect(hsm.capabilities.ecdhPath == .digestKey)
             #expect(hsm.capabilities.report.contains { $0.contains("ecdh+sp800-kdf-in-hsm: unsupported") })
             let key = try await hsm.generateKeyPair(KeySpecification(label: "merchant", algorithm: .ecP256, usage: [.derive]))
-            guard case .ecP256(let point) = key.publicKey else { Issue.record("not EC"); return }
+            guard case .ecP256(let point) = key.publicKey else {
+                Issue.record("not EC")
+                return
+            }
             let merchantPublic = try P256.KeyAgreement.PublicKey(x963Representation: point)
             for round in 0..<16 {
                 let ephemeral = P256.KeyAgreement.PrivateKey()
                 let otherInfo = Array("round \(round)".utf8)
                 let expected = softwareConcatenationKDF(try ephemeral.sharedSecretFromKeyAgreement(with: merchantPublic), otherInfo)
-                let derived = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: otherInfo)
+                let derived = try await hsm.deriveConcatenationKDFKey(
+                    key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: otherInfo)
                 #expect(derived == expected)
             }
             // Every derived Z was destroyed: no secret key is left, only the merchant key pair in
             // the token and the workers' session copies of its private key.
             let (secrets, tokenObjects, copies) = try await hsm.withSession { session throws(PKCS11Error) in
-                (try session.findObjects([.objectClass(.secretKey)]).count,
-                 try session.findObjects([.bool(.token, true)]).count,
-                 try session.findObjects([.objectClass(.privateKey), .bool(.token, false)]).count)
+                (
+                    try session.findObjects([.objectClass(.secretKey)]).count,
+                    try session.findObjects([.bool(.token, true)]).count,
+                    try session.findObjects([.objectClass(.privateKey), .bool(.token, false)]).count
+                )
             }
             #expect(secrets == 0)
             #expect(tokenObjects == 2)
@@ -52,11 +59,13 @@ extension HSMTests {
             let allowing = try await token.open { $0.allowExtractableSharedSecret = true }
             #expect(allowing.capabilities.ecdhPath == .digestKey)
             let ephemeral = P256.KeyAgreement.PrivateKey()
-            let strong = try await allowing.deriveConcatenationKDFKey(key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [1, 2, 3])
+            let strong = try await allowing.deriveConcatenationKDFKey(
+                key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [1, 2, 3])
             let weak = try await allowing.withSession { session throws(PKCS11Error) in
                 let handle = try session.findObjects([.objectClass(.privateKey), .id(key.id)]).first!
-                return try session.deriveConcatenationKDFKey(path: .extractableSecret, privateKey: handle,
-                                                             peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [1, 2, 3])
+                return try session.deriveConcatenationKDFKey(
+                    path: .extractableSecret, privateKey: handle,
+                    peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [1, 2, 3])
             }
             #expect(strong == weak)
             await allowing.close()
@@ -65,7 +74,7 @@ extension HSMTests {
         @Test func stageVectorKDFInsideTheHSM() async throws {
             try #require(ConformanceVectors.available, "vectors absent")
             let vector = try ConformanceVectors.json("payu-kdf-gcm-unit", "vector.json")
-            let z = try #require(Data(hexString: vector["sharedSecretZ_hex"] as! String))
+            let z = try #require(Hex.decode(vector["sharedSecretZ_hex"] as! String))
             let otherInfo = try #require(Data(base64Encoded: vector["kdfOtherInfo_b64"] as! String))
             let expected = try #require(Data(base64Encoded: vector["symmetricKey_b64"] as! String))
             let hsm = try await SoftHSMTestToken.make().open()
@@ -102,7 +111,8 @@ extension HSMTests {
                         var wrong = 0
                         for i in 0..<1000 {
                             let peer = (task * 1000 + i) % peers.count
-                            let k = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(peers[peer].publicKey.x963Representation), otherInfo: [9])
+                            let k = try await hsm.deriveConcatenationKDFKey(
+                                key.id, peerPoint: Array(peers[peer].publicKey.x963Representation), otherInfo: [9])
                             if k != expected[peer] { wrong += 1 }
                         }
                         return wrong
@@ -126,7 +136,8 @@ extension HSMTests {
                     group.addTask(executorPreference: task % 2 == 0 ? nil : hsm.executor) {
                         var done = 0
                         for _ in 0..<1000 {
-                            let k = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(peer.publicKey.x963Representation), otherInfo: [7])
+                            let k = try await hsm.deriveConcatenationKDFKey(
+                                key.id, peerPoint: Array(peer.publicKey.x963Representation), otherInfo: [7])
                             if k == expected { done += 1 }
                         }
                         return done
@@ -147,7 +158,10 @@ extension HSMTests {
         }
 
         @Test func excessLoadIsRefusedAtOnceAsOverloaded() async throws {
-            let hsm = try await SoftHSMTestToken.make().open { $0.workers = 1; $0.maxPendingOperations = 2 }
+            let hsm = try await SoftHSMTestToken.make().open {
+                $0.workers = 1
+                $0.maxPendingOperations = 2
+            }
             let key = try await hsm.generateKeyPair(KeySpecification(label: "m", algorithm: .ecP256, usage: [.sign]))
             let digest = [UInt8](repeating: 1, count: 32)
             let outcomes = await withTaskGroup(of: PKCS11Error.Code?.self) { group in

@@ -1,9 +1,9 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenTesting
 import Testing
+import _CryptoExtras
 
 extension HSMTests {
     @Suite struct KeyGeneration {
@@ -11,7 +11,8 @@ extension HSMTests {
             let token = try await SoftHSMTestToken.make()
             let hsm = try await token.open()
             let ec = try await hsm.generateKeyPair(KeySpecification(label: "ec-key", algorithm: .ecP256, usage: [.derive, .sign]))
-            let rsa = try await hsm.generateKeyPair(KeySpecification(label: "rsa-key", algorithm: .rsa2048, usage: [.decrypt, .unwrap, .sign]))
+            let rsa = try await hsm.generateKeyPair(
+                KeySpecification(label: "rsa-key", algorithm: .rsa2048, usage: [.decrypt, .unwrap, .sign]))
             await hsm.close()
 
             // A fresh HSM finds them by CKA_ID, with the attributes read back from the token.
@@ -45,7 +46,10 @@ extension HSMTests {
             let key = try await hsm.generateKeyPair(KeySpecification(label: "signer", algorithm: .ecP256, usage: [.sign]))
             let message = Data("certificate request info".utf8)
             let der = try await hsm.signECDSA(key.id, digest: Array(SHA256.hash(data: message)))
-            guard case .ecP256(let point) = key.publicKey else { Issue.record("not EC"); return }
+            guard case .ecP256(let point) = key.publicKey else {
+                Issue.record("not EC")
+                return
+            }
             let publicKey = try P256.Signing.PublicKey(x963Representation: point)
             #expect(publicKey.isValidSignature(try P256.Signing.ECDSASignature(derRepresentation: der), for: message))
             #expect(!publicKey.isValidSignature(try P256.Signing.ECDSASignature(derRepresentation: der), for: Data("other".utf8)))
@@ -57,10 +61,15 @@ extension HSMTests {
             let key = try await hsm.generateKeyPair(KeySpecification(label: "rsa-signer", algorithm: .rsa2048, usage: [.sign]))
             let message = Array("identity certificate request".utf8)
             let signature = try await hsm.signRSAPKCS1SHA256(key.id, message: message)
-            guard case .rsa(let n, let e) = key.publicKey else { Issue.record("not RSA"); return }
+            guard case .rsa(let n, let e) = key.publicKey else {
+                Issue.record("not RSA")
+                return
+            }
             #expect(n.count == 256)
             let publicKey = try _RSA.Signing.PublicKey(n: n, e: e)
-            #expect(publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: message, padding: .insecurePKCS1v1_5))
+            #expect(
+                publicKey.isValidSignature(
+                    _RSA.Signing.RSASignature(rawRepresentation: signature), for: message, padding: .insecurePKCS1v1_5))
             await hsm.close()
         }
 

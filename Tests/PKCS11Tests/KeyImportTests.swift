@@ -1,9 +1,10 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenPrimitives
+import PaywardenTesting
 import Testing
+import _CryptoExtras
 
 extension HSMTests {
     @Suite struct KeyImport {
@@ -19,7 +20,7 @@ extension HSMTests {
             let spki = try #require(Data(base64Encoded: header["ephemeralPublicKey"] as! String))
             let ephemeral = try P256.KeyAgreement.PublicKey(derRepresentation: spki)
             let expectedK = try #require(Data(base64Encoded: intermediates["symmetricKey_b64"] as! String))
-            let merchantHash = try #require(Data(hexString: intermediates["merchantIdentifierHashHex"] as! String))
+            let merchantHash = try #require(Hex.decode(intermediates["merchantIdentifierHashHex"] as! String))
             let otherInfo = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + Array(merchantHash)
 
             let hsm = try await SoftHSMTestToken.make().open()
@@ -42,7 +43,8 @@ extension HSMTests {
             let wrapped = try #require(Data(base64Encoded: (token["header"] as! [String: Any])["wrappedKey"] as! String))
             let expected = try #require(Data(base64Encoded: intermediates["symmetricKey_b64"] as! String))
             let hsm = try await SoftHSMTestToken.make().open()
-            let key = try await hsm.importPrivateKey(software, as: KeySpecification(label: "rsa", algorithm: .rsa2048, usage: [.decrypt, .unwrap]))
+            let key = try await hsm.importPrivateKey(
+                software, as: KeySpecification(label: "rsa", algorithm: .rsa2048, usage: [.decrypt, .unwrap]))
             #expect(try await hsm.decryptOAEPSHA256(key.id, ciphertext: Array(wrapped)) == Array(expected))
             #expect(expected.count == 16)
             await hsm.close()
@@ -53,7 +55,10 @@ extension HSMTests {
             let rsaKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
             let formats: [(String, String)] = [
                 ("PKCS#8 EC", ecKey.pemRepresentation),
-                ("SEC1 EC", try P256.Signing.PrivateKey(rawRepresentation: ecKey.rawRepresentation).derRepresentation.pem("EC PRIVATE KEY")),
+                (
+                    "SEC1 EC",
+                    try P256.Signing.PrivateKey(rawRepresentation: ecKey.rawRepresentation).derRepresentation.pem("EC PRIVATE KEY")
+                ),
                 ("PKCS#1 RSA", rsaKey.pemRepresentation),
                 ("PKCS#8 RSA", rsaKey.pkcs8PEMRepresentation),
             ]
@@ -61,13 +66,16 @@ extension HSMTests {
             for (name, pem) in formats {
                 let software = try SoftwarePrivateKey(pemOrDER: Array(pem.utf8))
                 let usage: KeyUsage = software.algorithm == .ecP256 ? [.derive, .sign] : [.decrypt, .sign]
-                let key = try await hsm.importPrivateKey(software, as: KeySpecification(label: name, algorithm: software.algorithm, usage: usage))
+                let key = try await hsm.importPrivateKey(
+                    software, as: KeySpecification(label: name, algorithm: software.algorithm, usage: usage))
                 #expect(key.publicKey == (try software.publicKey()), "\(name)")
             }
             // The imported RSA key signs what the software key's public half verifies.
             let rsa = try await hsm.keys().first { $0.label == "PKCS#1 RSA" }!
             let signature = try await hsm.signRSAPKCS1SHA256(rsa.id, message: [1, 2, 3])
-            #expect(rsaKey.publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: [1, 2, 3], padding: .insecurePKCS1v1_5))
+            #expect(
+                rsaKey.publicKey.isValidSignature(
+                    _RSA.Signing.RSASignature(rawRepresentation: signature), for: [1, 2, 3], padding: .insecurePKCS1v1_5))
             await hsm.close()
         }
 
@@ -79,9 +87,16 @@ extension HSMTests {
             try key.pemRepresentation.write(to: work.appendingPathComponent("key.pem"), atomically: true, encoding: .utf8)
             try "secret-pass".write(to: work.appendingPathComponent("pass"), atomically: true, encoding: .utf8)
             // A self-signed certificate and a PKCS#12 with RC2-40 encryption, as old keychains export.
-            try run("/usr/bin/openssl", ["req", "-new", "-x509", "-key", "key.pem", "-subj", "/UID=merchant.test/CN=test", "-days", "30", "-out", "cert.pem"], in: work)
-            try run("/usr/bin/openssl", ["pkcs12", "-export", "-legacy", "-certpbe", "PBE-SHA1-RC2-40", "-keypbe", "PBE-SHA1-RC2-40",
-                                         "-inkey", "key.pem", "-in", "cert.pem", "-passout", "file:pass", "-out", "legacy.p12"], in: work)
+            try run(
+                "/usr/bin/openssl",
+                ["req", "-new", "-x509", "-key", "key.pem", "-subj", "/UID=merchant.test/CN=test", "-days", "30", "-out", "cert.pem"],
+                in: work)
+            try run(
+                "/usr/bin/openssl",
+                [
+                    "pkcs12", "-export", "-legacy", "-certpbe", "PBE-SHA1-RC2-40", "-keypbe", "PBE-SHA1-RC2-40",
+                    "-inkey", "key.pem", "-in", "cert.pem", "-passout", "file:pass", "-out", "legacy.p12",
+                ], in: work)
             let p12 = try Data(contentsOf: work.appendingPathComponent("legacy.p12"))
             let wrong = #expect(throws: PKCS11Error.self) { try SoftwarePrivateKey(pkcs12: Array(p12), password: "nope") }
             #expect(wrong?.category == .badInput)

@@ -1,9 +1,9 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenTesting
 import Testing
+import _CryptoExtras
 
 extension HSMTests {
     @Suite struct RSADecryption {
@@ -12,7 +12,10 @@ extension HSMTests {
             #expect(hsm.capabilities.rsaDecryptionPath == .rawWithSoftwareOAEP)
             #expect(hsm.capabilities.report.contains { $0.hasPrefix("RSA: rsa-oaep-sha256-decrypt: unsupported") })
             let key = try await hsm.generateKeyPair(KeySpecification(label: "china", algorithm: .rsa2048, usage: [.decrypt, .unwrap]))
-            guard case .rsa(let n, let e) = key.publicKey else { Issue.record("not RSA"); return }
+            guard case .rsa(let n, let e) = key.publicKey else {
+                Issue.record("not RSA")
+                return
+            }
             let publicKey = try _RSA.Encryption.PublicKey(n: n, e: e)
             for _ in 0..<8 {
                 let secret = Array(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })

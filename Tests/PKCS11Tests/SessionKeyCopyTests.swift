@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import PKCS11
-import PKCS11Testing
+import PaywardenTesting
 import Testing
 
 extension HSMTests {
@@ -10,7 +10,8 @@ extension HSMTests {
         private func deriveAndFindCopies(_ hsm: HSM, _ key: KeyObject) async throws -> [[AttributeType: [UInt8]]] {
             guard case .ecP256(let point) = key.publicKey else { throw PKCS11Error.invalidInput("not EC") }
             let ephemeral = P256.KeyAgreement.PrivateKey()
-            let derived = try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [7])
+            let derived = try await hsm.deriveConcatenationKDFKey(
+                key.id, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: [7])
             let expected = softwareConcatenationKDF(
                 try ephemeral.sharedSecretFromKeyAgreement(with: try P256.KeyAgreement.PublicKey(x963Representation: point)), [7])
             #expect(derived == expected)
@@ -45,7 +46,8 @@ extension HSMTests {
             }
             #expect(left == 0)
             let error = await #expect(throws: PKCS11Error.self) {
-                try await hsm.deriveConcatenationKDFKey(key.id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [])
+                try await hsm.deriveConcatenationKDFKey(
+                    key.id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [])
             }
             #expect(error?.code == .keyNotFound)
             await hsm.close()
@@ -78,12 +80,6 @@ extension HSMTests {
             let key = try await hsm.generateKeyPair(KeySpecification(label: "uncopied", algorithm: .ecP256, usage: [.derive]))
             #expect(try await deriveAndFindCopies(hsm, key).isEmpty)
             await hsm.close()
-        }
-
-        @Test func environmentSetting() throws {
-            #expect(try HSMConfiguration.fromEnvironment([:]).sessionKeyCopies == .auto)
-            #expect(try HSMConfiguration.fromEnvironment(["PAYWARDEN_HSM_SESSION_KEY_COPIES": "OFF"]).sessionKeyCopies == .off)
-            #expect(throws: PKCS11Error.self) { try HSMConfiguration.fromEnvironment(["PAYWARDEN_HSM_SESSION_KEY_COPIES": "sometimes"]) }
         }
     }
 }

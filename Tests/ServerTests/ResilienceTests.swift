@@ -4,61 +4,54 @@ import Foundation
 import NIOHTTP1
 import NIOSSL
 import PaywardenServer
-import PaywardenTestSupport
+import PaywardenTestTraits
+import PaywardenTesting
 import SwiftASN1
 import Testing
 import X509
 
-@Suite(.serialized)
+@Suite(.serialized, .releasesTestResources)
 struct ResilienceTests {
-    /// Polls `/readyz` until it answers `status`, for at most `seconds`.
-    func waitForReadiness(_ server: ServerHarness, _ status: Int, seconds: Double = 15) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await server.send(.GET, "/readyz", apiKey: .some(nil)).status == status { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
-    }
-
     @Test func readinessFollowsTheHSMAndDecryptsAnswerUnavailableMeanwhile() async throws {
-        let server = try await ServerHarness()
-        #expect(try await waitForReadiness(server, 200))
-        let store = try #require(server.token.storeDirectory())
-        // Outside the token directory: SoftHSM would find the token again in any folder there.
-        let hidden = server.token.directory + "/away-" + UUID().uuidString
-        try FileManager.default.moveItem(atPath: store, toPath: hidden)
-        #expect(try await waitForReadiness(server, 503), "readiness must fall while the token is gone")
-        let refused = try await server.send(body: try server.ecToken())
-        #expect(refused.status == 503)
-        #expect(refused.errorCode == "hsm_unavailable")
-        #expect(refused.header("Retry-After") == "1")
-        _ = DecryptEndpointTests.observed.withLock { $0.insert("503 hsm_unavailable") }
+        try await withServer { server in
+            #expect(try await server.waitForReadiness(200))
+            let store = try #require(server.token.storeDirectory())
+            // Outside the token directory: SoftHSM would find the token again in any folder there.
+            let hidden = server.token.directory + "/away-" + UUID().uuidString
+            try FileManager.default.moveItem(atPath: store, toPath: hidden)
+            #expect(try await server.waitForReadiness(503), "readiness must fall while the token is gone")
+            let refused = try await server.send(body: try server.ecToken())
+            #expect(refused.status == 503)
+            #expect(refused.errorCode == "hsm_unavailable")
+            #expect(refused.header("Retry-After") == "1")
+            _ = DecryptEndpointTests.observed.withLock { $0.insert("503 hsm_unavailable") }
 
-        try FileManager.default.moveItem(atPath: hidden, toPath: store)
-        #expect(try await waitForReadiness(server, 200), "readiness must come back with the token")
-        #expect(try await server.send(body: try server.ecToken()).status == 200)
-        await server.stop()
+            try FileManager.default.moveItem(atPath: hidden, toPath: store)
+            #expect(try await server.waitForReadiness(200), "readiness must come back with the token")
+            #expect(try await server.send(body: try server.ecToken()).status == 200)
+        }
     }
 
     @Test func moduleIsRecycledEveryNDecryptionsWithoutFailingRequests() async throws {
-        let server = try await ServerHarness { $0.recycleEvery = 20 }
-        let replies = try await withThrowingTaskGroup(of: [ServerHarness.Reply].self) { group in
-            for _ in 0..<4 {
-                group.addTask {
-                    var replies: [ServerHarness.Reply] = []
-                    for _ in 0..<30 { replies.append(try await server.send(body: try server.ecToken())) }
-                    return replies
+        try await withServer({ $0.recycleEvery = 20 }) { server in
+            let replies = try await withThrowingTaskGroup(of: [TestServer.Reply].self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var replies: [TestServer.Reply] = []
+                        for _ in 0..<30 { replies.append(try await server.send(body: try server.ecToken())) }
+                        return replies
+                    }
                 }
+                return try await group.reduce(into: []) { $0 += $1 }
             }
-            return try await group.reduce(into: []) { $0 += $1 }
+            #expect(
+                replies.allSatisfy { $0.status == 200 },
+                "\(replies.filter { $0.status != 200 }.map { String(decoding: $0.body, as: UTF8.self) })")
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(server.server.hsm.recycles >= 5, "120 decryptions, a recycle every 20")
+            let metrics = String(decoding: try await server.operations("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains("paywarden_hsm_module_recycles_total"))
         }
-        #expect(replies.allSatisfy { $0.status == 200 }, "\(replies.filter { $0.status != 200 }.map { String(decoding: $0.body, as: UTF8.self) })")
-        try await Task.sleep(for: .milliseconds(600))
-        #expect(server.server.hsm.recycles >= 5, "120 decryptions, a recycle every 20")
-        let metrics = String(decoding: try await server.send(.GET, "/metrics", apiKey: .some(nil)).body, as: UTF8.self)
-        #expect(metrics.contains("paywarden_hsm_module_recycles_total"))
-        await server.stop()
     }
 
     @Test func tlsServesModernClientsAndRefusesOldProtocols() async throws {
@@ -69,34 +62,36 @@ struct ResilienceTests {
         let certificate = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: Date().addingTimeInterval(-60),
             notValidAfter: Date().addingTimeInterval(3600), issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions { SubjectAlternativeNames([.ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]) },
+            extensions: try Certificate.Extensions {
+                SubjectAlternativeNames([.ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+            },
             issuerPrivateKey: .init(key))
         try certificate.serializeAsPEM().pemString.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
         try key.pemRepresentation.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
 
-        let server = try await ServerHarness {
+        try await withServer({
             $0.tls = .init(certificatePath: directory + "/cert.pem", privateKeyPath: directory + "/key.pem")
-        }
-        #expect(try await server.send(body: try server.ecToken()).status == 200)
-        for version in [TLSVersion.tlsv1, .tlsv11] {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.certificateVerification = .none
-            tls.minimumTLSVersion = version
-            tls.maximumTLSVersion = version
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
-            await #expect(throws: (any Error).self, "\(version) must be refused") {
-                _ = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/healthz"), timeout: .seconds(5))
+        }) { server in
+            #expect(try await server.send(body: try server.ecToken()).status == 200)
+            for version in [TLSVersion.tlsv1, .tlsv11] {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.certificateVerification = .none
+                tls.minimumTLSVersion = version
+                tls.maximumTLSVersion = version
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+                await #expect(throws: (any Error).self, "\(version) must be refused") {
+                    _ = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/healthz"), timeout: .seconds(5))
+                }
+                try await client.shutdown()
             }
+            var modern = TLSConfiguration.makeClientConfiguration()
+            modern.certificateVerification = .none
+            modern.maximumTLSVersion = .tlsv12
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: modern))
+            let reply = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/healthz"), timeout: .seconds(5))
+            #expect(reply.status.code == 200)
             try await client.shutdown()
         }
-        var modern = TLSConfiguration.makeClientConfiguration()
-        modern.certificateVerification = .none
-        modern.maximumTLSVersion = .tlsv12
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: modern))
-        let reply = try await client.execute(HTTPClientRequest(url: "https://127.0.0.1:\(server.port)/healthz"), timeout: .seconds(5))
-        #expect(reply.status.code == 200)
-        try await client.shutdown()
-        await server.stop()
     }
 }
 
@@ -112,7 +107,9 @@ extension ResilienceTests {
             try certificate.serializeAsPEM().pemString.write(toFile: "\(directory)/\(name).pem", atomically: true, encoding: .utf8)
             try key.pemRepresentation.write(toFile: "\(directory)/\(name)-key.pem", atomically: true, encoding: .utf8)
         }
-        func certificate(_ subject: String, key: P256.Signing.PrivateKey, issuer: String, issuerKey: P256.Signing.PrivateKey, ca: Bool) throws -> Certificate {
+        func certificate(_ subject: String, key: P256.Signing.PrivateKey, issuer: String, issuerKey: P256.Signing.PrivateKey, ca: Bool)
+            throws -> Certificate
+        {
             try Certificate(
                 version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: Date().addingTimeInterval(-60),
                 notValidAfter: Date().addingTimeInterval(3600), issuer: try DistinguishedName { CommonName(issuer) },
@@ -132,46 +129,49 @@ extension ResilienceTests {
         let strangerKey = P256.Signing.PrivateKey()
         let stranger = try certificate("stranger", key: strangerKey, issuer: "stranger", issuerKey: strangerKey, ca: false)
 
-        let server = try await ServerHarness {
-            $0.tls = .init(certificatePath: directory + "/server.pem", privateKeyPath: directory + "/server-key.pem",
-                           clientCAPath: directory + "/client-ca.pem", requireClientCertificate: required)
-        }
-        func client(_ identity: (Certificate, P256.Signing.PrivateKey)?) throws -> HTTPClient {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.certificateVerification = .none
-            if let (certificate, key) = identity {
-                tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(certificate.serializeAsPEM().pemString.utf8), format: .pem))]
-                tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem))
+        try await withServer({
+            $0.tls = .init(
+                certificatePath: directory + "/server.pem", privateKeyPath: directory + "/server-key.pem",
+                clientCAPath: directory + "/client-ca.pem", requireClientCertificate: required)
+        }) { server in
+            func client(_ identity: (Certificate, P256.Signing.PrivateKey)?) throws -> HTTPClient {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.certificateVerification = .none
+                if let (certificate, key) = identity {
+                    tls.certificateChain = [
+                        .certificate(try NIOSSLCertificate(bytes: Array(certificate.serializeAsPEM().pemString.utf8), format: .pem))
+                    ]
+                    tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem))
+                }
+                return HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
             }
-            return HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
-        }
-        let url = "https://127.0.0.1:\(server.port)/healthz"
-        let foreign = try client((stranger, strangerKey))
-        await #expect(throws: (any Error).self, "a certificate from another CA") {
-            _ = try await foreign.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
-        }
-        try await foreign.shutdown()
-
-        let anonymous = try client(nil)
-        if required {
-            await #expect(throws: (any Error).self, "no certificate") {
-                _ = try await anonymous.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+            let url = "https://127.0.0.1:\(server.port)/healthz"
+            let foreign = try client((stranger, strangerKey))
+            await #expect(throws: (any Error).self, "a certificate from another CA") {
+                _ = try await foreign.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
             }
-        } else {
-            #expect(try await anonymous.execute(HTTPClientRequest(url: url), timeout: .seconds(5)).status.code == 200)
-        }
-        try await anonymous.shutdown()
+            try await foreign.shutdown()
 
-        let accepted = try client((clientCertificate, clientKey))
-        #expect(try await accepted.execute(HTTPClientRequest(url: url), timeout: .seconds(5)).status.code == 200)
-        try await accepted.shutdown()
-        await server.stop()
+            let anonymous = try client(nil)
+            if required {
+                await #expect(throws: (any Error).self, "no certificate") {
+                    _ = try await anonymous.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+                }
+            } else {
+                #expect(try await anonymous.execute(HTTPClientRequest(url: url), timeout: .seconds(5)).status.code == 200)
+            }
+            try await anonymous.shutdown()
+
+            let accepted = try client((clientCertificate, clientKey))
+            #expect(try await accepted.execute(HTTPClientRequest(url: url), timeout: .seconds(5)).status.code == 200)
+            try await accepted.shutdown()
+        }
     }
 }
 
 /// Runs last (the suite's name sorts after the others in its own serialized run): every
 /// status and error code documented for the decrypt endpoint was produced by these tests.
-@Suite(.serialized)
+@Suite(.serialized, .releasesTestResources)
 struct OpenAPIDocumentTests {
     @Test func everyDocumentedStatusAndCodeIsExercised() async throws {
         // Produce what the other suites produce, so this test stands alone.

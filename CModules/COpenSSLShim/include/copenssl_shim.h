@@ -3,7 +3,8 @@
 
 /*
  * Thin shims over OpenSSL's libcrypto, used where it is the vetted tool: parsing the many
- * private-key container formats an operator may hold, and constant-time OAEP decoding.
+ * private-key container formats an operator may hold, constant-time OAEP decoding, and the
+ * RFC 5649 reference for probing the HSM's key wrap.
  * No policy lives here; callers decide what is acceptable.
  */
 #include <stddef.h>
@@ -49,6 +50,13 @@ void pw_private_key_free(pw_private_key *key);
  */
 int pw_oaep_sha256_decode(const uint8_t *encoded, size_t encoded_length, size_t modulus_length,
                           uint8_t *out, size_t out_capacity);
+
+/*
+ * AES-256 key wrap with padding (RFC 5649) in software, as the reference the HSM's
+ * CKM_AES_KEY_WRAP_PAD is checked against before it is trusted. `kek` is 32 bytes.
+ * Returns the wrapped length (the input rounded up to 8 bytes, plus 8), or -1.
+ */
+int pw_aes256_wrap_pad(const uint8_t *kek, const uint8_t *in, size_t in_length, uint8_t *out, size_t out_capacity);
 
 /* The text of OpenSSL's most recent error, for diagnostics that carry no key material. */
 void pw_last_error(char *out, size_t out_length);

@@ -35,8 +35,9 @@ enum BERReader {
                 if bytes[offset] == 0, bytes[offset + 1] == 0 {
                     let contentEnd = offset
                     offset += 2
-                    return BERNode(tagClass: tagClass, depth: depth, tagNumber: tagNumber, isConstructed: true,
-                                   encoded: start..<offset, content: contentStart..<contentEnd, indefiniteChildren: children)
+                    return BERNode(
+                        tagClass: tagClass, depth: depth, tagNumber: tagNumber, isConstructed: true,
+                        encoded: start..<offset, content: contentStart..<contentEnd, indefiniteChildren: children)
                 }
                 children.append(try element(bytes, &offset, end: end, depth: depth + 1))
             }
@@ -57,8 +58,9 @@ enum BERReader {
         let contentStart = offset
         let contentEnd = offset + length
         offset = contentEnd
-        return BERNode(tagClass: tagClass, depth: depth, tagNumber: tagNumber, isConstructed: constructed,
-                       encoded: start..<contentEnd, content: contentStart..<contentEnd, indefiniteChildren: nil)
+        return BERNode(
+            tagClass: tagClass, depth: depth, tagNumber: tagNumber, isConstructed: constructed,
+            encoded: start..<contentEnd, content: contentStart..<contentEnd, indefiniteChildren: nil)
     }
 
     /// The children of a constructed element (none for a primitive one).

@@ -9,7 +9,9 @@ struct SignedData: Sendable {
         let contentInfo = try BERReader.parse(bytes)
         guard contentInfo.isUniversal(BERNode.sequence) else { throw BERError("not a CMS ContentInfo") }
         let info = try contentInfo.children(in: bytes)
-        guard info.count == 2, info[0].isUniversal(BERNode.objectIdentifier), Array(bytes[info[0].content]) == CMSObjectIdentifier.signedData else {
+        guard info.count == 2, info[0].isUniversal(BERNode.objectIdentifier),
+            Array(bytes[info[0].content]) == CMSObjectIdentifier.signedData
+        else {
             throw BERError("the CMS content is not SignedData")
         }
         let explicit = try info[1].children(in: bytes)
@@ -22,7 +24,7 @@ struct SignedData: Sendable {
         }
         let encapsulated = try fields[2].children(in: bytes)
         guard fields[2].isUniversal(BERNode.sequence), let eContentType = encapsulated.first,
-              eContentType.isUniversal(BERNode.objectIdentifier), Array(bytes[eContentType.content]) == CMSObjectIdentifier.data
+            eContentType.isUniversal(BERNode.objectIdentifier), Array(bytes[eContentType.content]) == CMSObjectIdentifier.data
         else { throw BERError("the encapsulated content type is not id-data") }
         guard encapsulated.count == 1 else { throw BERError("the signature is not detached: it carries its own content") }
 

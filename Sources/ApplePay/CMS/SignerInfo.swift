@@ -16,10 +16,12 @@ struct SignerInfo: Sendable {
 
     init(_ node: BERNode, in bytes: [UInt8]) throws(BERError) {
         let fields = try node.children(in: bytes)
-        guard node.isUniversal(BERNode.sequence), fields.count >= 6 else { throw BERError("a SignerInfo is not a SEQUENCE of its six fields") }
+        guard node.isUniversal(BERNode.sequence), fields.count >= 6 else {
+            throw BERError("a SignerInfo is not a SEQUENCE of its six fields")
+        }
         let sid = try fields[1].children(in: bytes)
         guard fields[1].isUniversal(BERNode.sequence), sid.count == 2,
-              sid[0].isUniversal(BERNode.sequence), sid[1].isUniversal(BERNode.integer)
+            sid[0].isUniversal(BERNode.sequence), sid[1].isUniversal(BERNode.integer)
         else { throw BERError("the signer is not identified by issuer and serial number") }
         issuer = try sid[0].reencoded(identifier: 0x30, in: bytes)
         serialNumber = Array(bytes[sid[1].content])
@@ -49,21 +51,26 @@ struct SignerInfo: Sendable {
         for attribute in try attributes.children(in: bytes) {
             let parts = try attribute.children(in: bytes)
             guard attribute.isUniversal(BERNode.sequence), parts.count == 2,
-                  parts[0].isUniversal(BERNode.objectIdentifier), parts[1].isUniversal(BERNode.set)
+                parts[0].isUniversal(BERNode.objectIdentifier), parts[1].isUniversal(BERNode.set)
             else { throw BERError("a signed attribute is malformed") }
             let type = Array(bytes[parts[0].content])
-            guard type == CMSObjectIdentifier.contentType || type == CMSObjectIdentifier.messageDigest
-                || type == CMSObjectIdentifier.signingTime
+            guard
+                type == CMSObjectIdentifier.contentType || type == CMSObjectIdentifier.messageDigest
+                    || type == CMSObjectIdentifier.signingTime
             else { continue }  // CMSAlgorithmProtection and others are covered by the signature
             // RFC 5652 §11: each of these has exactly one value and occurs once.
             let values = try parts[1].children(in: bytes)
             guard values.count == 1 else { throw BERError("a signed attribute must have exactly one value") }
             let value = values[0]
             if type == CMSObjectIdentifier.contentType {
-                guard contentType == nil, value.isUniversal(BERNode.objectIdentifier) else { throw BERError("bad or repeated content-type attribute") }
+                guard contentType == nil, value.isUniversal(BERNode.objectIdentifier) else {
+                    throw BERError("bad or repeated content-type attribute")
+                }
                 contentType = Array(bytes[value.content])
             } else if type == CMSObjectIdentifier.messageDigest {
-                guard messageDigest == nil, value.isUniversal(BERNode.octetString) else { throw BERError("bad or repeated message-digest attribute") }
+                guard messageDigest == nil, value.isUniversal(BERNode.octetString) else {
+                    throw BERError("bad or repeated message-digest attribute")
+                }
                 messageDigest = try value.octets(in: bytes)
             } else {
                 guard signingTime == nil else { throw BERError("repeated signing-time attribute") }
@@ -92,9 +99,9 @@ struct SignerInfo: Sendable {
             throw BERError("the signing time is neither UTCTime nor GeneralizedTime in UTC")
         }
         guard text.last == UInt8(ascii: "Z"),
-              let month = number(digits[2..<4]), let day = number(digits[4..<6]), let hour = number(digits[6..<8]),
-              let minute = number(digits[8..<10]), let second = number(digits[10..<12]),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+            let month = number(digits[2..<4]), let day = number(digits[4..<6]), let hour = number(digits[6..<8]),
+            let minute = number(digits[8..<10]), let second = number(digits[10..<12]),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
         else { throw BERError("bad signing time") }
         // Days from the civil date (proleptic Gregorian), without Foundation's costly Calendar.
         let y = month <= 2 ? year - 1 : year

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PaywardenPrimitives
 
 /// Verifies and decrypts Apple Pay payment tokens.
 ///
@@ -37,22 +38,34 @@ public final class PaymentTokenDecrypter: Sendable {
         guard let signingTime = verification.signingTime else { throw .signature("the signing time is missing") }
 
         guard let key = directory.key(forPublicKeyHash: token.header.publicKeyHash) else {
-            throw PaymentTokenError(.unknownPublicKeyHash, "no key in the HSM has publicKeyHash \(token.publicKeyHashBase64); was the token encrypted to a merchant identity certificate, to a destroyed key, or to another processor's key?")
+            throw PaymentTokenError(
+                .unknownPublicKeyHash,
+                "no key in the HSM has publicKeyHash \(token.publicKeyHashBase64); was the token encrypted to a merchant identity "
+                    + "certificate, to a destroyed key, or to another processor's key?"
+            )
         }
         guard key.version == token.version else {
-            throw PaymentTokenError(.decryptionFailed, "publicKeyHash \(token.publicKeyHashBase64) names a \(key.version == .ecV1 ? "EC" : "RSA") key, but the token is \(token.version.rawValue)")
+            throw PaymentTokenError(
+                .decryptionFailed,
+                "publicKeyHash \(token.publicKeyHashBase64) names a \(key.version == .ecV1 ? "EC" : "RSA") key, but the token is "
+                    + "\(token.version.rawValue)"
+            )
         }
 
         let expiry = signingTime.addingTimeInterval(verifier.signingTimeWindow)
         guard await replayCache.claim(token.header.transactionID, until: expiry, now: now) else {
-            throw PaymentTokenError(.replayedTransaction, "transaction \(token.transactionIDHex) was already decrypted within the last \(Int(verifier.signingTimeWindow)) s; a token is decrypted once")
+            throw PaymentTokenError(
+                .replayedTransaction,
+                "transaction \(token.transactionIDHex) was already decrypted within the last \(Int(verifier.signingTimeWindow)) s; a "
+                    + "token is decrypted once"
+            )
         }
         do {
             let plaintext = try await open(token, with: key)
             return DecryptedPaymentToken(
                 paymentData: plaintext, version: token.version, transactionID: token.transactionIDHex,
                 publicKeyHash: token.publicKeyHashBase64, signingTime: signingTime, keyID: key.keyID,
-                merchantIdentifierHash: PaymentToken.hex(key.merchantIdentifierHash)
+                merchantIdentifierHash: Hex.encode(key.merchantIdentifierHash)
             )
         } catch {
             if error.code == .hsmUnavailable || error.code == .overloaded {
@@ -71,17 +84,20 @@ public final class PaymentTokenDecrypter: Sendable {
                 // Checks the algorithm, the curve (P-256) and that the point is on it.
                 ephemeral = try P256.KeyAgreement.PublicKey(derRepresentation: token.header.ephemeralPublicKey ?? [])
             } catch {
-                throw PaymentTokenError(.decryptionFailed, "header.ephemeralPublicKey is not a valid P-256 public key (wrong curve, or a point not on it)")
+                throw PaymentTokenError(
+                    .decryptionFailed, "header.ephemeralPublicKey is not a valid P-256 public key (wrong curve, or a point not on it)")
             }
             symmetricKey = try await keyOperation {
                 try await operations.deriveKey(
-                    ephemeralPublicKey: ephemeral, otherInfo: AppleKDF.otherInfo(merchantIdentifierHash: key.merchantIdentifierHash), key: key)
+                    ephemeralPublicKey: ephemeral, otherInfo: AppleKDF.otherInfo(merchantIdentifierHash: key.merchantIdentifierHash),
+                    key: key)
             }
             guard symmetricKey.bitCount == 256 else { throw PaymentTokenError(.decryptionFailed, "the derived key is not 256 bits") }
         case .rsaV1:
             symmetricKey = try await keyOperation { try await operations.unwrapKey(token.header.wrappedKey ?? [], key: key) }
             guard symmetricKey.bitCount == 128 else {
-                throw PaymentTokenError(.decryptionFailed, "the unwrapped key is \(symmetricKey.bitCount / 8) bytes; RSA_v1 wraps a 16-byte AES key")
+                throw PaymentTokenError(
+                    .decryptionFailed, "the unwrapped key is \(symmetricKey.bitCount / 8) bytes; RSA_v1 wraps a 16-byte AES key")
             }
         }
         do {
@@ -89,7 +105,9 @@ public final class PaymentTokenDecrypter: Sendable {
             let box = try AES.GCM.SealedBox(nonce: Self.zeroNonce, ciphertext: token.data.dropLast(16), tag: token.data.suffix(16))
             return Array(try AES.GCM.open(box, using: symmetricKey))
         } catch {
-            throw PaymentTokenError(.decryptionFailed, "the data does not decrypt with the key (GCM tag mismatch): the token was encrypted to another key or altered in transit")
+            throw PaymentTokenError(
+                .decryptionFailed,
+                "the data does not decrypt with the key (GCM tag mismatch): the token was encrypted to another key or altered in transit")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// A `PKPaymentToken`'s `paymentData`, decoded strictly: every field present with the right
 /// encoding and a plausible size, or a `malformed_token` error saying which one is wrong.
@@ -28,7 +29,7 @@ public struct PaymentToken: Sendable, Hashable {
     static let maximumSignatureSize = 16 * 1024
 
     /// The transaction identifier as the device wrote it (lowercase hex).
-    public var transactionIDHex: String { Self.hex(header.transactionID) }
+    public var transactionIDHex: String { Hex.encode(header.transactionID) }
     public var publicKeyHashBase64: String { Data(header.publicKeyHash).base64EncodedString() }
 
     /// Decodes a whole `PKPaymentToken` (with `paymentData` inside) or a bare `paymentData`.
@@ -48,7 +49,8 @@ public struct PaymentToken: Sendable, Hashable {
         }
         guard let versionText = paymentData["version"] as? String else { throw .malformed("version is missing or not a string") }
         guard let version = PaymentTokenVersion(rawValue: versionText) else {
-            throw PaymentTokenError(.unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported; Paywarden decrypts EC_v1 and RSA_v1")
+            throw PaymentTokenError(
+                .unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported; Paywarden decrypts EC_v1 and RSA_v1")
         }
         self.version = version
         data = try Self.base64(paymentData["data"], "data", maximum: Self.maximumDataSize)
@@ -79,8 +81,9 @@ public struct PaymentToken: Sendable, Hashable {
             guard header["ephemeralPublicKey"] == nil else { throw .malformed("an RSA_v1 header carries ephemeralPublicKey") }
             wrappedKey = try Self.base64(header["wrappedKey"], "header.wrappedKey", maximum: 1024)
         }
-        self.header = Header(ephemeralPublicKey: ephemeralPublicKey, wrappedKey: wrappedKey, publicKeyHash: publicKeyHash,
-                             transactionID: transactionID, applicationData: applicationData)
+        self.header = Header(
+            ephemeralPublicKey: ephemeralPublicKey, wrappedKey: wrappedKey, publicKeyHash: publicKeyHash,
+            transactionID: transactionID, applicationData: applicationData)
     }
 
     /// What the signature covers: ephemeralPublicKey (or wrappedKey) ‖ data ‖ transactionId ‖
@@ -99,36 +102,8 @@ public struct PaymentToken: Sendable, Hashable {
 
     private static func hex(_ value: Any?, _ name: String, maximum: Int) throws(PaymentTokenError) -> [UInt8] {
         guard let text = value as? String else { throw .malformed("\(name) is missing or not a string") }
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0, digits.count <= maximum * 2 else { throw .malformed("\(name) is not hex of at most \(maximum) bytes") }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { throw .malformed("\(name) is not valid hex") }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
+        guard text.utf8.count <= maximum * 2 else { throw .malformed("\(name) is not hex of at most \(maximum) bytes") }
+        guard let bytes = Hex.decode(text) else { throw .malformed("\(name) is not valid hex") }
         return bytes
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case 0x30...0x39: digit - 0x30
-        case 0x41...0x46: digit - 0x41 + 10
-        case 0x61...0x66: digit - 0x61 + 10
-        default: nil
-        }
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

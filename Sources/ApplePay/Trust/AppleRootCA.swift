@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PaywardenPrimitives
 
 /// Apple Root CA - G3, the anchor of every payment-token signature, embedded and pinned by its
 /// SHA-256 fingerprint (as Apple publishes it). The same certificate is in `Keys/trust/`.
@@ -10,7 +11,7 @@ public enum AppleRootCA {
     /// The DER certificate, checked against ``fingerprint`` on first use.
     public static let g3: [UInt8] = {
         let der = Array(Data(base64Encoded: encoded, options: .ignoreUnknownCharacters)!)
-        let digest = SHA256.hash(data: der).map { String(format: "%02X", $0) }.joined()
+        let digest = Hex.encode(Array(SHA256.hash(data: der))).uppercased()
         precondition(digest == fingerprint, "the embedded Apple Root CA - G3 does not match its pinned fingerprint")
         return der
     }()

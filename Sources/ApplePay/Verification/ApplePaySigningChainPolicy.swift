@@ -5,20 +5,19 @@ import X509
 /// intermediate → root, the leaf marked 1.2.840.113635.100.6.29 and the intermediate
 /// 1.2.840.113635.100.6.2.14 (presence required, value irrelevant).
 struct ApplePaySigningChainPolicy: VerifierPolicy {
-    static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 29]
-    static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 14]
-
     let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = []
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
         guard chain.count == 3 else {
             return .failsToMeetPolicy(reason: "the chain has \(chain.count) certificates; Apple's is leaf, intermediate, root")
         }
-        guard chain[0].extensions[oid: Self.leafMarker] != nil else {
-            return .failsToMeetPolicy(reason: "the signing certificate lacks extension 1.2.840.113635.100.6.29: it is not an Apple Pay signing certificate")
+        guard chain[0].extensions[oid: ApplePayOID.paymentTokenSigningLeaf] != nil else {
+            return .failsToMeetPolicy(
+                reason: "the signing certificate lacks extension 1.2.840.113635.100.6.29: it is not an Apple Pay signing certificate")
         }
-        guard chain[1].extensions[oid: Self.intermediateMarker] != nil else {
-            return .failsToMeetPolicy(reason: "the intermediate lacks extension 1.2.840.113635.100.6.2.14: it is not Apple's payment intermediate")
+        guard chain[1].extensions[oid: ApplePayOID.paymentTokenIntermediate] != nil else {
+            return .failsToMeetPolicy(
+                reason: "the intermediate lacks extension 1.2.840.113635.100.6.2.14: it is not Apple's payment intermediate")
         }
         return .meetsPolicy
     }

@@ -92,8 +92,10 @@ public final class InMemoryReplayCache: ReplayCache {
     /// The number of remembered ids and the bytes they occupy, read together.
     public var statistics: (count: Int, footprint: Int) {
         state.withLock { state in
-            (state.current.fingerprints.count + state.previous.fingerprints.count,
-             Self.footprint(of: state.current.fingerprints) + Self.footprint(of: state.previous.fingerprints))
+            (
+                state.current.fingerprints.count + state.previous.fingerprints.count,
+                Self.footprint(of: state.current.fingerprints) + Self.footprint(of: state.previous.fingerprints)
+            )
         }
     }
 

@@ -1,10 +1,10 @@
 import Crypto
-import _CryptoExtras
 import Foundation
-import Synchronization
 import SwiftASN1
+import Synchronization
 // Validating at a fixed time (the signing time, not now) is what swift-certificates offers this SPI for.
 @_spi(FixedExpiryValidationTime) import X509
+import _CryptoExtras
 
 /// Verifies signing chains once per distinct set of certificates and remembers the verdict, so
 /// a token costs one signature verification, not a chain walk. Apple signs with a handful of
@@ -53,7 +53,8 @@ final class SignerChainCache: Sendable {
         // Apple's signatures carry exactly the leaf and the intermediate; refusing anything else
         // before parsing keeps padded certificate lists from buying fresh chain walks.
         guard certificates.count == 2 else {
-            throw .chain("the signature carries \(certificates.count) certificates; Apple's carries the signing certificate and its intermediate")
+            throw .chain(
+                "the signature carries \(certificates.count) certificates; Apple's carries the signing certificate and its intermediate")
         }
         var parsed: [Certificate] = []
         for der in certificates {
@@ -69,14 +70,14 @@ final class SignerChainCache: Sendable {
         guard let leaf = parsed.first(where: { $0.issuer == issuer && Self.trimmed(Array($0.serialNumber.bytes)) == serial }) else {
             throw .signature("no certificate in the signature matches the signer")
         }
-        guard leaf.extensions[oid: ApplePaySigningChainPolicy.leafMarker] != nil else {
+        guard leaf.extensions[oid: ApplePayOID.paymentTokenSigningLeaf] != nil else {
             throw .chain("the signing certificate lacks extension 1.2.840.113635.100.6.29: it is not an Apple Pay signing certificate")
         }
         let intermediates = parsed.filter { $0 != leaf }
         guard let intermediate = intermediates.first(where: { $0.subject == leaf.issuer }) else {
             throw .chain("the signature does not carry the intermediate that issued the signing certificate")
         }
-        guard intermediate.extensions[oid: ApplePaySigningChainPolicy.intermediateMarker] != nil else {
+        guard intermediate.extensions[oid: ApplePayOID.paymentTokenIntermediate] != nil else {
             throw .chain("the intermediate lacks extension 1.2.840.113635.100.6.2.14: it is not Apple's payment intermediate")
         }
         guard let root = anchors.certificates.first(where: { $0.subject == intermediate.issuer }) else {
@@ -112,8 +113,9 @@ final class SignerChainCache: Sendable {
         } else {
             throw .chain("the signing certificate's key is neither P-256 nor RSA")
         }
-        return SignerVerdict(signingKey: signingKey, validFrom: chainFrom, validUntil: chainUntil,
-                             chain: chain.map { String(describing: $0.subject) })
+        return SignerVerdict(
+            signingKey: signingKey, validFrom: chainFrom, validUntil: chainUntil,
+            chain: chain.map { String(describing: $0.subject) })
     }
 
     private static func trimmed(_ integer: [UInt8]) -> ArraySlice<UInt8> {

@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// What a verified signing chain allows: the leaf's key, and the period in which every
 /// certificate of the chain was valid. It depends on the certificates only, so it is cached.

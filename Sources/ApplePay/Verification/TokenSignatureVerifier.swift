@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// Runs every step of Apple's signature verification on every token: BER CMS, exactly one
 /// signer, the chain to the pinned root with Apple's OIDs, valid at the signing time, the
@@ -9,7 +9,7 @@ import Foundation
 public final class TokenSignatureVerifier: Sendable {
     /// How far the CMS signing time may be from now (Apple's guidance: 5 minutes).
     public let signingTimeWindow: TimeInterval
-    /// The windows `PAYWARDEN_SIGNING_TIME_WINDOW` may set, in seconds: up to a day.
+    /// The windows configuration may set, in seconds: up to a day.
     public static let allowedSigningTimeWindows: ClosedRange<TimeInterval> = 1...86_400
     private let chains: SignerChainCache
 
@@ -53,7 +53,10 @@ public final class TokenSignatureVerifier: Sendable {
         }
         guard let messageDigest = signer.messageDigest else { throw .signature("the signed message-digest attribute is missing") }
         guard Array(SHA256.hash(data: token.signedContent)) == messageDigest else {
-            throw .signature("messageDigest does not match the token's ephemeral key or wrapped key, data, transaction id and application data: the token was altered")
+            throw .signature(
+                "messageDigest does not match the token's ephemeral key or wrapped key, data, transaction id and application data: the "
+                    + "token was altered"
+            )
         }
 
         switch (verdict.signingKey, token.version) {
@@ -63,27 +66,44 @@ public final class TokenSignatureVerifier: Sendable {
                 throw .signature("an EC_v1 token must be signed with ecdsa-with-SHA256")
             }
             guard let signature = try? P256.Signing.ECDSASignature(derRepresentation: signer.signature),
-                  key.isValidSignature(signature, for: signer.signedAttributes)
-            else { throw .signature("the ECDSA signature over the signed attributes does not verify: the signature or its attributes were altered") }
+                key.isValidSignature(signature, for: signer.signedAttributes)
+            else {
+                throw .signature(
+                    "the ECDSA signature over the signed attributes does not verify: the signature or its attributes were altered")
+            }
         case (.rsa(let key), .rsaV1):
             result.signatureAlgorithm = "sha256WithRSAEncryption"
-            guard signer.signatureAlgorithm == CMSObjectIdentifier.sha256WithRSAEncryption
-                || signer.signatureAlgorithm == CMSObjectIdentifier.rsaEncryption
+            guard
+                signer.signatureAlgorithm == CMSObjectIdentifier.sha256WithRSAEncryption
+                    || signer.signatureAlgorithm == CMSObjectIdentifier.rsaEncryption
             else { throw .signature("an RSA_v1 token must be signed with sha256WithRSAEncryption") }
-            guard key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signer.signature),
-                                       for: signer.signedAttributes, padding: .insecurePKCS1v1_5)
-            else { throw .signature("the RSA signature over the signed attributes does not verify: the signature or its attributes were altered") }
+            guard
+                key.isValidSignature(
+                    _RSA.Signing.RSASignature(rawRepresentation: signer.signature),
+                    for: signer.signedAttributes, padding: .insecurePKCS1v1_5)
+            else {
+                throw .signature(
+                    "the RSA signature over the signed attributes does not verify: the signature or its attributes were altered")
+            }
         case (.p256, .rsaV1), (.rsa, .ecV1):
-            throw .signature("a \(token.version.rawValue) token signed by a \(token.version == .ecV1 ? "RSA" : "P-256") key: Apple never does that")
+            throw .signature(
+                "a \(token.version.rawValue) token signed by a \(token.version == .ecV1 ? "RSA" : "P-256") key: Apple never does that")
         }
 
         guard let signingTime = signer.signingTime else { throw .signature("the signed signing-time attribute is missing") }
         guard signingTime >= verdict.validFrom, signingTime <= verdict.validUntil else {
-            throw .chain("the signing chain was not valid at the signing time \(Self.iso8601(signingTime)) (valid \(Self.iso8601(verdict.validFrom)) to \(Self.iso8601(verdict.validUntil)))")
+            throw .chain(
+                "the signing chain was not valid at the signing time \(Self.iso8601(signingTime)) (valid "
+                    + "\(Self.iso8601(verdict.validFrom)) to \(Self.iso8601(verdict.validUntil)))"
+            )
         }
         let skew = now.timeIntervalSince(signingTime)
         guard abs(skew) <= signingTimeWindow else {
-            throw PaymentTokenError(.signingTimeOutOfWindow, "the token was signed at \(Self.iso8601(signingTime)), \(Int(abs(skew))) s \(skew > 0 ? "ago" : "in the future"); tokens older or newer than \(Int(signingTimeWindow)) s are refused (a replayed or stale token, or a wrong clock)")
+            throw PaymentTokenError(
+                .signingTimeOutOfWindow,
+                "the token was signed at \(Self.iso8601(signingTime)), \(Int(abs(skew))) s \(skew > 0 ? "ago" : "in the future"); "
+                    + "tokens older or newer than \(Int(signingTimeWindow)) s are refused (a replayed or stale token, or a wrong clock)"
+            )
         }
     }
 

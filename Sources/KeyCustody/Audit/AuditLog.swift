@@ -31,7 +31,10 @@ public struct AuditLog: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case time, user, action, keyID = "keyId", merchantID = "merchantId", result, detail
+            case time, user, action
+            case keyID = "keyId"
+            case merchantID = "merchantId"
+            case result, detail
         }
     }
 

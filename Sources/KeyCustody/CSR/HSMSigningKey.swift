@@ -1,9 +1,9 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import PKCS11
 import SwiftASN1
 import X509
+import _CryptoExtras
 
 /// A private key that stays in the HSM, presented to swift-certificates so it can sign a CSR
 /// (or anything else) through the HSM.
@@ -29,7 +29,9 @@ public struct HSMSigningKey: CustomPrivateKey {
 
     public var supportedSignatureAlgorithms: [Certificate.SignatureAlgorithm] { [defaultSignatureAlgorithm] }
 
-    public func signSynchronously(bytes: some DataProtocol, signatureAlgorithm: Certificate.SignatureAlgorithm) throws -> Certificate.Signature {
+    public func signSynchronously(bytes: some DataProtocol, signatureAlgorithm: Certificate.SignatureAlgorithm) throws
+        -> Certificate.Signature
+    {
         throw CustodyError(.invalidArgument, "HSM keys sign asynchronously")
     }
 

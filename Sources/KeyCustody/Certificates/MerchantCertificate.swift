@@ -1,3 +1,4 @@
+import ApplePay
 import Crypto
 import Foundation
 import SwiftASN1
@@ -27,7 +28,8 @@ public struct MerchantCertificate: Sendable, Hashable {
         let der: [UInt8]
         if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
             guard let document = try? PEMDocument(pemString: text), document.discriminator == "CERTIFICATE" else {
-                throw CustodyError(.certificateUnreadable, "the file is PEM but holds no CERTIFICATE block; export the certificate Apple issued (.cer)")
+                throw CustodyError(
+                    .certificateUnreadable, "the file is PEM but holds no CERTIFICATE block; export the certificate Apple issued (.cer)")
             }
             der = document.derBytes
         } else {
@@ -39,7 +41,19 @@ public struct MerchantCertificate: Sendable, Hashable {
             certificate = try Certificate(derEncoded: der)
             spki = try Self.subjectPublicKeyInfoBytes(of: der)
         } catch {
-            throw CustodyError(.certificateUnreadable, "the file is not a readable X.509 certificate (DER or PEM); download it again from Apple")
+            throw CustodyError(
+                .certificateUnreadable, "the file is not a readable X.509 certificate (DER or PEM); download it again from Apple")
+        }
+        // RFC 5280 §4.1.2.2: at most 20 octets of value; a 0x00 that only keeps a high bit positive
+        // in DER does not count. Longer ones are refused before anything is stored.
+        let serial = certificate.serialNumber.bytes
+        let valueOctets = serial.count > 1 && serial.first == 0 ? serial.count - 1 : serial.count
+        guard valueOctets <= 20 else {
+            throw CustodyError(
+                .certificateUnreadable,
+                "the certificate's serial number is \(valueOctets) octets; RFC 5280 allows at most 20, so this "
+                    + "is not a certificate Apple issued"
+            )
         }
         self.der = der
         self.certificate = certificate
@@ -60,7 +74,8 @@ public struct MerchantCertificate: Sendable, Hashable {
             text = String(decoding: ext.value, as: UTF8.self)
         }
         guard text.count == 64, text.allSatisfy(\.isHexDigit) else {
-            throw CustodyError(.certificateUnreadable, "extension 1.2.840.113635.100.6.32 does not hold a 64-digit merchant identifier hash")
+            throw CustodyError(
+                .certificateUnreadable, "extension 1.2.840.113635.100.6.32 does not hold a 64-digit merchant identifier hash")
         }
         return text.lowercased()
     }
@@ -79,8 +94,8 @@ public struct MerchantCertificate: Sendable, Hashable {
     private static func subjectPublicKeyInfoBytes(of der: [UInt8]) throws -> [UInt8] {
         let root = try DER.parse(der)
         guard case .constructed(let certificateNodes) = root.content,
-              let tbs = certificateNodes.first(where: { _ in true }),
-              case .constructed(let tbsNodes) = tbs.content
+            let tbs = certificateNodes.first(where: { _ in true }),
+            case .constructed(let tbsNodes) = tbs.content
         else { throw ASN1Error.invalidASN1Object(reason: "not a certificate") }
         var fields = Array(tbsNodes)
         // version is [0] EXPLICIT and optional

@@ -12,7 +12,7 @@ public final class AdminLock {
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw CustodyError(.storage, "cannot open the lock file \(path); check that PAYWARDEN_HOME is writable")
+            throw CustodyError(.storage, "cannot open the lock file \(path); check that the Paywarden home is writable")
         }
         while flock(descriptor, LOCK_EX) != 0 {
             if errno != EINTR {

@@ -1,6 +1,6 @@
-import CPKCS11
 import Foundation
 import PKCS11
+import SwiftASN1
 
 /// How key records and certificates are kept in the token, beside the keys.
 ///
@@ -53,7 +53,7 @@ enum CustodyObjects {
         for handle in try recordHandles(id, session) { try session.destroyObject(handle) }
     }
 
-    private static func recordHandles(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> [CK_OBJECT_HANDLE] {
+    private static func recordHandles(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> [ObjectHandle] {
         try session.findObjects([.objectClass(.data), .string(.application, application), .label(recordLabelPrefix + id.hex)])
     }
 
@@ -69,16 +69,20 @@ enum CustodyObjects {
     }
 
     /// Stores `certificate` as the certificate of key `id`. Returns the new object's handle.
-    static func storeCertificate(_ certificate: MerchantCertificate, for id: KeyIdentifier, label: String, _ session: Session) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+    static func storeCertificate(
+        _ certificate: MerchantCertificate, for id: KeyIdentifier, label: String, _ session: Session
+    ) throws(PKCS11Error) -> ObjectHandle {
         var subject: [UInt8] = []
         var issuer: [UInt8] = []
         var serial: [UInt8] = []
         do {
             subject = try certificate.certificate.subject.derBytes()
             issuer = try certificate.certificate.issuer.derBytes()
-            // DER INTEGER around the serial's content octets (at most 20 by RFC 5280).
-            let content = Array(certificate.certificate.serialNumber.bytes)
-            serial = [0x02, UInt8(content.count)] + content
+            // CKA_SERIAL_NUMBER is the DER INTEGER; MerchantCertificate refused serials over the 20
+            // octets RFC 5280 allows, and SwiftASN1 encodes the length whatever it is.
+            var serializer = DER.Serializer()
+            serializer.appendPrimitiveNode(identifier: .integer) { $0.append(contentsOf: certificate.certificate.serialNumber.bytes) }
+            serial = serializer.serializedBytes
         } catch {
             throw .invalidInput("the certificate's names could not be encoded")
         }

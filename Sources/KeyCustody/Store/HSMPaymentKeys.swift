@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import Foundation
 import PKCS11
+import PaywardenPrimitives
 import Synchronization
 
 /// The merchant keys in the HSM as the decryption engine needs them: a map from
@@ -26,7 +27,9 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
     public func reload(from keys: [MerchantKey]) -> Int {
         var map: [[UInt8]: MerchantKeyReference] = [:]
         for key in keys where key.purpose == .processing && key.state.decrypts {
-            guard let hash = Data(base64Encoded: key.publicKeyHash), let partyV = key.merchantIdentifierHash.flatMap(Self.bytes(hex:)) else {
+            guard let hash = Data(base64Encoded: key.publicKeyHash), let partyV = key.merchantIdentifierHash.flatMap(Hex.decode),
+                partyV.count == 32
+            else {
                 continue
             }
             map[Array(hash)] = MerchantKeyReference(
@@ -45,10 +48,14 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
         keys.withLock { $0[hash] }
     }
 
-    public func deriveKey(ephemeralPublicKey: P256.KeyAgreement.PublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws -> SymmetricKey {
+    public func deriveKey(ephemeralPublicKey: P256.KeyAgreement.PublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws
+        -> SymmetricKey
+    {
         let id = try Self.identifier(key)
         do {
-            return SymmetricKey(data: try await hsm.deriveConcatenationKDFKey(id, peerPoint: Array(ephemeralPublicKey.x963Representation), otherInfo: otherInfo))
+            return SymmetricKey(
+                data: try await hsm.deriveConcatenationKDFKey(
+                    id, peerPoint: Array(ephemeralPublicKey.x963Representation), otherInfo: otherInfo))
         } catch {
             throw Self.paymentError(error, operation: "ECDH")
         }
@@ -75,15 +82,19 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
         case (.overloaded, _):
             return PaymentTokenError(.overloaded, "the HSM has too much work queued; retry shortly")
         case (_, .badInput):
-            return PaymentTokenError(.decryptionFailed, "the HSM refused the token's key material in \(operation) (\(error.returnValue?.name ?? "invalid input"))")
+            return PaymentTokenError(
+                .decryptionFailed,
+                "the HSM refused the token's key material in \(operation) (\(error.returnValue?.name ?? "invalid input"))")
         case (.keyNotFound, _):
-            return PaymentTokenError(.unknownPublicKeyHash, "the key for this publicKeyHash is no longer in the HSM; it may have been destroyed")
+            return PaymentTokenError(
+                .unknownPublicKeyHash, "the key for this publicKeyHash is no longer in the HSM; it may have been destroyed")
         default:
-            return PaymentTokenError(.hsmUnavailable, "the HSM could not run \(operation): \(error.returnValue?.name ?? String(describing: error.code)) [\(error.category.rawValue)]")
+            return PaymentTokenError(
+                .hsmUnavailable,
+                "the HSM could not run \(operation): \(error.returnValue?.name ?? String(describing: error.code)) "
+                    + "[\(error.category.rawValue)]"
+            )
         }
     }
 
-    static func bytes(hex: String) -> [UInt8]? {
-        KeyIdentifier(hex: hex)?.bytes
-    }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PKCS11
+import PaywardenPrimitives
 
 /// Merchant keys, their records and certificates, with the HSM as the only source of truth.
 ///
@@ -40,7 +41,8 @@ public final class MerchantKeyStore: Sendable {
             wanted = reference.lowercased()
         }
         guard wanted.count >= 6, wanted.allSatisfy(\.isHexDigit) else {
-            throw CustodyError(.invalidArgument, "\"\(reference)\" is not a key id; give the id `paywarden keys list` shows (at least 6 hex digits)")
+            throw CustodyError(
+                .invalidArgument, "\"\(reference)\" is not a key id; give the id `paywarden keys list` shows (at least 6 hex digits)")
         }
         let matches = keys.filter { $0.id.hex.hasPrefix(wanted) }
         switch matches.count {
@@ -74,7 +76,9 @@ public final class MerchantKeyStore: Sendable {
                 state: .pending, origin: .generated, createdAt: now, predecessor: predecessor?.hex
             )
             let csr = try await CertificateRequestBuilder.pem(hsm: hsm, key: object, merchantID: merchantID)
-            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in try CustodyObjects.write(record, for: object.id, session) }
+            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
+                try CustodyObjects.write(record, for: object.id, session)
+            }
             return (try Self.merchantKey(object, record, certificate: nil), csr)
         } catch {
             _ = try? await hsm.destroyKeyPair(object.id)
@@ -89,8 +93,16 @@ public final class MerchantKeyStore: Sendable {
     /// activated and for a while after.
     public func rotate(merchantID: String) async throws(CustodyError) -> (successor: MerchantKey, csr: String, current: MerchantKey) {
         let candidates = try await list().filter { $0.merchantID == merchantID && $0.purpose == .processing && $0.state == .active }
-        guard let current = candidates.max(by: { ($0.certificate?.notValidAfter ?? .distantPast) < ($1.certificate?.notValidAfter ?? .distantPast) }) else {
-            throw CustodyError(.invalidState, "merchant \(merchantID) has no active processing key to rotate; create one with `paywarden keys create --merchant-id \(merchantID)`")
+        guard
+            let current = candidates.max(by: {
+                ($0.certificate?.notValidAfter ?? .distantPast) < ($1.certificate?.notValidAfter ?? .distantPast)
+            })
+        else {
+            throw CustodyError(
+                .invalidState,
+                "merchant \(merchantID) has no active processing key to rotate; create one with `paywarden keys create --merchant-id "
+                    + "\(merchantID)`"
+            )
         }
         let (successor, csr) = try await create(
             merchantID: merchantID, purpose: .processing,
@@ -117,7 +129,11 @@ public final class MerchantKeyStore: Sendable {
         var resolvedMerchant = merchantID
         if let certificate {
             guard (try? publicKey.subjectPublicKeyInfo()) == certificate.subjectPublicKeyInfo else {
-                throw CustodyError(.certificateKeyMismatch, "the certificate is not for this private key (publicKeyHash \(certificate.publicKeyHash)); give the certificate issued for this key")
+                throw CustodyError(
+                    .certificateKeyMismatch,
+                    "the certificate is not for this private key (publicKeyHash \(certificate.publicKeyHash)); give the certificate "
+                        + "issued for this key"
+                )
             }
             try check(certificate, for: purpose, merchantID: merchantID, allowExpired: allowExpiredCertificate)
             resolvedMerchant = merchantID ?? certificate.merchantID
@@ -149,7 +165,9 @@ public final class MerchantKeyStore: Sendable {
             object = try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
                 let object = try session.importPrivateKey(software, as: specification)
                 do throws(PKCS11Error) {
-                    if let storedCertificate { _ = try CustodyObjects.storeCertificate(storedCertificate, for: id, label: specification.label, session) }
+                    if let storedCertificate {
+                        _ = try CustodyObjects.storeCertificate(storedCertificate, for: id, label: specification.label, session)
+                    }
                     try CustodyObjects.write(finalRecord, for: id, session)
                 } catch {
                     try? CustodyObjects.deleteCertificates(id, session)
@@ -172,25 +190,44 @@ public final class MerchantKeyStore: Sendable {
     }
 
     /// Stores Apple's certificate with the key it was issued for and marks that key active.
-    public func importCertificate(_ certificate: MerchantCertificate) async throws(CustodyError) -> (key: MerchantKey, outcome: ImportOutcome) {
+    public func importCertificate(_ certificate: MerchantCertificate) async throws(CustodyError) -> (
+        key: MerchantKey, outcome: ImportOutcome
+    ) {
         guard let purpose = certificate.purpose else {
-            throw CustodyError(.certificateUnreadable, "this is neither a Payment Processing nor a Merchant Identity certificate (no key agreement, key encipherment or client authentication usage)")
+            throw CustodyError(
+                .certificateUnreadable,
+                "this is neither a Payment Processing nor a Merchant Identity certificate (no key agreement, key encipherment or client "
+                    + "authentication usage)"
+            )
         }
         let snapshot = try await self.snapshot()
-        guard let key = snapshot.keys.first(where: { (try? $0.publicKey.subjectPublicKeyInfo()) == certificate.subjectPublicKeyInfo }) else {
-            throw CustodyError(.certificateKeyMismatch, "no key in the HSM matches this certificate (publicKeyHash \(certificate.publicKeyHash)); was this CSR generated by another system, or for another token?")
+        guard let key = snapshot.keys.first(where: { (try? $0.publicKey.subjectPublicKeyInfo()) == certificate.subjectPublicKeyInfo })
+        else {
+            throw CustodyError(
+                .certificateKeyMismatch,
+                "no key in the HSM matches this certificate (publicKeyHash \(certificate.publicKeyHash)); was this CSR generated by "
+                    + "another system, or for another token?"
+            )
         }
         guard case .success(let record)? = snapshot.records[key.id] else {
-            throw CustodyError(.invalidState, "key \(key.id) matches but is not managed by Paywarden (no record); import it with `paywarden keys import` instead")
+            throw CustodyError(
+                .invalidState,
+                "key \(key.id) matches but is not managed by Paywarden (no record); import it with `paywarden keys import` instead")
         }
         guard record.purpose == purpose else {
-            throw CustodyError(.purposeMismatch, "this is a \(purpose == .identity ? "Merchant Identity" : "Payment Processing") certificate, but key \(key.id) was created for \(record.purpose.rawValue); upload the CSR of a \(purpose.rawValue) key to get it")
+            throw CustodyError(
+                .purposeMismatch,
+                "this is a \(purpose == .identity ? "Merchant Identity" : "Payment Processing") certificate, but key \(key.id) was "
+                    + "created for \(record.purpose.rawValue); upload the CSR of a \(purpose.rawValue) key to get it"
+            )
         }
         if let stored = snapshot.certificates[key.id] {
             if stored == certificate.der {
                 return (try Self.merchantKey(key, record, certificate: certificate), .alreadyImported)
             }
-            throw CustodyError(.invalidState, "key \(key.id) already has a different certificate; create a new key (`paywarden keys rotate`) for a new certificate")
+            throw CustodyError(
+                .invalidState,
+                "key \(key.id) already has a different certificate; create a new key (`paywarden keys rotate`) for a new certificate")
         }
         guard record.state == .pending else {
             throw CustodyError(.invalidState, "key \(key.id) is \(record.state.rawValue); only a pending key takes a certificate")
@@ -225,14 +262,20 @@ public final class MerchantKeyStore: Sendable {
     public func retire(_ reference: String) async throws(CustodyError) -> MerchantKey {
         let key = try await key(reference)
         guard key.state == .active else {
-            throw CustodyError(.invalidState, "key \(key.id) is \(key.state.rawValue); only an active key can be retired\(key.state == .pending ? " (destroy a pending key instead)" : "")")
+            throw CustodyError(
+                .invalidState,
+                "key \(key.id) is \(key.state.rawValue); only an active key can be "
+                    + "retired\(key.state == .pending ? " (destroy a pending key instead)" : "")"
+            )
         }
         var record = key.record
         record.state = .retired
         record.retiredAt = now
         let finalRecord = record
         do throws(PKCS11Error) {
-            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in try CustodyObjects.write(finalRecord, for: key.id, session) }
+            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
+                try CustodyObjects.write(finalRecord, for: key.id, session)
+            }
         } catch {
             throw CustodyError(error)
         }
@@ -243,7 +286,8 @@ public final class MerchantKeyStore: Sendable {
     public func destroy(_ reference: String) async throws(CustodyError) -> MerchantKey {
         let key = try await key(reference)
         guard key.state != .active else {
-            throw CustodyError(.invalidState, "key \(key.id) is active and may still receive tokens; retire it first (`paywarden keys retire \(key.id)`)")
+            throw CustodyError(
+                .invalidState, "key \(key.id) is active and may still receive tokens; retire it first (`paywarden keys retire \(key.id)`)")
         }
         do throws(PKCS11Error) {
             try await hsm.withSession { session throws(PKCS11Error) in
@@ -289,40 +333,61 @@ public final class MerchantKeyStore: Sendable {
         return Snapshot(keys: keys, records: records, certificates: certificates, managed: managed)
     }
 
-    private func check(_ certificate: MerchantCertificate, for purpose: KeyPurpose, merchantID: String?, allowExpired: Bool) throws(CustodyError) {
+    private func check(_ certificate: MerchantCertificate, for purpose: KeyPurpose, merchantID: String?, allowExpired: Bool)
+        throws(CustodyError)
+    {
         guard certificate.purpose == purpose else {
-            throw CustodyError(.purposeMismatch, "this is a \(certificate.purpose?.rawValue ?? "non-Apple Pay") certificate, not a \(purpose.rawValue) one")
+            throw CustodyError(
+                .purposeMismatch, "this is a \(certificate.purpose?.rawValue ?? "non-Apple Pay") certificate, not a \(purpose.rawValue) one"
+            )
         }
         if let uid = certificate.merchantID, let hash = certificate.merchantIdentifierHash, Self.merchantIdentifierHash(uid) != hash {
-            throw CustodyError(.certificateUnreadable, "the certificate's merchant identifier hash does not match its subject UID \(uid); it is not a genuine Apple certificate")
+            throw CustodyError(
+                .certificateUnreadable,
+                "the certificate's merchant identifier hash does not match its subject UID \(uid); it is not a genuine Apple certificate")
         }
         if let expected = merchantID, let actual = certificate.merchantID, expected != actual {
-            throw CustodyError(.merchantMismatch, "the certificate is for merchant \(actual), but the key was requested for \(expected); upload this key's CSR under \(expected)")
+            throw CustodyError(
+                .merchantMismatch,
+                "the certificate is for merchant \(actual), but the key was requested for \(expected); upload this key's CSR under "
+                    + "\(expected)"
+            )
         }
         let formatter = ISO8601DateFormatter()
         if now < certificate.notValidBefore {
-            throw CustodyError(.certificateNotYetValid, "the certificate is not valid until \(formatter.string(from: certificate.notValidBefore)); check the system clock, or import it then")
+            throw CustodyError(
+                .certificateNotYetValid,
+                "the certificate is not valid until \(formatter.string(from: certificate.notValidBefore)); check the system clock, or "
+                    + "import it then"
+            )
         }
         if now > certificate.notValidAfter && !allowExpired {
-            throw CustodyError(.certificateExpired, "the certificate expired on \(formatter.string(from: certificate.notValidAfter)); rotate the key and get a new certificate from Apple")
+            throw CustodyError(
+                .certificateExpired,
+                "the certificate expired on \(formatter.string(from: certificate.notValidAfter)); rotate the key and get a new "
+                    + "certificate from Apple"
+            )
         }
     }
 
     static func merchantKey(_ key: KeyObject, _ record: KeyRecord, certificate: MerchantCertificate?) throws(CustodyError) -> MerchantKey {
         let spki: [UInt8]
-        do { spki = try key.publicKey.subjectPublicKeyInfo() } catch { throw CustodyError(.storage, "key \(key.id) has an unusable public key") }
-        return MerchantKey(key: key, record: record, certificate: certificate,
-                           publicKeyHash: Data(SHA256.hash(data: spki)).base64EncodedString())
+        do { spki = try key.publicKey.subjectPublicKeyInfo() } catch {
+            throw CustodyError(.storage, "key \(key.id) has an unusable public key")
+        }
+        return MerchantKey(
+            key: key, record: record, certificate: certificate,
+            publicKeyHash: Data(SHA256.hash(data: spki)).base64EncodedString())
     }
 
     /// Lowercase hex SHA-256 of the merchant identifier: Apple's KDF partyV.
     public static func merchantIdentifierHash(_ merchantID: String) -> String {
-        SHA256.hash(data: Data(merchantID.utf8)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        Hex.encode(SHA256.hash(data: Data(merchantID.utf8)))
     }
 
     static func usage(purpose: KeyPurpose, algorithm: KeyAlgorithmChoice) -> KeyUsage {
         switch (purpose, algorithm) {
-        case (.processing, .ec): [.derive, .sign]        // ECDH for tokens; sign for its own CSR
+        case (.processing, .ec): [.derive, .sign]  // ECDH for tokens; sign for its own CSR
         case (.processing, .rsa): [.decrypt, .unwrap, .sign]
         case (.identity, _): [.sign]
         }
@@ -330,9 +395,11 @@ public final class MerchantKeyStore: Sendable {
 
     static func validate(merchantID: String) throws(CustodyError) {
         guard !merchantID.isEmpty, merchantID.count <= 255,
-              merchantID.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F })
+            merchantID.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F })
         else {
-            throw CustodyError(.invalidArgument, "\"\(merchantID)\" is not a merchant identifier (printable ASCII without spaces, e.g. merchant.com.example)")
+            throw CustodyError(
+                .invalidArgument,
+                "\"\(merchantID)\" is not a merchant identifier (printable ASCII without spaces, e.g. merchant.com.example)")
         }
     }
 }

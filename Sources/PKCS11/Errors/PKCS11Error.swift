@@ -1,7 +1,7 @@
 import CPKCS11
 
 /// An error from the PKCS#11 layer: a named code, the category that says what to do about it,
-/// and a message for an operator. Messages never carry PINs or key material.
+/// and a message in Cryptoki's terms. Messages never carry PINs or key material.
 public struct PKCS11Error: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, as precisely as the layer knows it.
     public enum Code: Sendable, Hashable {
@@ -47,47 +47,35 @@ public struct PKCS11Error: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension PKCS11Error {
-    /// The error for a failed call, with advice for the codes an operator is likely to meet.
+    /// The error for a failed call. The message says what the return value means in Cryptoki
+    /// terms; what an operator should do about it is the caller's to add (it knows the settings).
     public static func call(_ function: String, _ value: ReturnValue, category: ErrorCategory? = nil) -> PKCS11Error {
         PKCS11Error(
             code: .returnValue(value),
             category: category ?? value.category,
             function: function,
-            message: advice(for: value)
+            message: meaning(of: value)
         )
     }
 
-    static func advice(for value: ReturnValue) -> String {
+    static func meaning(of value: ReturnValue) -> String {
         switch value {
-        case .pinIncorrect:
-            return "the user PIN was refused; check PAYWARDEN_PIN_FILE or PAYWARDEN_PIN (repeated failures may lock the token)"
-        case .pinLocked:
-            return "the user PIN is locked; the token's security officer must reset it"
-        case .pinExpired, .pinInvalid, .pinLenRange:
-            return "the user PIN is not acceptable to the token; set a valid PIN with the token's tools"
-        case .userPinNotInitialized:
-            return "the token has no user PIN; initialise it (paywarden dev-hsm init does this for SoftHSM)"
-        case .mechanismInvalid, .mechanismParamInvalid, .functionNotSupported:
-            return "the HSM does not support this mechanism or parameter; check the capability report at start-up"
-        case .keyFunctionNotPermitted, .keyTypeInconsistent:
-            return "the key's attributes do not allow this operation; it was created for another purpose"
-        case .tokenNotPresent, .deviceRemoved:
-            return "the token is gone; check the HSM connection, then the service re-logs in"
-        case .userNotLoggedIn, .sessionClosed, .sessionHandleInvalid, .cryptokiNotInitialized:
-            return "the session or login was lost; re-open the sessions and log in again"
-        case .deviceError, .deviceMemory, .hostMemory, .functionFailed, .generalError:
-            return "the HSM failed this call; retry, and check the HSM if it persists"
-        case .sessionCount:
-            return "the HSM has no free sessions; lower the worker count or close other clients"
-        case .tokenWriteProtected:
-            return "the token is read-only; key administration needs a writable token"
+        case .pinIncorrect: "the token refused the user PIN"
+        case .pinLocked: "the user PIN is locked"
+        case .pinExpired, .pinInvalid, .pinLenRange: "the user PIN is not acceptable to the token"
+        case .userPinNotInitialized: "the token has no user PIN"
+        case .mechanismInvalid, .mechanismParamInvalid, .functionNotSupported: "the module does not support this mechanism or parameter"
+        case .keyFunctionNotPermitted, .keyTypeInconsistent: "the key's attributes do not allow this operation"
+        case .tokenNotPresent, .deviceRemoved: "the token is not present"
+        case .userNotLoggedIn, .sessionClosed, .sessionHandleInvalid, .cryptokiNotInitialized: "the session or login was lost"
+        case .deviceError, .deviceMemory, .hostMemory, .functionFailed, .generalError: "the module failed this call"
+        case .sessionCount: "the token has no free sessions"
+        case .tokenWriteProtected: "the token is write-protected"
         case .dataInvalid, .dataLenRange, .encryptedDataInvalid, .encryptedDataLenRange,
-             .wrappedKeyInvalid, .wrappedKeyLenRange, .publicKeyInvalid, .domainParamsInvalid:
-            return "the HSM refused the input data as invalid"
-        case .attributeValueInvalid, .templateInconsistent, .templateIncomplete:
-            return "the HSM refused an object template; the key material or its attributes are invalid"
-        default:
-            return "the HSM returned an unexpected status"
+            .wrappedKeyInvalid, .wrappedKeyLenRange, .publicKeyInvalid, .domainParamsInvalid:
+            "the module refused the input data as invalid"
+        case .attributeValueInvalid, .templateInconsistent, .templateIncomplete: "the module refused an object template"
+        default: "the module returned an unexpected status"
         }
     }
 
@@ -102,7 +90,7 @@ extension PKCS11Error {
     static func keyNotFound(_ id: KeyIdentifier) -> PKCS11Error {
         PKCS11Error(
             code: .keyNotFound, category: .misconfiguration,
-            message: "no private key with CKA_ID \(id) is in the token; list the keys to see what the token holds"
+            message: "no key with CKA_ID \(id) is in the token"
         )
     }
 }

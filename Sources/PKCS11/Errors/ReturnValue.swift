@@ -5,9 +5,9 @@ import CPKCS11
 /// Every value maps to an ``ErrorCategory`` so callers can decide between refusing the input,
 /// retrying, re-establishing the login, or telling an operator the configuration is wrong.
 public struct ReturnValue: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: CK_RV
+    public let rawValue: UInt
 
-    public init(rawValue: CK_RV) {
+    public init(rawValue: UInt) {
         self.rawValue = rawValue
     }
 
@@ -120,9 +120,14 @@ public struct ReturnValue: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// because that is what SoftHSM returns for an off-curve point or a bad GCM tag.
     public var category: ErrorCategory {
         switch self {
-        case .attributeValueInvalid, .curveNotSupported, .dataInvalid, .dataLenRange, .domainParamsInvalid, .encryptedDataInvalid, .encryptedDataLenRange, .keyIndigestible, .keySizeRange, .publicKeyInvalid, .signatureInvalid, .signatureLenRange, .unwrappingKeySizeRange, .wrappedKeyInvalid, .wrappedKeyLenRange, .wrappingKeySizeRange:
+        case .attributeValueInvalid, .curveNotSupported, .dataInvalid, .dataLenRange, .domainParamsInvalid, .encryptedDataInvalid,
+            .encryptedDataLenRange, .keyIndigestible, .keySizeRange, .publicKeyInvalid, .signatureInvalid, .signatureLenRange,
+            .unwrappingKeySizeRange, .wrappedKeyInvalid, .wrappedKeyLenRange, .wrappingKeySizeRange:
             return .badInput
-        case .bufferTooSmall, .cancel, .cantLock, .deviceError, .deviceMemory, .exceededMaxIterations, .functionCanceled, .functionFailed, .functionNotParallel, .generalError, .hostMemory, .keyChanged, .keyHandleInvalid, .keyNeeded, .keyNotNeeded, .mutexBad, .mutexNotLocked, .nextOtp, .noEvent, .objectHandleInvalid, .operationActive, .operationNotInitialized, .randomNoRng, .savedStateInvalid, .sessionCount, .stateUnsaveable, .wrappingKeyHandleInvalid:
+        case .bufferTooSmall, .cancel, .cantLock, .deviceError, .deviceMemory, .exceededMaxIterations, .functionCanceled, .functionFailed,
+            .functionNotParallel, .generalError, .hostMemory, .keyChanged, .keyHandleInvalid, .keyNeeded, .keyNotNeeded, .mutexBad,
+            .mutexNotLocked, .nextOtp, .noEvent, .objectHandleInvalid, .operationActive, .operationNotInitialized, .randomNoRng,
+            .savedStateInvalid, .sessionCount, .stateUnsaveable, .wrappingKeyHandleInvalid:
             return .retry
         case .cryptokiNotInitialized, .deviceRemoved, .sessionClosed, .sessionHandleInvalid, .tokenNotPresent, .userNotLoggedIn:
             return .relogin
@@ -131,7 +136,7 @@ public struct ReturnValue: RawRepresentable, Hashable, Sendable, CustomStringCon
         }
     }
 
-    private static let names: [CK_RV: String] = [
+    private static let names: [UInt: String] = [
         0: "CKR_OK",
         1: "CKR_CANCEL",
         2: "CKR_HOST_MEMORY",

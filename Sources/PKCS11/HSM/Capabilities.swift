@@ -1,11 +1,28 @@
-/// What the token can do, found by probing it at start-up with throw-away session keys.
+/// What the token can do, found by probing it at start-up with throw-away session keys; every
+/// path is trusted only after its result matched software on the same inputs.
 public struct Capabilities: Sendable, Hashable {
     /// The ECDH path in use, or nil when the token offers none that configuration allows.
     public let ecdhPath: ECDHPath?
     /// The RSA-OAEP path in use, or nil when none is available or allowed.
     public let rsaDecryptionPath: RSADecryptionPath?
+    /// How data keys are protected by key-encrypting keys, or nil when neither path works.
+    public let dataKeyWrapPath: DataKeyWrapPath?
+    /// `CKM_AES_GCM` with additional data, in both directions.
+    public let aesGCM: Bool
+    /// `CKM_SHA256_HMAC` signing.
+    public let hmacSHA256: Bool
+    /// `CKM_SHA256_RSA_PKCS_PSS` signing: TLS 1.3 client authentication with an RSA key needs it.
+    public let rsaPSS: Bool
     /// The mechanisms the token lists.
     public let mechanisms: Set<MechanismType>
     /// One line per path tried, with the reason a path was not taken.
     public let report: [String]
+
+    /// Nothing probed (administration that never uses the key operations).
+    static func unprobed(_ mechanisms: Set<MechanismType>) -> Capabilities {
+        Capabilities(
+            ecdhPath: nil, rsaDecryptionPath: nil, dataKeyWrapPath: nil, aesGCM: false, hmacSHA256: false, rsaPSS: false,
+            mechanisms: mechanisms, report: ["not probed"]
+        )
+    }
 }

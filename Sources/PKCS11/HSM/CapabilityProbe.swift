@@ -1,17 +1,23 @@
-import CPKCS11
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
-/// Finds the strongest ECDH and RSA-OAEP paths the token really supports by running each one on
-/// throw-away session keys and checking the result against software. A module that accepts a
-/// mechanism but computes something else (a different KDF ordering, say) is not trusted.
+/// Finds the strongest paths the token really supports (ECDH, RSA-OAEP, RSA-PSS, AES-GCM, data-key
+/// wrapping, HMAC) by running each one on throw-away session keys and checking the result against
+/// software. A module that accepts a mechanism but computes something else (a different KDF
+/// ordering, say) is not trusted.
 enum CapabilityProbe {
     static func run(session: Session, mechanisms: Set<MechanismType>, configuration: HSMConfiguration) -> Capabilities {
         var report: [String] = []
         let ecdh = probeECDH(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
-        let rsa = probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
-        return Capabilities(ecdhPath: ecdh, rsaDecryptionPath: rsa, mechanisms: mechanisms, report: report)
+        let (rsa, pss) = probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
+        let aesGCM = probeAESGCM(session: session, report: &report)
+        let wrap = probeDataKeyWrap(session: session, aesGCM: aesGCM, report: &report)
+        let hmac = probeHMAC(session: session, report: &report)
+        return Capabilities(
+            ecdhPath: ecdh, rsaDecryptionPath: rsa, dataKeyWrapPath: wrap, aesGCM: aesGCM, hmacSHA256: hmac, rsaPSS: pss,
+            mechanisms: mechanisms, report: report
+        )
     }
 
     private static func probeECDH(
@@ -36,31 +42,22 @@ enum CapabilityProbe {
             }
             let ephemeral = P256.KeyAgreement.PrivateKey()
             let z = try ephemeral.sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: point))
-            let otherInfo = Array("paywarden capability probe".utf8)
+            let otherInfo = Array("capability probe".utf8)
             var hash = SHA256()
             hash.update(data: [0, 0, 0, 1])
             z.withUnsafeBytes { hash.update(bufferPointer: $0) }
             hash.update(data: otherInfo)
             let expected = Array(hash.finalize())
 
-            for path in ECDHPath.allCases {
-                if path == .extractableSecret && !configuration.allowExtractableSharedSecret {
-                    report.append("ECDH: \(path): not allowed (PAYWARDEN_HSM_ALLOW_EXTRACTABLE_ECDH is off)")
-                    continue
-                }
-                do {
-                    let key = try session.deriveConcatenationKDFKey(
-                        path: path, privateKey: privateHandle,
-                        peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: otherInfo
-                    )
-                    if key == expected {
-                        report.append("ECDH: \(path): in use")
-                        return path
-                    }
-                    report.append("ECDH: \(path): unsupported (the token's result differs from SP 800-56A)")
-                } catch {
-                    report.append("ECDH: \(path): unsupported (\(error.returnValue?.name ?? error.message))")
-                }
+            let extractableRefused = !configuration.allowExtractableSharedSecret
+            return firstWorking(
+                "ECDH", report: &report,
+                refusal: { path in path == .extractableSecret && extractableRefused ? "extractable shared secrets are off" : nil }
+            ) { (path: ECDHPath) in
+                let key = try session.deriveConcatenationKDFKey(
+                    path: path, privateKey: privateHandle, peerPoint: Array(ephemeral.publicKey.x963Representation), otherInfo: otherInfo
+                )
+                return key == expected ? nil : "the token's result differs from SP 800-56A"
             }
         } catch {
             report.append("ECDH: probe failed: \(error)")
@@ -70,51 +67,109 @@ enum CapabilityProbe {
 
     private static func probeRSA(
         session: Session, mechanisms: Set<MechanismType>, configuration: HSMConfiguration, report: inout [String]
-    ) -> RSADecryptionPath? {
+    ) -> (RSADecryptionPath?, pss: Bool) {
         guard mechanisms.contains(.rsaKeyPairGeneration) else {
-            report.append("RSA: the token cannot generate RSA keys; RSA_v1 is unavailable")
-            return nil
+            report.append("RSA: the token cannot generate RSA keys; RSA_v1 and RSA-PSS are unavailable")
+            return (nil, false)
         }
         do {
             let (publicHandle, privateHandle) = try session.generateKeyPair(
                 .rsaKeyPairGeneration,
-                publicKey: [.bool(.token, false), .ulong(.modulusBits, 2048), Attribute(.publicExponent, bytes: [1, 0, 1]),
-                            .bool(.encrypt, true), .bool(.wrap, true)],
-                privateKey: [.bool(.token, false), .bool(.sensitive, true), .bool(.extractable, false),
-                             .bool(.decrypt, true), .bool(.unwrap, true)]
+                publicKey: [
+                    .bool(.token, false), .ulong(.modulusBits, 2048), Attribute(.publicExponent, bytes: [1, 0, 1]),
+                    .bool(.encrypt, true), .bool(.wrap, true), .bool(.verify, true),
+                ],
+                privateKey: [
+                    .bool(.token, false), .bool(.sensitive, true), .bool(.extractable, false),
+                    .bool(.decrypt, true), .bool(.unwrap, true), .bool(.sign, true),
+                ]
             )
             defer {
                 try? session.destroyObject(privateHandle)
                 try? session.destroyObject(publicHandle)
             }
-            guard case .rsa(let modulus, let exponent) = try PublicKey(
-                keyType: .rsa, attributes: session.attributes(of: publicHandle, [.modulus, .publicExponent])
-            ) else { return nil }
+            guard
+                case .rsa(let modulus, let exponent) = try PublicKey(
+                    keyType: .rsa, attributes: session.attributes(of: publicHandle, [.modulus, .publicExponent])
+                )
+            else { return (nil, false) }
+            let pss = probePSS(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
             let secret = Array(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
-            let ciphertext = Array(try _RSA.Encryption.PublicKey(n: modulus, e: exponent)
-                .encrypt(secret, padding: .PKCS1_OAEP_SHA256))
+            let ciphertext = Array(
+                try _RSA.Encryption.PublicKey(n: modulus, e: exponent)
+                    .encrypt(secret, padding: .PKCS1_OAEP_SHA256))
 
-            for path in RSADecryptionPath.allCases {
-                if path == .rawWithSoftwareOAEP && !configuration.allowSoftwareOAEPDecoding {
-                    report.append("RSA: \(path): not allowed (PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP is off)")
-                    continue
-                }
-                do {
-                    let plaintext = try session.decryptOAEPSHA256(
-                        path: path, privateKey: privateHandle, ciphertext: ciphertext, modulusLength: modulus.count
-                    )
-                    if plaintext == secret {
-                        report.append("RSA: \(path): in use")
-                        return path
-                    }
-                    report.append("RSA: \(path): unsupported (wrong plaintext)")
-                } catch {
-                    report.append("RSA: \(path): unsupported (\(error.returnValue?.name ?? error.message))")
-                }
+            let softwareOAEPRefused = !configuration.allowSoftwareOAEPDecoding
+            let path = firstWorking(
+                "RSA", report: &report,
+                refusal: { path in path == .rawWithSoftwareOAEP && softwareOAEPRefused ? "software OAEP decoding is off" : nil }
+            ) { (path: RSADecryptionPath) in
+                let plaintext = try session.decryptOAEPSHA256(
+                    path: path, privateKey: privateHandle, ciphertext: ciphertext, modulusLength: modulus.count
+                )
+                return plaintext == secret ? nil : "wrong plaintext"
             }
+            return (path, pss)
         } catch {
             report.append("RSA: probe failed: \(error)")
         }
+        return (nil, false)
+    }
+
+    /// RSASSA-PSS (SHA-256, MGF1-SHA-256, 32-byte salt): randomised, so the token's signature is
+    /// checked by verifying it in software.
+    private static func probePSS(
+        session: Session, privateKey: ObjectHandle, modulus: [UInt8], exponent: [UInt8], report: inout [String]
+    ) -> Bool {
+        let message = Array("capability probe: RSA-PSS".utf8)
+        return attempt(
+            "RSA-PSS", report: &report, inUse: "in use (TLS 1.3 client authentication possible)",
+            consequence: "; TLS client authentication is limited to TLS 1.2"
+        ) {
+            let signature = try session.signRSAPSSSHA256(privateKey: privateKey, message: message)
+            let key = try _RSA.Signing.PublicKey(n: modulus, e: exponent)
+            let valid = key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: message, padding: .PSS)
+            return valid ? nil : "the token's signature does not verify"
+        }
+    }
+
+    /// A ladder: the first path, strongest first, that the configuration allows (`refusal` says why
+    /// not) and whose answer matches software's.
+    static func firstWorking<Path: CaseIterable & CustomStringConvertible>(
+        _ name: String, report: inout [String], refusal: (Path) -> String?, _ check: (Path) throws -> String?
+    ) -> Path? {
+        for path in Path.allCases {
+            if let refusal = refusal(path) {
+                report.append("\(name): \(path): not allowed by the configuration (\(refusal))")
+                continue
+            }
+            if attempt("\(name): \(path)", report: &report, { try check(path) }) { return path }
+        }
         return nil
+    }
+
+    /// One probe: `check` runs the token's operation and compares the answer with software's,
+    /// returning nil when they agree or why they do not. Reports `NAME: in use` or
+    /// `NAME: unsupported (WHY)`; a thrown error is a reason too.
+    static func attempt(
+        _ name: String, report: inout [String], inUse: String = "in use", consequence: String = "", _ check: () throws -> String?
+    ) -> Bool {
+        let mismatch: String?
+        do {
+            mismatch = try check()
+        } catch {
+            mismatch = reason(error)
+        }
+        if let mismatch {
+            report.append("\(name): unsupported (\(mismatch))\(consequence)")
+            return false
+        }
+        report.append("\(name): \(inUse)")
+        return true
+    }
+
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? PKCS11Error else { return "\(error)" }
+        return error.returnValue?.name ?? error.message
     }
 }

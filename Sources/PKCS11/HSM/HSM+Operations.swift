@@ -1,4 +1,3 @@
-import CPKCS11
 import Crypto
 
 extension HSM {
@@ -41,12 +40,14 @@ extension HSM {
     /// KDF of NIST SP 800-56A with SHA-256, counter first, over `otherInfo`, on the strongest
     /// path the token supports. The point is validated here, so a bad point is bad input and
     /// never an HSM failure.
-    public func deriveConcatenationKDFKey(_ id: KeyIdentifier, peerPoint: [UInt8], otherInfo: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+    public func deriveConcatenationKDFKey(_ id: KeyIdentifier, peerPoint: [UInt8], otherInfo: [UInt8]) async throws(PKCS11Error) -> [UInt8]
+    {
         guard let path = capabilities.ecdhPath else {
-            throw .mechanismUnsupported("the token offers no usable ECDH path: \(capabilities.report.filter { $0.hasPrefix("ECDH") }.joined(separator: "; "))")
+            throw .mechanismUnsupported(
+                "the token offers no usable ECDH path: \(capabilities.report.filter { $0.hasPrefix("ECDH") }.joined(separator: "; "))")
         }
         guard peerPoint.count == 65, peerPoint.first == 0x04,
-              (try? P256.KeyAgreement.PublicKey(x963Representation: peerPoint)) != nil
+            (try? P256.KeyAgreement.PublicKey(x963Representation: peerPoint)) != nil
         else {
             throw .invalidInput("the peer public key is not an uncompressed point on P-256")
         }
@@ -57,7 +58,7 @@ extension HSM {
                 return try withDecryptionHandle(session, key) { (handle) throws(PKCS11Error) in
                     try session.deriveConcatenationKDFKey(path: path, privateKey: handle, peerPoint: peerPoint, otherInfo: otherInfo)
                 }
-            } catch where error.returnValue == .generalError {
+            } catch  where error.returnValue == .generalError {
                 // The point was validated above, so this is the HSM failing, not the input.
                 throw .call("C_DeriveKey", .generalError, category: .retry)
             } catch {
@@ -70,7 +71,8 @@ extension HSM {
     /// strongest path the token supports.
     public func decryptOAEPSHA256(_ id: KeyIdentifier, ciphertext: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
         guard let path = capabilities.rsaDecryptionPath else {
-            throw .mechanismUnsupported("the token offers no usable RSA-OAEP path: \(capabilities.report.filter { $0.hasPrefix("RSA") }.joined(separator: "; "))")
+            throw .mechanismUnsupported(
+                "the token offers no usable RSA-OAEP path: \(capabilities.report.filter { $0.hasPrefix("RSA") }.joined(separator: "; "))")
         }
         return try await withPrivateKey(id) { [self] (session, key) throws(PKCS11Error) in
             guard case .rsa(let modulus, _) = key.publicKey else { throw .invalidInput("key \(id) is not RSA") }
@@ -83,7 +85,7 @@ extension HSM {
     /// Runs a decryption operation with the handle to use for `key` in `session`: the session's
     /// copy of it when copies are on, else the token object itself.
     private func withDecryptionHandle<R>(
-        _ session: Session, _ key: KeyObject, _ operation: (CK_OBJECT_HANDLE) throws(PKCS11Error) -> R
+        _ session: Session, _ key: KeyObject, _ operation: (ObjectHandle) throws(PKCS11Error) -> R
     ) throws(PKCS11Error) -> R {
         guard usesSessionKeyCopies else { return try operation(key.handle) }
         if !sessionKeyCopiesMayExist.load(ordering: .relaxed) { sessionKeyCopiesMayExist.store(true, ordering: .relaxed) }
@@ -107,8 +109,9 @@ extension HSM {
         do {
             return Array(try P256.Signing.ECDSASignature(rawRepresentation: raw).derRepresentation)
         } catch {
-            throw PKCS11Error(code: .returnValue(.functionFailed), category: .retry, function: "C_Sign",
-                              message: "the HSM returned a malformed ECDSA signature of \(raw.count) bytes")
+            throw PKCS11Error(
+                code: .returnValue(.functionFailed), category: .retry, function: "C_Sign",
+                message: "the HSM returned a malformed ECDSA signature of \(raw.count) bytes")
         }
     }
 
@@ -117,6 +120,16 @@ extension HSM {
         try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
             guard key.algorithm == .rsa2048 else { throw .invalidInput("key \(id) is not RSA") }
             return try session.signRSAPKCS1SHA256(privateKey: key.handle, message: message)
+        }
+    }
+
+    /// RSASSA-PSS with SHA-256, MGF1-SHA-256 and a 32-byte salt over `message` (TLS 1.3's
+    /// `rsa_pss_rsae_sha256`), when the token offers it.
+    public func signRSAPSSSHA256(_ id: KeyIdentifier, message: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        guard capabilities.rsaPSS else { throw .mechanismUnsupported("the token does not offer RSA-PSS (see the capability probe)") }
+        return try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+            guard key.algorithm == .rsa2048 else { throw .invalidInput("key \(id) is not RSA") }
+            return try session.signRSAPSSSHA256(privateKey: key.handle, message: message)
         }
     }
 }

@@ -1,4 +1,3 @@
-import CPKCS11
 import Crypto
 import Foundation
 import Logging
@@ -15,7 +14,7 @@ public final class HSM: Sendable {
     public let module: PKCS11Module
     public let token: TokenInfo
     public let capabilities: Capabilities
-    /// Whether decryption uses session copies of the token keys (`PAYWARDEN_HSM_SESSION_KEY_COPIES`).
+    /// Whether decryption uses session copies of the token keys (``HSMConfiguration/sessionKeyCopies``).
     public let usesSessionKeyCopies: Bool
 
     let pool: SessionPool
@@ -23,17 +22,17 @@ public final class HSM: Sendable {
     private let anchor: Mutex<Session?>
     /// Handles by key id, valid for the module generation they were read in. Replaced inside
     /// a recycle, and only read inside pool jobs, which never run during one.
-    private let keyCache = Mutex<[KeyIdentifier: KeyObject]>([:])
+    let handles = Mutex(KeyHandles())
     private let recycleCount = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
     /// Bumped by every recycle, while no job runs; handles read in one generation are never
     /// used in another (tokens renumber objects after `C_Initialize`).
-    private let generation = Atomic<Int>(0)
+    let generation = Atomic<Int>(0)
     /// Set when a decryption used a session key copy; cleared by a recycle that restarts the
     /// module, which ends them all.
     let sessionKeyCopiesMayExist = Atomic<Bool>(false)
     /// The ids of the token's keys at the last listing (or found since), to notice keys that go.
-    private let listedKeys = Mutex<Set<KeyIdentifier>>([])
+    let listedKeys = Mutex<Set<KeyIdentifier>>([])
     let logger: Logger
 
     private init(configuration: HSMConfiguration, opened: Opened, logger: Logger) {
@@ -53,9 +52,7 @@ public final class HSM: Sendable {
         self.pool = SessionPool(workers: configuration.workers, maxPending: configuration.maxPendingOperations) { () throws(PKCS11Error) in
             try Session(module: location.module, slot: location.slot)
         }
-        keyCache.withLock { cache in
-            for key in opened.keys { cache[key.id] = key }
-        }
+        handles.withLock { $0.replacePrivateKeys(with: opened.keys) }
         listedKeys.withLock { $0 = Set(opened.keys.map(\.id)) }
     }
 
@@ -66,11 +63,11 @@ public final class HSM: Sendable {
     ///   one of them RSA-2048). Administration that never decrypts can skip it; the paths are
     ///   then nil.
     public static func open(
-        _ configuration: HSMConfiguration, probeCapabilities: Bool = true, logger: Logger = Logger(label: "paywarden.hsm")
+        _ configuration: HSMConfiguration, probeCapabilities: Bool = true, logger: Logger = Logger(label: "pkcs11")
     ) async throws(PKCS11Error) -> HSM {
         let opened: Opened
         do {
-            opened = try await DedicatedThread.run(name: "paywarden-hsm-open") { () throws(PKCS11Error) -> Opened in
+            opened = try await DedicatedThread.run(name: "pkcs11-open") { () throws(PKCS11Error) -> Opened in
                 let pin = try configuration.pin.read()
                 let module = try PKCS11Module.load(path: configuration.modulePath)
                 try module.initialize()
@@ -80,9 +77,10 @@ public final class HSM: Sendable {
                     let session = try location.logIn(pin: pin)
                     anchor = session
                     let mechanisms = try module.mechanisms(slot: location.slot)
-                    let capabilities = probeCapabilities
+                    let capabilities =
+                        probeCapabilities
                         ? CapabilityProbe.run(session: session, mechanisms: mechanisms, configuration: configuration)
-                        : Capabilities(ecdhPath: nil, rsaDecryptionPath: nil, mechanisms: mechanisms, report: ["not probed"])
+                        : Capabilities.unprobed(mechanisms)
                     return Opened(
                         location: location, token: try module.tokenInfo(slot: location.slot),
                         anchor: SessionTransfer(session: session), capabilities: capabilities, keys: try session.privateKeys()
@@ -100,13 +98,15 @@ public final class HSM: Sendable {
             throw PKCS11Error(code: .moduleInvalid, category: .misconfiguration, message: "\(error)")
         }
         let hsm = HSM(configuration: configuration, opened: opened, logger: logger)
-        logger.info("HSM ready", metadata: [
-            "module": "\(configuration.modulePath)", "token": "\(hsm.token.label)",
-            "ecdh_path": "\(hsm.capabilities.ecdhPath?.rawValue ?? "none")",
-            "rsa_path": "\(hsm.capabilities.rsaDecryptionPath?.rawValue ?? "none")",
-            "keys": "\(opened.keys.count)", "workers": "\(hsm.pool.workerCount)",
-            "session_key_copies": "\(hsm.usesSessionKeyCopies)",
-        ])
+        logger.info(
+            "HSM ready",
+            metadata: [
+                "module": "\(configuration.modulePath)", "token": "\(hsm.token.label)",
+                "ecdh_path": "\(hsm.capabilities.ecdhPath?.rawValue ?? "none")",
+                "rsa_path": "\(hsm.capabilities.rsaDecryptionPath?.rawValue ?? "none")",
+                "keys": "\(opened.keys.count)", "workers": "\(hsm.pool.workerCount)",
+                "session_key_copies": "\(hsm.usesSessionKeyCopies)",
+            ])
         for line in hsm.capabilities.report { logger.debug("capability probe", metadata: ["result": "\(line)"]) }
         return hsm
     }
@@ -114,7 +114,7 @@ public final class HSM: Sendable {
     /// Finishes queued work, closes every session and finalizes the module.
     public func close() async {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
-        _ = try? await DedicatedThread.run(name: "paywarden-hsm-close") { [self] in
+        _ = try? await DedicatedThread.run(name: "pkcs11-close") { [self] in
             pool.shutdown()
             anchor.withLock { session in
                 session?.close()
@@ -149,7 +149,7 @@ public final class HSM: Sendable {
         let observed = generation.load(ordering: .acquiring)
         do {
             return try await pool.run(body)
-        } catch where error.category == .relogin && retryingAfterLostLogin {
+        } catch  where error.category == .relogin && retryingAfterLostLogin {
             try await recycle(ifStillAt: observed)
             return try await pool.run(body)
         }
@@ -202,14 +202,14 @@ public final class HSM: Sendable {
                 // handed back (malloc_trim): that lengthened each recycle from about 8 to 14 ms,
                 // and the pages faulted back in afterwards, raising p99 at half load from about
                 // 7 to 13 ms, for about 1 MB less RSS.
-                replaceCache(with: keys)
+                handles.withLock { $0.replaceAll(privateKeys: keys) }
                 return true
             }
             guard done else { return nil }
         } catch let error as PKCS11Error {
             // The old handles are void whatever happened: nothing may use them again.
             generation.add(1, ordering: .releasing)
-            replaceCache(with: [])
+            handles.withLock { $0.replaceAll(privateKeys: []) }
             logger.error("HSM module recycle failed", metadata: ["error": "\(error)"])
             throw error
         } catch {
@@ -241,99 +241,19 @@ public final class HSM: Sendable {
             throw PKCS11Error(code: .returnValue(.userNotLoggedIn), category: .relogin, message: "the HSM session is no longer logged in")
         }
     }
-
-    // MARK: Key handle cache
-
-    /// Every private key in the token, read afresh (another instance may have changed them);
-    /// the handle cache is replaced with what was found.
-    public func keys() async throws(PKCS11Error) -> [KeyObject] {
-        let keys = try await withSession { [self] session throws(PKCS11Error) in
-            let keys = try session.privateKeys()
-            replaceCache(with: keys)  // inside the job: same generation as the handles
-            return keys
-        }
-        try await keysListed(Set(keys.map(\.id)))
-        return keys.sorted { $0.id < $1.id }
-    }
-
-    /// To be told every listing of the token's keys, from any session. When a key listed before
-    /// is gone (an administrator destroyed it) and sessions may hold copies of keys, the module
-    /// is recycled, which ends every session and its copies.
-    public func keysListed(_ ids: Set<KeyIdentifier>) async throws(PKCS11Error) {
-        let gone = listedKeys.withLock { known in
-            defer { known = ids }
-            return known.subtracting(ids)
-        }
-        guard !gone.isEmpty, sessionKeyCopiesMayExist.load(ordering: .relaxed) else { return }
-        logger.info("keys left the token; recycling to end their session copies", metadata: ["keys": "\(gone.map(\.hex).sorted())"])
-        try await recycle()
-    }
-
-    /// The private key with `id`, from the cache when possible.
-    public func key(_ id: KeyIdentifier) async throws(PKCS11Error) -> KeyObject {
-        try await withSession { [self] session throws(PKCS11Error) in try cachedKey(id, session) }
-    }
-
-    /// The cached key, or the one found with `session` (then cached). Only called inside pool
-    /// jobs, so the handle belongs to the current generation.
-    private func cachedKey(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> KeyObject {
-        if let key = keyCache.withLock({ $0[id] }) { return key }
-        guard let key = try session.privateKey(id: id) else { throw .keyNotFound(id) }
-        remember(key)
-        return key
-    }
-
-    private func replaceCache(with keys: [KeyObject]) {
-        keyCache.withLock { cache in
-            cache.removeAll(keepingCapacity: true)
-            for key in keys { cache[key.id] = key }
-        }
-    }
-
-    /// Runs `body` with the key, its handle looked up inside the job. A stale handle is re-found
-    /// once; a lost login is re-established once (by one recycle, however many requests saw it).
-    func withPrivateKey<R: Sendable>(
-        _ id: KeyIdentifier, _ body: @escaping @Sendable (Session, KeyObject) throws(PKCS11Error) -> R
-    ) async throws(PKCS11Error) -> R {
-        var retried = false
-        while true {
-            let observed = generation.load(ordering: .acquiring)
-            do {
-                return try await pool.run { [self] session throws(PKCS11Error) in try body(session, cachedKey(id, session)) }
-            } catch {
-                guard !retried else { throw error }
-                retried = true
-                if error.returnValue == .keyHandleInvalid || error.returnValue == .objectHandleInvalid {
-                    forget(id)
-                } else if error.category == .relogin {
-                    try await recycle(ifStillAt: observed)
-                } else {
-                    throw error
-                }
-            }
-        }
-    }
-
-    func remember(_ key: KeyObject) {
-        keyCache.withLock { $0[key.id] = key }
-        listedKeys.withLock { _ = $0.insert(key.id) }
-    }
-
-    func forget(_ id: KeyIdentifier) {
-        _ = keyCache.withLock { $0.removeValue(forKey: id) }
-    }
 }
+
 /// Where the token is now: its module and its slot, which may move across a recycle.
 final class TokenLocation: Sendable {
     let module: PKCS11Module
-    private let current: Mutex<CK_SLOT_ID>
+    private let current: Mutex<SlotID>
 
-    init(module: PKCS11Module, slot: CK_SLOT_ID) {
+    init(module: PKCS11Module, slot: SlotID) {
         self.module = module
         self.current = Mutex(slot)
     }
 
-    var slot: CK_SLOT_ID {
+    var slot: SlotID {
         get { current.withLock { $0 } }
         set { current.withLock { $0 = newValue } }
     }
@@ -341,12 +261,7 @@ final class TokenLocation: Sendable {
     /// Opens a session and logs the user in on it; the login holds for every session after.
     func logIn(pin: [UInt8]) throws(PKCS11Error) -> Session {
         let session = try Session(module: module, slot: slot)
-        do {
-            try session.login(userPIN: pin)
-        } catch {
-            session.close()
-            throw error
-        }
+        try session.login(userPIN: pin)  // on failure the session closes as it goes
         return session
     }
 }

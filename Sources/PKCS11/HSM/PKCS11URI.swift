@@ -37,7 +37,7 @@ public struct PKCS11URI: Sendable, Hashable {
                 switch name {
                 case "module-path": modulePath = value
                 case "pin-source": pinSource = value
-                case "pin-value": throw .invalidInput("pin-value is not accepted in a PKCS#11 URI; use PAYWARDEN_PIN_FILE or pin-source=file:…")
+                case "pin-value": throw .invalidInput("pin-value is not accepted in a PKCS#11 URI; name a PIN file with pin-source=file:…")
                 default: break
                 }
             }
@@ -57,7 +57,7 @@ public struct PKCS11URI: Sendable, Hashable {
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next(), let low = iterator.next(),
-                      let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
                 else { throw .invalidInput("bad percent-encoding in PKCS#11 URI") }
                 bytes.append(value)
             } else {

@@ -12,30 +12,33 @@ public enum TokenInitializer {
     }
 
     /// Creates the token labelled `label` unless it exists. Idempotent.
-    public static func ensureToken(modulePath: String, label: String, securityOfficerPIN: [UInt8], userPIN: [UInt8]) async throws(PKCS11Error) -> Outcome {
+    public static func ensureToken(modulePath: String, label: String, securityOfficerPIN: [UInt8], userPIN: [UInt8])
+        async throws(PKCS11Error) -> Outcome
+    {
         do {
-            return try await DedicatedThread.run(name: "paywarden-token-init") { () throws(PKCS11Error) -> Outcome in
+            return try await DedicatedThread.run(name: "pkcs11-token-init") { () throws(PKCS11Error) -> Outcome in
                 let module = try PKCS11Module.load(path: modulePath)
                 try module.initialize()
                 defer { module.finalize() }
                 if let existing = try module.tokens().first(where: { $0.label == label }) {
                     return .alreadyPresent(existing)
                 }
-                var free: CK_SLOT_ID?
+                var free: SlotID?
                 for slot in try module.slots(tokenPresent: true) where try !module.tokenInfo(slot: slot).isInitialized {
                     free = slot
                     break
                 }
                 guard let slot = free else {
-                    throw PKCS11Error(code: .tokenNotFound, category: .misconfiguration,
-                                      message: "the module has no free slot for a new token; initialise one with the HSM vendor's tools")
+                    throw PKCS11Error(
+                        code: .tokenNotFound, category: .misconfiguration,
+                        message: "the module has no free slot for a new token")
                 }
                 var paddedLabel = Array(label.utf8.prefix(32))
                 paddedLabel += [UInt8](repeating: 0x20, count: 32 - paddedLabel.count)
                 var soPIN = securityOfficerPIN
                 let rv = soPIN.withUnsafeMutableBufferPointer { pin in
                     paddedLabel.withUnsafeMutableBufferPointer {
-                        module.functions.pointee.C_InitToken(slot, pin.baseAddress, CK_ULONG(pin.count), $0.baseAddress)
+                        module.functions.pointee.C_InitToken(slot.rawValue, pin.baseAddress, CK_ULONG(pin.count), $0.baseAddress)
                     }
                 }
                 try check("C_InitToken", rv)
@@ -44,7 +47,6 @@ public enum TokenInitializer {
                     throw PKCS11Error(code: .tokenNotFound, category: .retry, message: "the token was initialised but is not visible")
                 }
                 let session = try Session(module: module, slot: created.slot)
-                defer { session.close() }
                 try session.login(securityOfficerPIN: securityOfficerPIN)
                 try session.initializeUserPIN(userPIN)
                 session.logout()

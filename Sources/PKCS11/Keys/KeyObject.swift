@@ -1,5 +1,3 @@
-import CPKCS11
-
 /// A private key in the token, as the layer sees it: its identity, type and the attributes that
 /// prove it cannot leave the HSM.
 public struct KeyObject: Sendable, Hashable {
@@ -11,5 +9,5 @@ public struct KeyObject: Sendable, Hashable {
     public let isSensitive: Bool
     public let isExtractable: Bool
     /// The handle in the current module generation; never valid after a recycle.
-    let handle: CK_OBJECT_HANDLE
+    let handle: ObjectHandle
 }

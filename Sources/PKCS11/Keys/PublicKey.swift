@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// A public key read from the HSM.
 public enum PublicKey: Sendable, Hashable {
@@ -33,7 +33,8 @@ public enum PublicKey: Sendable, Hashable {
             guard var point = attributes[.ecPoint] else { throw .invalidInput("the public key object has no CKA_EC_POINT") }
             if point.count == 67, point[0] == 0x04, point[1] == 0x41 { point.removeFirst(2) }
             guard point.count == 65, point[0] == 0x04 else {
-                throw PKCS11Error(code: .unsupportedKey, category: .misconfiguration, message: "the EC public key is not an uncompressed P-256 point")
+                throw PKCS11Error(
+                    code: .unsupportedKey, category: .misconfiguration, message: "the EC public key is not an uncompressed P-256 point")
             }
             self = .ecP256(x963: point)
         case .rsa:
@@ -42,7 +43,9 @@ public enum PublicKey: Sendable, Hashable {
             }
             self = .rsa(modulus: modulus, publicExponent: exponent)
         default:
-            throw PKCS11Error(code: .unsupportedKey, category: .misconfiguration, message: "unsupported key type 0x\(String(keyType.rawValue, radix: 16))")
+            throw PKCS11Error(
+                code: .unsupportedKey, category: .misconfiguration, message: "unsupported key type 0x\(String(keyType.rawValue, radix: 16))"
+            )
         }
     }
 }

@@ -54,7 +54,9 @@ public struct SoftwarePrivateKey: Sendable {
         case Int(PW_KEY_EC.rawValue):
             let curve = withUnsafeBytes(of: &parsed.curve) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
             guard curve == "prime256v1" || curve == "P-256" || curve == "secp256r1" else {
-                throw PKCS11Error(code: .unsupportedKey, category: .badInput, message: "the EC key is on curve \(curve); Apple Pay processing keys are P-256")
+                throw PKCS11Error(
+                    code: .unsupportedKey, category: .badInput,
+                    message: "the EC key is on curve \(curve); Apple Pay processing keys are P-256")
             }
             material = .ecP256(scalar: bytes(parsed.ec_private))
         case Int(PW_KEY_RSA.rawValue):
@@ -64,7 +66,9 @@ public struct SoftwarePrivateKey: Sendable {
                 exponent2: bytes(parsed.rsa_dq), coefficient: bytes(parsed.rsa_qinv)
             )
             guard components.modulus.count * 8 >= 2048 else {
-                throw PKCS11Error(code: .unsupportedKey, category: .badInput, message: "the RSA key has \(components.modulus.count * 8) bits; at least 2048 are required")
+                throw PKCS11Error(
+                    code: .unsupportedKey, category: .badInput,
+                    message: "the RSA key has \(components.modulus.count * 8) bits; at least 2048 are required")
             }
             material = .rsa(components)
         default:
@@ -77,11 +81,16 @@ public struct SoftwarePrivateKey: Sendable {
         case Int32(PW_PARSE_OK.rawValue):
             return
         case Int32(PW_PARSE_BAD_PASSWORD.rawValue):
-            throw PKCS11Error(code: .invalidInput, category: .badInput, message: "the \(what) could not be opened with the given password; check the password file")
+            throw PKCS11Error(
+                code: .invalidInput, category: .badInput,
+                message: "the \(what) could not be opened with the given password; check the password file")
         case Int32(PW_PARSE_UNSUPPORTED_KEY.rawValue):
-            throw PKCS11Error(code: .unsupportedKey, category: .badInput, message: "the \(what) holds a key that is neither EC P-256 nor RSA")
+            throw PKCS11Error(
+                code: .unsupportedKey, category: .badInput, message: "the \(what) holds a key that is neither EC P-256 nor RSA")
         default:
-            throw PKCS11Error(code: .invalidInput, category: .badInput, message: "the \(what) is not a readable private key (PEM or DER PKCS#8, SEC1, PKCS#1, or PKCS#12)")
+            throw PKCS11Error(
+                code: .invalidInput, category: .badInput,
+                message: "the \(what) is not a readable private key (PEM or DER PKCS#8, SEC1, PKCS#1, or PKCS#12)")
         }
     }
 

@@ -2,18 +2,23 @@ import CPKCS11
 
 /// `CK_MECHANISM_TYPE` values Paywarden uses.
 public struct MechanismType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: CK_MECHANISM_TYPE
-    public init(rawValue: CK_MECHANISM_TYPE) { self.rawValue = rawValue }
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
 
-    public static let ecKeyPairGeneration = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_EC_KEY_PAIR_GEN))
-    public static let rsaKeyPairGeneration = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_RSA_PKCS_KEY_PAIR_GEN))
-    public static let ecdh1Derive = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_ECDH1_DERIVE))
-    public static let ecdsa = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_ECDSA))
-    public static let sha256RSAPKCS = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_SHA256_RSA_PKCS))
-    public static let rsaPKCSOAEP = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_RSA_PKCS_OAEP))
-    public static let rsaX509 = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_RSA_X_509))
-    public static let sha256 = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_SHA256))
-    public static let aesGCM = MechanismType(rawValue: CK_MECHANISM_TYPE(CKM_AES_GCM))
+    public static let ecKeyPairGeneration = MechanismType(rawValue: UInt(CKM_EC_KEY_PAIR_GEN))
+    public static let rsaKeyPairGeneration = MechanismType(rawValue: UInt(CKM_RSA_PKCS_KEY_PAIR_GEN))
+    public static let ecdh1Derive = MechanismType(rawValue: UInt(CKM_ECDH1_DERIVE))
+    public static let ecdsa = MechanismType(rawValue: UInt(CKM_ECDSA))
+    public static let sha256RSAPKCS = MechanismType(rawValue: UInt(CKM_SHA256_RSA_PKCS))
+    public static let rsaPKCSOAEP = MechanismType(rawValue: UInt(CKM_RSA_PKCS_OAEP))
+    public static let rsaX509 = MechanismType(rawValue: UInt(CKM_RSA_X_509))
+    public static let sha256 = MechanismType(rawValue: UInt(CKM_SHA256))
+    public static let aesGCM = MechanismType(rawValue: UInt(CKM_AES_GCM))
+    public static let aesKeyGeneration = MechanismType(rawValue: UInt(CKM_AES_KEY_GEN))
+    public static let genericSecretKeyGeneration = MechanismType(rawValue: UInt(CKM_GENERIC_SECRET_KEY_GEN))
+    public static let aesKeyWrapPad = MechanismType(rawValue: UInt(CKM_AES_KEY_WRAP_PAD))
+    public static let sha256HMAC = MechanismType(rawValue: UInt(CKM_SHA256_HMAC))
+    public static let sha256RSAPKCSPSS = MechanismType(rawValue: UInt(CKM_SHA256_RSA_PKCS_PSS))
 
     public var description: String {
         switch self {
@@ -26,6 +31,11 @@ public struct MechanismType: RawRepresentable, Hashable, Sendable, CustomStringC
         case .rsaX509: "CKM_RSA_X_509"
         case .sha256: "CKM_SHA256"
         case .aesGCM: "CKM_AES_GCM"
+        case .aesKeyGeneration: "CKM_AES_KEY_GEN"
+        case .genericSecretKeyGeneration: "CKM_GENERIC_SECRET_KEY_GEN"
+        case .aesKeyWrapPad: "CKM_AES_KEY_WRAP_PAD"
+        case .sha256HMAC: "CKM_SHA256_HMAC"
+        case .sha256RSAPKCSPSS: "CKM_SHA256_RSA_PKCS_PSS"
         default: "0x" + String(rawValue, radix: 16)
         }
     }

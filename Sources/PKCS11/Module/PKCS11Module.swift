@@ -24,20 +24,22 @@ public final class PKCS11Module: @unchecked Sendable {
         let result: Result<PKCS11Module, PKCS11Error> = loaded.withLock { modules in
             if let module = modules[path] { return .success(module) }
             guard FileManager.default.fileExists(atPath: path) else {
-                return .failure(PKCS11Error(
-                    code: .moduleNotFound, category: .misconfiguration,
-                    message: "no PKCS#11 module at \(path); install the HSM's client library (softhsm2 for development) or set PAYWARDEN_PKCS11_MODULE"
-                ))
+                return .failure(
+                    PKCS11Error(
+                        code: .moduleNotFound, category: .misconfiguration,
+                        message: "no PKCS#11 module at \(path)"
+                    ))
             }
             var raw = cpkcs11_module()
             var reason = [CChar](repeating: 0, count: 512)
             let status = cpkcs11_load(path, &raw, &reason, reason.count)
             guard status == 0, let functions = raw.functions else {
                 let text = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-                return .failure(PKCS11Error(
-                    code: .moduleInvalid, category: .misconfiguration,
-                    message: "\(path) is not a loadable PKCS#11 module (\(text)); point PAYWARDEN_PKCS11_MODULE at the vendor's PKCS#11 library"
-                ))
+                return .failure(
+                    PKCS11Error(
+                        code: .moduleInvalid, category: .misconfiguration,
+                        message: "\(path) is not a loadable PKCS#11 module (\(text))"
+                    ))
             }
             let module = PKCS11Module(path: path, functions: functions)
             modules[path] = module
@@ -83,18 +85,18 @@ public final class PKCS11Module: @unchecked Sendable {
         return ModuleInfo(info)
     }
 
-    func slots(tokenPresent: Bool) throws(PKCS11Error) -> [CK_SLOT_ID] {
+    func slots(tokenPresent: Bool) throws(PKCS11Error) -> [SlotID] {
         var count: CK_ULONG = 0
         let present = CK_BBOOL(tokenPresent ? CK_TRUE : CK_FALSE)
         try check("C_GetSlotList", functions.pointee.C_GetSlotList(present, nil, &count))
         var slots = [CK_SLOT_ID](repeating: 0, count: Int(count))
         try check("C_GetSlotList", functions.pointee.C_GetSlotList(present, &slots, &count))
-        return Array(slots.prefix(Int(count)))
+        return slots.prefix(Int(count)).map(SlotID.init)
     }
 
-    func tokenInfo(slot: CK_SLOT_ID) throws(PKCS11Error) -> TokenInfo {
+    func tokenInfo(slot: SlotID) throws(PKCS11Error) -> TokenInfo {
         var info = CK_TOKEN_INFO()
-        try check("C_GetTokenInfo", functions.pointee.C_GetTokenInfo(slot, &info))
+        try check("C_GetTokenInfo", functions.pointee.C_GetTokenInfo(slot.rawValue, &info))
         return TokenInfo(slot: slot, info)
     }
 
@@ -110,22 +112,22 @@ public final class PKCS11Module: @unchecked Sendable {
 
     /// The slot whose token carries `label`. Slot ids move when tokens are added, so a token is
     /// always found by its label.
-    func slot(forTokenLabel label: String) throws(PKCS11Error) -> CK_SLOT_ID {
+    func slot(forTokenLabel label: String) throws(PKCS11Error) -> SlotID {
         let tokens = try tokens()
         if let token = tokens.first(where: { $0.label == label }) { return token.slot }
         let known = tokens.map { "\"\($0.label)\"" }.joined(separator: ", ")
         throw PKCS11Error(
             code: .tokenNotFound, category: .misconfiguration,
-            message: "no token labelled \"\(label)\" in \(path) (tokens present: \(known.isEmpty ? "none" : known)); set PAYWARDEN_TOKEN_LABEL, or run `paywarden dev-hsm init` for a development token"
+            message: "no token labelled \"\(label)\" in \(path) (tokens present: \(known.isEmpty ? "none" : known))"
         )
     }
 
     /// The mechanisms the token in `slot` lists.
-    func mechanisms(slot: CK_SLOT_ID) throws(PKCS11Error) -> Set<MechanismType> {
+    func mechanisms(slot: SlotID) throws(PKCS11Error) -> Set<MechanismType> {
         var count: CK_ULONG = 0
-        try check("C_GetMechanismList", functions.pointee.C_GetMechanismList(slot, nil, &count))
+        try check("C_GetMechanismList", functions.pointee.C_GetMechanismList(slot.rawValue, nil, &count))
         var list = [CK_MECHANISM_TYPE](repeating: 0, count: Int(count))
-        try check("C_GetMechanismList", functions.pointee.C_GetMechanismList(slot, &list, &count))
+        try check("C_GetMechanismList", functions.pointee.C_GetMechanismList(slot.rawValue, &list, &count))
         return Set(list.prefix(Int(count)).map(MechanismType.init(rawValue:)))
     }
 }

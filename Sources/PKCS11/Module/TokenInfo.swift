@@ -2,14 +2,14 @@ import CPKCS11
 
 /// What `C_GetTokenInfo` says of a token, with the space-padded fields trimmed.
 public struct TokenInfo: Sendable, Hashable {
-    public let slot: CK_SLOT_ID
+    public let slot: SlotID
     public let label: String
     public let manufacturer: String
     public let model: String
     public let serialNumber: String
-    public let flags: CK_FLAGS
+    let flags: CK_FLAGS
 
-    init(slot: CK_SLOT_ID, _ info: CK_TOKEN_INFO) {
+    init(slot: SlotID, _ info: CK_TOKEN_INFO) {
         self.slot = slot
         var info = info
         label = withUnsafeBytes(of: &info.label) { paddedString($0) }

@@ -15,7 +15,7 @@ public struct Attribute: Sendable, Hashable {
         Attribute(type, bytes: [value ? UInt8(CK_TRUE) : UInt8(CK_FALSE)])
     }
 
-    public static func ulong(_ type: AttributeType, _ value: CK_ULONG) -> Attribute {
+    public static func ulong(_ type: AttributeType, _ value: UInt) -> Attribute {
         Attribute(type, bytes: withUnsafeBytes(of: value) { Array($0) })
     }
 

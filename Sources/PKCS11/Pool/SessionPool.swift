@@ -42,7 +42,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         liveWorkers = workerCount
         for index in 0..<workerCount {
             let thread = Thread { [self] in workerLoop() }
-            thread.name = "paywarden-hsm-\(index)"
+            thread.name = "pkcs11-worker-\(index)"
             thread.start()
         }
     }
@@ -92,7 +92,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     /// Waits until no worker is running anything, runs `body` on a dedicated thread while the
     /// workers stay parked, then lets them go on with fresh sessions (old handles may be invalid).
     func exclusive<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        try await DedicatedThread.run(name: "paywarden-hsm-maintenance") { [self] in
+        try await DedicatedThread.run(name: "pkcs11-maintenance") { [self] in
             condition.lock()
             while paused { condition.wait() }
             paused = true
@@ -136,8 +136,9 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
             return PKCS11Error(code: .poolStopped, category: .retry, message: "the HSM session pool is shut down")
         }
         if bounded && queue.count - queueHead >= maxPending {
-            return PKCS11Error(code: .overloaded, category: .retry,
-                               message: "\(maxPending) HSM operations are already waiting; retry shortly")
+            return PKCS11Error(
+                code: .overloaded, category: .retry,
+                message: "\(maxPending) HSM operations are already waiting; retry shortly")
         }
         queue.append(item)
         condition.signal()

@@ -31,6 +31,14 @@ final class WorkerContext {
             session = current
             sessionGeneration = generation
         }
+        defer {
+            // An operation the session could not end would fail the next job with
+            // CKR_OPERATION_ACTIVE: the next job gets a fresh session instead.
+            if current.needsReplacement, session === current {
+                current.close()
+                session = nil
+            }
+        }
         do {
             return try body(current)
         } catch {

@@ -1,5 +1,3 @@
-import CPKCS11
-
 extension Session {
     /// Generates a key pair inside the HSM: token objects, the private half sensitive and never
     /// extractable.
@@ -38,10 +36,11 @@ extension Session {
             publicTemplate.append(Attribute(.publicExponent, bytes: exponent))
         }
         let publicHandle = try createObject(publicTemplate)
-        var privateHandle: CK_OBJECT_HANDLE?
+        var privateHandle: ObjectHandle?
         do {
-            privateHandle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
-            return try keyObject(privateHandle!)
+            let handle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
+            privateHandle = handle
+            return try keyObject(handle)
         } catch {
             // Leave nothing half-written.
             if let privateHandle { try? destroyObject(privateHandle) }
@@ -54,10 +53,10 @@ extension Session {
     /// Token objects only: session copies (``keyCopy(of:)``) share the ids of their keys.
     public func privateKeys() throws(PKCS11Error) -> [KeyObject] {
         var keys: [KeyObject] = []
-        for handle in try findObjects([.objectClass(.privateKey), .bool(.token, true)]) {
+        for handle in try tokenObjects(.privateKey) {
             do {
                 keys.append(try keyObject(handle))
-            } catch where error.code == .unsupportedKey || error.code == .keyNotFound {
+            } catch  where error.code == .unsupportedKey || error.code == .keyNotFound {
                 continue  // foreign objects in a shared token are not ours to describe
             }
         }
@@ -66,24 +65,23 @@ extension Session {
 
     /// The private key with `id`, or nil.
     public func privateKey(id: KeyIdentifier) throws(PKCS11Error) -> KeyObject? {
-        guard let handle = try findObjects([.objectClass(.privateKey), .bool(.token, true), .id(id)]).first else { return nil }
+        guard let handle = try tokenObjects(.privateKey, id: id).first else { return nil }
         return try keyObject(handle)
     }
 
     /// Destroys the private and public key objects with `id`. Returns how many were destroyed.
     @discardableResult
     public func destroyKeyPair(id: KeyIdentifier) throws(PKCS11Error) -> Int {
-        let handles = try findObjects([.objectClass(.privateKey), .bool(.token, true), .id(id)])
-            + findObjects([.objectClass(.publicKey), .bool(.token, true), .id(id)])
-        for handle in handles { try destroyObject(handle) }
-        return handles.count
+        try destroyTokenObjects([.privateKey, .publicKey], id: id)
     }
 
-    func keyObject(_ handle: CK_OBJECT_HANDLE) throws(PKCS11Error) -> KeyObject {
-        let attributes = try attributes(of: handle, [
-            .id, .label, .keyType, .sensitive, .extractable, .derive, .sign, .decrypt, .unwrap,
-        ])
-        let keyType = KeyType(rawValue: attributes[.keyType].map(Self.ulong) ?? CK_ULONG.max)
+    func keyObject(_ handle: ObjectHandle) throws(PKCS11Error) -> KeyObject {
+        let attributes = try attributes(
+            of: handle,
+            [
+                .id, .label, .keyType, .sensitive, .extractable, .derive, .sign, .decrypt, .unwrap,
+            ])
+        let keyType = KeyType(rawValue: attributes[.keyType].map(Self.ulong) ?? UInt.max)
         let algorithm: KeyAlgorithm
         switch keyType {
         case .ec: algorithm = .ecP256
@@ -114,9 +112,9 @@ extension Session {
 
     static func bool(_ bytes: [UInt8]?) -> Bool { bytes?.first.map { $0 != 0 } ?? false }
 
-    static func ulong(_ bytes: [UInt8]) -> CK_ULONG {
-        var value: CK_ULONG = 0
-        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes.prefix(MemoryLayout<CK_ULONG>.size)) }
+    static func ulong(_ bytes: [UInt8]) -> UInt {
+        var value: UInt = 0
+        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes.prefix(MemoryLayout<UInt>.size)) }
         return value
     }
 }

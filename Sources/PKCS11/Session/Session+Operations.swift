@@ -7,7 +7,7 @@ extension Session {
     /// NIST SP 800-56A with SHA-256 and counter first: `SHA-256(00000001 ‖ Z ‖ otherInfo)`.
     /// Returns the 32-byte derived key. Every object derived on the way is destroyed.
     public func deriveConcatenationKDFKey(
-        path: ECDHPath, privateKey: CK_OBJECT_HANDLE, peerPoint: [UInt8], otherInfo: [UInt8]
+        path: ECDHPath, privateKey: ObjectHandle, peerPoint: [UInt8], otherInfo: [UInt8]
     ) throws(PKCS11Error) -> [UInt8] {
         switch path {
         case .sp800KDF:
@@ -40,17 +40,34 @@ extension Session {
 
     /// The one-step KDF of NIST SP 800-56A with SHA-256, one block, counter first, over a secret
     /// that stays in the HSM: `SHA-256(00000001 ‖ secret ‖ otherInfo)` through `C_DigestKey`.
-    public func concatenationKDF(secret: CK_OBJECT_HANDLE, otherInfo: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+    ///
+    /// A failure midway may leave the digest active in the module, and the next `C_DigestInit`
+    /// on this session would then fail with `CKR_OPERATION_ACTIVE`: the operation is ended, and
+    /// when even that fails the session is marked for replacement.
+    public func concatenationKDF(secret: ObjectHandle, otherInfo: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         try digestInit(.sha256)
-        try digestUpdate(Self.firstCounter)
-        try digestKey(secret)
-        try digestUpdate(otherInfo)
-        return try digestFinal()
+        do {
+            try digestUpdate(Self.firstCounter)
+            try digestKey(secret)
+            try digestUpdate(otherInfo)
+            return try digestFinal()
+        } catch {
+            endDigestOperation()
+            throw error
+        }
+    }
+
+    /// Ends a digest operation that may still be active, discarding its result.
+    private func endDigestOperation() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        var length = CK_ULONG(buffer.count)
+        let rv = buffer.withUnsafeMutableBufferPointer { functions.C_DigestFinal(handle.rawValue, $0.baseAddress, &length) }
+        if rv != CK_RV(CKR_OK) && rv != CK_RV(CKR_OPERATION_NOT_INITIALIZED) { needsReplacement = true }
     }
 
     /// Removes RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) from `ciphertext` with `privateKey`.
     public func decryptOAEPSHA256(
-        path: RSADecryptionPath, privateKey: CK_OBJECT_HANDLE, ciphertext: [UInt8], modulusLength: Int
+        path: RSADecryptionPath, privateKey: ObjectHandle, ciphertext: [UInt8], modulusLength: Int
     ) throws(PKCS11Error) -> [UInt8] {
         guard ciphertext.count == modulusLength else {
             throw .invalidInput("the RSA ciphertext is \(ciphertext.count) bytes; the key's modulus is \(modulusLength)")
@@ -79,19 +96,26 @@ extension Session {
     }
 
     /// ECDSA over a 32-byte digest. Returns the module's raw `r ‖ s`.
-    public func signECDSA(privateKey: CK_OBJECT_HANDLE, digest: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+    public func signECDSA(privateKey: ObjectHandle, digest: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         try sign(.ecdsa, key: privateKey, data: digest)
     }
 
     /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`.
-    public func signRSAPKCS1SHA256(privateKey: CK_OBJECT_HANDLE, message: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+    public func signRSAPKCS1SHA256(privateKey: ObjectHandle, message: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         try sign(.sha256RSAPKCS, key: privateKey, data: message)
     }
 
-    private func secretValue(_ object: CK_OBJECT_HANDLE) throws(PKCS11Error) -> [UInt8] {
+    /// RSASSA-PSS with SHA-256, MGF1-SHA-256 and a 32-byte salt over `message`.
+    public func signRSAPSSSHA256(privateKey: ObjectHandle, message: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+        try sign(.sha256RSAPKCSPSS, key: privateKey, data: message)
+    }
+
+    /// The value of a secret the caller made extractable for this purpose.
+    func secretValue(_ object: ObjectHandle) throws(PKCS11Error) -> [UInt8] {
         guard let value = try attributes(of: object, [.value])[.value] else {
-            throw PKCS11Error(code: .returnValue(.attributeSensitive), category: .misconfiguration, function: "C_GetAttributeValue",
-                              message: "the HSM would not release the derived value")
+            throw PKCS11Error(
+                code: .returnValue(.attributeSensitive), category: .misconfiguration, function: "C_GetAttributeValue",
+                message: "the HSM would not release the derived value")
         }
         return value
     }
@@ -99,7 +123,7 @@ extension Session {
     private static let firstCounter: [UInt8] = [0, 0, 0, 1]
 
     /// A session object for a derived secret. `CKA_TOKEN=FALSE` so it never reaches storage.
-    private static func derivedSecretTemplate(extractable: Bool, length: CK_ULONG? = 32) -> [Attribute] {
+    static func derivedSecretTemplate(extractable: Bool, length: UInt? = 32) -> [Attribute] {
         var template: [Attribute] = [
             .objectClass(.secretKey), .keyType(.genericSecret), .bool(.token, false),
             .bool(.sensitive, !extractable), .bool(.extractable, extractable),

@@ -2,22 +2,31 @@ import CPKCS11
 
 /// One PKCS#11 session. Sessions are not thread-safe: a `Session` belongs to one thread at a
 /// time (a ``SessionPool`` worker, or the thread that opened it), which is why it is not
-/// `Sendable`.
+/// `Sendable`. It closes itself when the last reference goes, unless it was abandoned (its
+/// handle died with a `C_Finalize`).
 public final class Session {
     let module: PKCS11Module
-    public let handle: CK_SESSION_HANDLE
+    public let handle: SessionHandle
     private var isOpen = true
+    /// Set when an operation may still be active in the module after a failure that could not
+    /// end it; the session's owner replaces it rather than meet `CKR_OPERATION_ACTIVE` later.
+    var needsReplacement = false
     /// Session copies of token keys, by the token key's handle (see `Session+KeyCopies.swift`).
-    var keyCopies: [KeyCopyName: CK_OBJECT_HANDLE] = [:]
+    var keyCopies: [KeyCopyName: ObjectHandle] = [:]
 
-    private var functions: CK_FUNCTION_LIST { module.functions.pointee }
+    var functions: CK_FUNCTION_LIST { module.functions.pointee }
+    private var raw: CK_SESSION_HANDLE { handle.rawValue }
 
-    init(module: PKCS11Module, slot: CK_SLOT_ID) throws(PKCS11Error) {
+    init(module: PKCS11Module, slot: SlotID) throws(PKCS11Error) {
         self.module = module
         var handle: CK_SESSION_HANDLE = 0
         let flags = CPKCS11_CKF_SERIAL_SESSION | CPKCS11_CKF_RW_SESSION
-        try check("C_OpenSession", module.functions.pointee.C_OpenSession(slot, flags, nil, nil, &handle))
-        self.handle = handle
+        try check("C_OpenSession", module.functions.pointee.C_OpenSession(slot.rawValue, flags, nil, nil, &handle))
+        self.handle = SessionHandle(handle)
+    }
+
+    deinit {
+        close()
     }
 
     /// Closes the session. Closing the last session of a process logs the token out, so the HSM
@@ -25,7 +34,7 @@ public final class Session {
     public func close() {
         guard isOpen else { return }
         isOpen = false
-        _ = functions.C_CloseSession(handle)
+        _ = functions.C_CloseSession(raw)
     }
 
     /// Forgets the session without closing it: after `C_Finalize` its handle may name nothing,
@@ -39,7 +48,7 @@ public final class Session {
     func login(userPIN pin: [UInt8]) throws(PKCS11Error) {
         var pin = pin
         let rv = pin.withUnsafeMutableBufferPointer {
-            functions.C_Login(handle, CK_USER_TYPE(CKU_USER), $0.baseAddress, CK_ULONG($0.count))
+            functions.C_Login(raw, CK_USER_TYPE(CKU_USER), $0.baseAddress, CK_ULONG($0.count))
         }
         if rv == CK_RV(CKR_USER_ALREADY_LOGGED_IN) { return }
         try check("C_Login", rv)
@@ -47,61 +56,83 @@ public final class Session {
 
     func login(securityOfficerPIN pin: [UInt8]) throws(PKCS11Error) {
         var pin = pin
-        try check("C_Login", pin.withUnsafeMutableBufferPointer {
-            functions.C_Login(handle, CK_USER_TYPE(CKU_SO), $0.baseAddress, CK_ULONG($0.count))
-        })
+        try check(
+            "C_Login",
+            pin.withUnsafeMutableBufferPointer {
+                functions.C_Login(raw, CK_USER_TYPE(CKU_SO), $0.baseAddress, CK_ULONG($0.count))
+            })
     }
 
     func initializeUserPIN(_ pin: [UInt8]) throws(PKCS11Error) {
         var pin = pin
-        try check("C_InitPIN", pin.withUnsafeMutableBufferPointer {
-            functions.C_InitPIN(handle, $0.baseAddress, CK_ULONG($0.count))
-        })
+        try check(
+            "C_InitPIN",
+            pin.withUnsafeMutableBufferPointer {
+                functions.C_InitPIN(raw, $0.baseAddress, CK_ULONG($0.count))
+            })
     }
 
     func logout() {
-        _ = functions.C_Logout(handle)
+        _ = functions.C_Logout(raw)
     }
 
     /// Whether the session sees the token logged in as the user.
     public var isLoggedIn: Bool {
         var info = CK_SESSION_INFO()
-        guard functions.C_GetSessionInfo(handle, &info) == CK_RV(CKR_OK) else { return false }
+        guard functions.C_GetSessionInfo(raw, &info) == CK_RV(CKR_OK) else { return false }
         return info.state == CK_STATE(CKS_RW_USER_FUNCTIONS) || info.state == CK_STATE(CKS_RO_USER_FUNCTIONS)
     }
 
     // MARK: Objects
 
     /// Every object matching `attributes`. Costs O(objects in the token): callers cache handles.
-    public func findObjects(_ attributes: [Attribute]) throws(PKCS11Error) -> [CK_OBJECT_HANDLE] {
+    public func findObjects(_ attributes: [Attribute]) throws(PKCS11Error) -> [ObjectHandle] {
         try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
-            try check("C_FindObjectsInit", functions.C_FindObjectsInit(handle, template, count))
+            try check("C_FindObjectsInit", functions.C_FindObjectsInit(raw, template, count))
         }
-        defer { _ = functions.C_FindObjectsFinal(handle) }
-        var found: [CK_OBJECT_HANDLE] = []
+        defer { _ = functions.C_FindObjectsFinal(raw) }
+        var found: [ObjectHandle] = []
         var batch = [CK_OBJECT_HANDLE](repeating: 0, count: 64)
         while true {
             var count: CK_ULONG = 0
-            try check("C_FindObjects", functions.C_FindObjects(handle, &batch, CK_ULONG(batch.count), &count))
+            try check("C_FindObjects", functions.C_FindObjects(raw, &batch, CK_ULONG(batch.count), &count))
             if count == 0 { break }
-            found.append(contentsOf: batch.prefix(Int(count)))
+            found += batch.prefix(Int(count)).map(ObjectHandle.init)
         }
         return found
     }
 
+    /// The token objects of `objectClass`, with `id` when given (session objects are left out).
+    public func tokenObjects(_ objectClass: ObjectClass, id: KeyIdentifier? = nil) throws(PKCS11Error) -> [ObjectHandle] {
+        try findObjects([.objectClass(objectClass), .bool(.token, true)] + (id.map { [.id($0)] } ?? []))
+    }
+
+    /// Destroys the token objects of `classes` with `id`. Returns how many were destroyed.
+    @discardableResult
+    public func destroyTokenObjects(_ classes: [ObjectClass], id: KeyIdentifier) throws(PKCS11Error) -> Int {
+        var destroyed = 0
+        for objectClass in classes {
+            for handle in try tokenObjects(objectClass, id: id) {
+                try destroyObject(handle)
+                destroyed += 1
+            }
+        }
+        return destroyed
+    }
+
     /// Reads attributes; a missing or sensitive attribute comes back as nil.
-    public func attributes(of object: CK_OBJECT_HANDLE, _ types: [AttributeType]) throws(PKCS11Error) -> [AttributeType: [UInt8]] {
+    public func attributes(of object: ObjectHandle, _ types: [AttributeType]) throws(PKCS11Error) -> [AttributeType: [UInt8]] {
         var values: [AttributeType: [UInt8]] = [:]
         for type in types {
             var attribute = CK_ATTRIBUTE(type: type.rawValue, pValue: nil, ulValueLen: 0)
-            let sizing = functions.C_GetAttributeValue(handle, object, &attribute, 1)
+            let sizing = functions.C_GetAttributeValue(raw, object.rawValue, &attribute, 1)
             if sizing == CK_RV(CKR_ATTRIBUTE_SENSITIVE) || sizing == CK_RV(CKR_ATTRIBUTE_TYPE_INVALID) { continue }
             try check("C_GetAttributeValue", sizing)
             if attribute.ulValueLen == CPKCS11_UNAVAILABLE_INFORMATION { continue }
             var bytes = [UInt8](repeating: 0, count: Int(attribute.ulValueLen))
             let rv = bytes.withUnsafeMutableBytes { buffer in
                 attribute.pValue = buffer.baseAddress
-                return functions.C_GetAttributeValue(handle, object, &attribute, 1)
+                return functions.C_GetAttributeValue(raw, object.rawValue, &attribute, 1)
             }
             try check("C_GetAttributeValue", rv)
             values[type] = Array(bytes.prefix(Int(attribute.ulValueLen)))
@@ -109,114 +140,160 @@ public final class Session {
         return values
     }
 
-    public func setAttributes(of object: CK_OBJECT_HANDLE, _ attributes: [Attribute]) throws(PKCS11Error) {
+    public func setAttributes(of object: ObjectHandle, _ attributes: [Attribute]) throws(PKCS11Error) {
         try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
-            try check("C_SetAttributeValue", functions.C_SetAttributeValue(handle, object, template, count))
+            try check("C_SetAttributeValue", functions.C_SetAttributeValue(raw, object.rawValue, template, count))
         }
     }
 
-    public func createObject(_ attributes: [Attribute]) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+    public func createObject(_ attributes: [Attribute]) throws(PKCS11Error) -> ObjectHandle {
         var object: CK_OBJECT_HANDLE = 0
         try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
-            try check("C_CreateObject", functions.C_CreateObject(handle, template, count, &object), generalErrorIs: .badInput)
+            try check("C_CreateObject", functions.C_CreateObject(raw, template, count, &object), generalErrorIs: .badInput)
         }
-        return object
+        return ObjectHandle(object)
     }
 
-    public func destroyObject(_ object: CK_OBJECT_HANDLE) throws(PKCS11Error) {
-        try check("C_DestroyObject", functions.C_DestroyObject(handle, object))
+    public func destroyObject(_ object: ObjectHandle) throws(PKCS11Error) {
+        try check("C_DestroyObject", functions.C_DestroyObject(raw, object.rawValue))
+    }
+
+    func copyObject(_ object: ObjectHandle, _ attributes: [Attribute]) throws(PKCS11Error) -> ObjectHandle {
+        var copy: CK_OBJECT_HANDLE = 0
+        try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
+            try check("C_CopyObject", functions.C_CopyObject(raw, object.rawValue, template, count, &copy))
+        }
+        return ObjectHandle(copy)
     }
 
     // MARK: Keys
 
     public func generateKeyPair(
         _ mechanism: Mechanism, publicKey: [Attribute], privateKey: [Attribute]
-    ) throws(PKCS11Error) -> (publicKey: CK_OBJECT_HANDLE, privateKey: CK_OBJECT_HANDLE) {
+    ) throws(PKCS11Error) -> (publicKey: ObjectHandle, privateKey: ObjectHandle) {
         var publicHandle: CK_OBJECT_HANDLE = 0
         var privateHandle: CK_OBJECT_HANDLE = 0
         try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
             try withTemplate(publicKey) { (publicTemplate, publicCount) throws(PKCS11Error) in
                 try withTemplate(privateKey) { (privateTemplate, privateCount) throws(PKCS11Error) in
-                    try check("C_GenerateKeyPair", functions.C_GenerateKeyPair(
-                        handle, mechanism, publicTemplate, publicCount, privateTemplate, privateCount,
-                        &publicHandle, &privateHandle
-                    ))
+                    try check(
+                        "C_GenerateKeyPair",
+                        functions.C_GenerateKeyPair(
+                            raw, mechanism, publicTemplate, publicCount, privateTemplate, privateCount,
+                            &publicHandle, &privateHandle
+                        ))
                 }
             }
         }
-        return (publicHandle, privateHandle)
+        return (ObjectHandle(publicHandle), ObjectHandle(privateHandle))
+    }
+
+    public func generateKey(_ mechanism: Mechanism, template: [Attribute]) throws(PKCS11Error) -> ObjectHandle {
+        var key: CK_OBJECT_HANDLE = 0
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try withTemplate(template) { (template, count) throws(PKCS11Error) in
+                try check("C_GenerateKey", functions.C_GenerateKey(raw, mechanism, template, count, &key))
+            }
+        }
+        return ObjectHandle(key)
     }
 
     /// Derives a key from `base`. The peer data is untrusted, so `CKR_GENERAL_ERROR` (SoftHSM's
     /// answer to an off-curve point) is reported as bad input.
-    public func deriveKey(_ mechanism: Mechanism, base: CK_OBJECT_HANDLE, template: [Attribute]) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+    public func deriveKey(_ mechanism: Mechanism, base: ObjectHandle, template: [Attribute]) throws(PKCS11Error) -> ObjectHandle {
         var derived: CK_OBJECT_HANDLE = 0
         try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
             try withTemplate(template) { (template, count) throws(PKCS11Error) in
-                try check("C_DeriveKey", functions.C_DeriveKey(handle, mechanism, base, template, count, &derived), generalErrorIs: .badInput)
+                let rv = functions.C_DeriveKey(raw, mechanism, base.rawValue, template, count, &derived)
+                try check("C_DeriveKey", rv, generalErrorIs: .badInput)
             }
         }
-        return derived
+        return ObjectHandle(derived)
     }
 
+    /// Wraps (encrypts) the key `key` under `wrappingKey`.
+    public func wrapKey(_ mechanism: Mechanism, wrappingKey: ObjectHandle, key: ObjectHandle) throws(PKCS11Error) -> [UInt8] {
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try output("C_WrapKey", capacity: 128) { out, length in
+                functions.C_WrapKey(raw, mechanism, wrappingKey.rawValue, key.rawValue, out, length)
+            }
+        }
+    }
+
+    /// Unwraps `wrapped` under `unwrappingKey` into a new object; untrusted input, so
+    /// `CKR_GENERAL_ERROR` is bad input.
     public func unwrapKey(
-        _ mechanism: Mechanism, unwrappingKey: CK_OBJECT_HANDLE, wrapped: [UInt8], template: [Attribute]
-    ) throws(PKCS11Error) -> CK_OBJECT_HANDLE {
+        _ mechanism: Mechanism, unwrappingKey: ObjectHandle, wrapped: [UInt8], template: [Attribute]
+    ) throws(PKCS11Error) -> ObjectHandle {
         var unwrapped: CK_OBJECT_HANDLE = 0
         var wrapped = wrapped
         try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
             try withTemplate(template) { (template, count) throws(PKCS11Error) in
                 let rv = wrapped.withUnsafeMutableBufferPointer {
-                    functions.C_UnwrapKey(handle, mechanism, unwrappingKey, $0.baseAddress, CK_ULONG($0.count), template, count, &unwrapped)
+                    functions.C_UnwrapKey(
+                        raw, mechanism, unwrappingKey.rawValue, $0.baseAddress, CK_ULONG($0.count), template, count, &unwrapped)
                 }
                 try check("C_UnwrapKey", rv, generalErrorIs: .badInput)
             }
         }
-        return unwrapped
+        return ObjectHandle(unwrapped)
     }
 
-    // MARK: Digest, sign, decrypt
+    // MARK: Digest, sign, encrypt, decrypt
 
     public func digestInit(_ mechanism: Mechanism) throws(PKCS11Error) {
         try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
-            try check("C_DigestInit", functions.C_DigestInit(handle, mechanism))
+            try check("C_DigestInit", functions.C_DigestInit(raw, mechanism))
         }
     }
 
     public func digestUpdate(_ data: [UInt8]) throws(PKCS11Error) {
         var data = data
-        try check("C_DigestUpdate", data.withUnsafeMutableBufferPointer {
-            functions.C_DigestUpdate(handle, $0.baseAddress, CK_ULONG($0.count))
-        })
+        try check(
+            "C_DigestUpdate",
+            data.withUnsafeMutableBufferPointer {
+                functions.C_DigestUpdate(raw, $0.baseAddress, CK_ULONG($0.count))
+            })
     }
 
     /// Feeds a secret key's value into the running digest without it leaving the HSM.
-    public func digestKey(_ key: CK_OBJECT_HANDLE) throws(PKCS11Error) {
-        try check("C_DigestKey", functions.C_DigestKey(handle, key))
+    public func digestKey(_ key: ObjectHandle) throws(PKCS11Error) {
+        try check("C_DigestKey", functions.C_DigestKey(raw, key.rawValue))
     }
 
     public func digestFinal() throws(PKCS11Error) -> [UInt8] {
-        try output("C_DigestFinal", capacity: 64) { functions.C_DigestFinal(handle, $0, $1) }
+        try output("C_DigestFinal", capacity: 64) { functions.C_DigestFinal(raw, $0, $1) }
     }
 
-    public func sign(_ mechanism: Mechanism, key: CK_OBJECT_HANDLE, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+    public func sign(_ mechanism: Mechanism, key: ObjectHandle, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
-            try check("C_SignInit", functions.C_SignInit(handle, mechanism, key))
+            try check("C_SignInit", functions.C_SignInit(raw, mechanism, key.rawValue))
         }
         var data = data
         return try output("C_Sign", capacity: 512) { out, length in
-            data.withUnsafeMutableBufferPointer { functions.C_Sign(handle, $0.baseAddress, CK_ULONG($0.count), out, length) }
+            data.withUnsafeMutableBufferPointer { functions.C_Sign(raw, $0.baseAddress, CK_ULONG($0.count), out, length) }
+        }
+    }
+
+    public func encrypt(_ mechanism: Mechanism, key: ObjectHandle, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+        // Mechanism parameters (a GCM IV, its AAD) must stay valid until the single-part call ends.
+        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+            try check("C_EncryptInit", functions.C_EncryptInit(raw, mechanism, key.rawValue))
+            var data = data
+            return try output("C_Encrypt", capacity: data.count + 64) { out, length in
+                data.withUnsafeMutableBufferPointer { functions.C_Encrypt(raw, $0.baseAddress, CK_ULONG($0.count), out, length) }
+            }
         }
     }
 
     /// Decrypts untrusted ciphertext; `CKR_GENERAL_ERROR` is reported as bad input.
-    public func decrypt(_ mechanism: Mechanism, key: CK_OBJECT_HANDLE, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
+    public func decrypt(_ mechanism: Mechanism, key: ObjectHandle, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
         try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
-            try check("C_DecryptInit", functions.C_DecryptInit(handle, mechanism, key))
-        }
-        var data = data
-        return try output("C_Decrypt", capacity: 512, generalErrorIs: .badInput) { out, length in
-            data.withUnsafeMutableBufferPointer { functions.C_Decrypt(handle, $0.baseAddress, CK_ULONG($0.count), out, length) }
+            try check("C_DecryptInit", functions.C_DecryptInit(raw, mechanism, key.rawValue))
+            var data = data
+            return try output("C_Decrypt", capacity: max(data.count, 512), generalErrorIs: .badInput) { out, length in
+                data.withUnsafeMutableBufferPointer { functions.C_Decrypt(raw, $0.baseAddress, CK_ULONG($0.count), out, length) }
+            }
         }
     }
 
@@ -226,8 +303,8 @@ public final class Session {
         _ function: StaticString, capacity: Int, generalErrorIs category: ErrorCategory? = nil,
         _ call: (UnsafeMutablePointer<CK_BYTE>, UnsafeMutablePointer<CK_ULONG>) -> CK_RV
     ) throws(PKCS11Error) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: capacity)
-        var length = CK_ULONG(capacity)
+        var buffer = [UInt8](repeating: 0, count: max(capacity, 1))
+        var length = CK_ULONG(buffer.count)
         var rv = buffer.withUnsafeMutableBufferPointer { call($0.baseAddress!, &length) }
         if rv == CK_RV(CKR_BUFFER_TOO_SMALL) {
             buffer = [UInt8](repeating: 0, count: Int(length))

@@ -1,27 +1,31 @@
 import ArgumentParser
 import Foundation
 import PKCS11
+import PaywardenConfiguration
 
 struct DevHSMInit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Create the local SoftHSM development token (idempotent) and print the environment to export.",
-        discussion: "Files go under PAYWARDEN_HOME (default ./Keys) in softhsm/: the token store, softhsm2.conf, user.pin and so.pin (0600), and env, a file to source."
+        discussion:
+            "Files go under \(SettingCatalog.home.environmentName) (default ./Keys) in softhsm/: the token store, softhsm2.conf, "
+            + "user.pin and so.pin (0600), and env, a file to source."
     )
 
-    @Option(name: .customLong("token-label"), help: "The token's label.")
-    var tokenLabel: String = ProcessInfo.processInfo.environment["PAYWARDEN_TOKEN_LABEL"].flatMap { $0.hasPrefix("pkcs11:") ? nil : $0 } ?? HSMConfiguration.defaultTokenLabel
+    @Option(name: .customLong("token-label"), help: "The token's label (default: \(SettingCatalog.tokenLabel.environmentName)).")
+    var tokenLabel: String?
 
-    @Option(name: .customLong("pkcs11-module"), help: "The SoftHSM module.")
-    var modulePath: String = HSMConfiguration.defaultModulePath
+    @Option(name: .customLong("pkcs11-module"), help: "The SoftHSM module (default: \(SettingCatalog.pkcs11Module.environmentName)).")
+    var modulePath: String?
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        try await reportingFailures {
-            let environment = ProcessInfo.processInfo.environment
-            let home = URL(fileURLWithPath: environment["PAYWARDEN_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "Keys").standardizedFileURL.path
+        try await reportingFailures { settings in
+            let home = settings.home
+            let modulePath = modulePath ?? settings.hsm.modulePath
+            // A pkcs11: URI names an existing token; the development token needs a plain label.
+            let tokenLabel = tokenLabel ?? (settings.hsm.token.hasPrefix("pkcs11:") ? "paywarden" : settings.hsm.token)
             let token = DevelopmentToken(home: home, label: tokenLabel, modulePath: modulePath)
             try token.prepareFiles()
             // SoftHSM reads its configuration once, when the module is initialised.
@@ -35,11 +39,12 @@ struct DevHSMInit: AsyncParsableCommand {
             case .created: created = true
             case .alreadyPresent: created = false
             }
-            if json {
-                try printJSON(Result(
-                    created: created, label: tokenLabel, directory: token.directory, environmentFile: token.environmentFile,
-                    environment: Dictionary(uniqueKeysWithValues: token.exports)
-                ))
+            if output.json {
+                try printJSON(
+                    Result(
+                        created: created, label: tokenLabel, directory: token.directory, environmentFile: token.environmentFile,
+                        environment: Dictionary(uniqueKeysWithValues: token.exports)
+                    ))
             } else {
                 let verb = created ? "created" : "already present:"
                 FileHandle.standardError.write(Data("paywarden: development token \"\(tokenLabel)\" \(verb) in \(token.directory)\n".utf8))

@@ -1,9 +1,10 @@
 import Foundation
 import PKCS11
+import PaywardenConfiguration
 import PaywardenServer
 
 /// The local SoftHSM development token: its configuration, token store and PIN files under
-/// the Paywarden home (`PAYWARDEN_HOME`, default `./Keys`), in `softhsm/`.
+/// the Paywarden home, in `softhsm/`.
 struct DevelopmentToken {
     let home: String
     let label: String
@@ -22,15 +23,16 @@ struct DevelopmentToken {
     /// The environment a shell needs to use this token (and the service, its API key).
     var exports: [(String, String)] {
         let apiKeys = (try? String(contentsOfFile: apiKeyEntryFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        typealias C = SettingCatalog
         return [
             ("SOFTHSM2_CONF", configurationFile),
-            ("PAYWARDEN_HOME", home),
-            ("PAYWARDEN_PKCS11_MODULE", modulePath),
-            ("PAYWARDEN_TOKEN_LABEL", label),
-            ("PAYWARDEN_PIN_FILE", userPINFile),
+            (C.home.environmentName, home),
+            (C.pkcs11Module.environmentName, modulePath),
+            (C.tokenLabel.environmentName, label),
+            (C.pinFile.environmentName, userPINFile),
             // SoftHSM 2.6.1 has no OAEP-SHA256: RSA_v1 needs raw RSA with OpenSSL's OAEP decoding.
-            ("PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP", "true"),
-        ] + (apiKeys.map { [("PAYWARDEN_API_KEYS", $0)] } ?? [])
+            (C.hsmAllowSoftwareOAEP.environmentName, "true"),
+        ] + (apiKeys.map { [(C.apiKeys.environmentName, $0)] } ?? [])
     }
 
     /// Creates what is missing; leaves what exists alone.

@@ -10,36 +10,54 @@ struct HSMStatus: AsyncParsableCommand {
 
     @OptionGroup var hsmOptions: HSMOptions
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        try await reportingFailures {
-            let hsm = try await HSM.open(hsmOptions.configuration())
+        try await reportingFailures { settings in
+            let hsm = try await HSM.open(hsmOptions.configuration(settings))
             let keys = try await hsm.keys()
+            let secretKeys = try await hsm.secretKeys()
             let info = try hsm.module.info()
             await hsm.close()
             let status = Status(
                 module: hsm.configuration.modulePath,
-                moduleDescription: "\(info.manufacturer) \(info.libraryDescription) \(info.libraryVersion) (Cryptoki \(info.cryptokiVersion))",
+                moduleDescription:
+                    "\(info.manufacturer) \(info.libraryDescription) \(info.libraryVersion) (Cryptoki \(info.cryptokiVersion))",
                 token: hsm.token.label, serial: hsm.token.serialNumber,
                 ecdhPath: hsm.capabilities.ecdhPath?.rawValue, rsaDecryptionPath: hsm.capabilities.rsaDecryptionPath?.rawValue,
                 sessionKeyCopies: hsm.usesSessionKeyCopies,
+                dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
+                hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,
                 probe: hsm.capabilities.report,
-                keys: keys.map { Status.Key(id: $0.id.hex, label: $0.label, algorithm: $0.algorithm.rawValue,
-                                            sensitive: $0.isSensitive, extractable: $0.isExtractable) }
+                keys: keys.map {
+                    Status.Key(
+                        id: $0.id.hex, label: $0.label, algorithm: $0.algorithm.rawValue,
+                        sensitive: $0.isSensitive, extractable: $0.isExtractable)
+                },
+                secretKeys: secretKeys.map {
+                    Status.Key(
+                        id: $0.id.hex, label: $0.label, algorithm: $0.kind.rawValue, sensitive: $0.isSensitive,
+                        extractable: $0.isExtractable)
+                }
             )
-            if json {
+            if output.json {
                 try printJSON(status)
             } else {
                 print("module:     \(status.module) — \(status.moduleDescription)")
                 print("token:      \(status.token) (serial \(status.serial)), logged in")
                 print("ECDH path:  \(status.ecdhPath ?? "none: EC_v1 unavailable")")
                 print("RSA path:   \(status.rsaDecryptionPath ?? "none: RSA_v1 unavailable")")
-                print("key copies: \(status.sessionKeyCopies ? "decryption uses session copies of the token keys" : "off: decryption uses the token keys")")
+                let copies =
+                    status.sessionKeyCopies ? "decryption uses session copies of the token keys" : "off: decryption uses the token keys"
+                print("key copies: \(copies)")
+                print("data keys:  \(status.dataKeyWrapPath ?? "none: neither AES key wrap with padding nor AES-GCM")")
+                let secretOperations = [("AES-GCM", status.aesGCM), ("HMAC-SHA256", status.hmacSHA256), ("RSA-PSS", status.rsaPSS)]
+                print("operations: " + secretOperations.map { "\($0.0) \($0.1 ? "yes" : "no")" }.joined(separator: ", "))
                 for line in status.probe { print("  probe:    \(line)") }
                 print("keys:       \(keys.count)")
                 for key in status.keys { print("  \(key.id)  \(key.algorithm)  \(key.label)") }
+                print("secret keys: \(status.secretKeys.count)")
+                for key in status.secretKeys { print("  \(key.id)  \(key.algorithm)  \(key.label)") }
             }
         }
     }
@@ -52,7 +70,10 @@ struct HSMStatus: AsyncParsableCommand {
         let module, moduleDescription, token, serial: String
         let ecdhPath, rsaDecryptionPath: String?
         let sessionKeyCopies: Bool
+        let dataKeyWrapPath: String?
+        let aesGCM, hmacSHA256, rsaPSS: Bool
         let probe: [String]
         let keys: [Key]
+        let secretKeys: [Key]
     }
 }

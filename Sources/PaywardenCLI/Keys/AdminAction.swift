@@ -1,6 +1,7 @@
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenConfiguration
 
 /// Runs one admin action: under the admin lock when it changes keys, against a freshly opened
 /// HSM, with exactly one audit record for its outcome, whatever it is.
@@ -9,6 +10,10 @@ struct AdminAction {
     var keyID: String?
     var merchantID: String?
     let mutates: Bool
+    /// The Paywarden home of this run, once the settings are read.
+    private(set) var home = PaywardenHome(path: "Keys")
+    /// The settings of this run, once read.
+    private(set) var settings: PaywardenSettings?
 
     init(_ name: String, keyID: String? = nil, merchantID: String? = nil, mutates: Bool = true) {
         self.name = name
@@ -17,26 +22,37 @@ struct AdminAction {
         self.mutates = mutates
     }
 
+    /// The audit record names `key` and its merchant.
+    mutating func concerns(_ key: MerchantKey) {
+        keyID = key.id.hex
+        merchantID = key.merchantID ?? merchantID
+    }
+
     /// `body` returns what to audit on success (it may name the key it created).
     func run(hsm options: HSMOptions, _ body: (MerchantKeyStore, inout AdminAction) async throws -> String?) async throws {
-        CommandLogging.bootstrap()
         var action = self
         var outcome = "ok"
         var detail: String?
+        var auditLog: String?
         defer {
             let record = AuditLog.Record(
                 time: Date(), user: AuditLog.currentUser, action: action.name, keyID: action.keyID,
                 merchantID: action.merchantID, result: outcome, detail: detail
             )
             do {
-                try AuditLog(path: PaywardenHome.auditLog).append(record)
+                if let auditLog { try AuditLog(path: auditLog).append(record) }
             } catch {
                 FileHandle.standardError.write(Data("paywarden: warning: the audit log could not be written: \(error)\n".utf8))
             }
         }
         do {
-            let lock = mutates ? try AdminLock(path: PaywardenHome.adminLock) : nil
-            let hsm = try await HSM.open(options.configuration(), probeCapabilities: false)
+            let settings = try await PaywardenSettings.load()
+            CommandLogging.bootstrap(level: settings.logLevel.flatMap { .init(rawValue: $0) } ?? .warning)
+            action.home = PaywardenHome(settings)
+            action.settings = settings
+            auditLog = action.home.auditLog
+            let lock = mutates ? try AdminLock(path: action.home.adminLock) : nil
+            let hsm = try await HSM.open(options.configuration(settings), probeCapabilities: false)
             do {
                 detail = try await body(MerchantKeyStore(hsm: hsm), &action)
                 await hsm.close()
@@ -49,7 +65,7 @@ struct AdminAction {
             let failure = CommandFailure(describing: error)
             outcome = failure.status == .refused ? "refused" : "failed"
             detail = failure.message
-            FileHandle.standardError.write(Data("paywarden: \(failure.message)\n".utf8))
+            failure.report()
             throw failure.exitCode
         }
     }

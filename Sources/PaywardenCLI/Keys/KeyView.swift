@@ -34,6 +34,8 @@ struct KeyView: Encodable {
     /// One line per key for people; warnings follow on their own lines.
     var line: String {
         let expiry = notAfter.map { "expires \(ISO8601DateFormatter().string(from: $0)) (\(daysLeft ?? 0) days)" } ?? "no certificate"
-        return "\(id)  \(purpose)  \(type)  \(merchantId ?? merchantIdentifierHash ?? "?")  \(state)  publicKeyHash=\(publicKeyHash)  \(expiry)"
+        return
+            "\(id)  \(purpose)  \(type)  \(merchantId ?? merchantIdentifierHash ?? "?")  \(state)  publicKeyHash=\(publicKeyHash)  "
+            + "\(expiry)"
     }
 }

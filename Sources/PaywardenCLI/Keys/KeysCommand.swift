@@ -4,7 +4,7 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Apple Pay merchant keys: create, certify, rotate, retire, destroy, list.",
-        discussion: "Every action is appended to the audit log at $PAYWARDEN_HOME/audit/audit.jsonl.",
+        discussion: "Every action is appended to the audit log at audit/audit.jsonl under the Paywarden home.",
         subcommands: [
             KeysCreate.self, KeysImportCertificate.self, KeysRotate.self, KeysImport.self,
             KeysList.self, KeysRetire.self, KeysDestroy.self,

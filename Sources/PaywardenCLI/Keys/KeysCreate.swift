@@ -18,20 +18,22 @@ struct KeysCreate: AsyncParsableCommand {
     @Option(help: "processing (default) or identity.")
     var purpose: KeyPurpose = .processing
 
-    @Option(name: .customLong("csr-out"), help: "Where to write the PEM CSR (default: $PAYWARDEN_HOME/MERCHANT-KEYID.csr; - for stdout).")
+    @Option(
+        name: .customLong("csr-out"), help: "Where to write the PEM CSR (default: MERCHANT-KEYID.csr in the Paywarden home; - for stdout).")
     var csrOut: String?
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
         try await AdminAction("keys.create", merchantID: merchantID).run(hsm: hsmOptions) { store, action in
             let (key, csr) = try await store.create(merchantID: merchantID, purpose: purpose, algorithm: type ?? purpose.defaultAlgorithm)
-            action.keyID = key.id.hex
-            let path = try CSRFile.write(csr, to: csrOut, merchantID: merchantID, key: key)
-            report(key, csrPath: path, now: store.now, json: json, next: "upload the CSR to Apple, then run `paywarden keys import-certificate` with the certificate Apple returns")
+            action.concerns(key)
+            let path = try CSRFile.write(csr, to: csrOut, home: action.home, merchantID: merchantID, key: key)
+            report(
+                key, csrPath: path, now: store.now, json: output.json,
+                next: "upload the CSR to Apple, then run `paywarden keys import-certificate` with the certificate Apple returns")
             return path.map { "csr=\($0)" }
         }
     }
@@ -43,15 +45,16 @@ extension KeyPurpose: ExpressibleByArgument {}
 /// Writes a CSR where the admin asked, or to the default place under the Paywarden home.
 enum CSRFile {
     /// Returns the path written, or nil when the CSR went to stdout.
-    static func write(_ csr: String, to destination: String?, merchantID: String, key: MerchantKey) throws -> String? {
+    static func write(_ csr: String, to destination: String?, home: PaywardenHome, merchantID: String, key: MerchantKey) throws -> String? {
         if destination == "-" {
             print(csr, terminator: "")
             return nil
         }
-        let path = destination ?? "\(PaywardenHome.path)/\(merchantID)-\(key.id.hex.prefix(8)).csr"
+        let path = destination ?? "\(home.path)/\(merchantID)-\(key.id.hex.prefix(8)).csr"
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         guard FileManager.default.createFile(atPath: path, contents: Data(csr.utf8), attributes: [.posixPermissions: 0o644]) else {
-            throw CommandFailure(.refused, "cannot write the CSR to \(path); the key \(key.id) was created: destroy it or retry with --csr-out")
+            throw CommandFailure(
+                .refused, "cannot write the CSR to \(path); the key \(key.id) was created: destroy it or retry with --csr-out")
         }
         return path
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenConfiguration
 
 struct KeysImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,7 +10,7 @@ struct KeysImport: AsyncParsableCommand {
         abstract: "Move an existing software key into the HSM, non-extractable from then on.",
         discussion: """
             For processors migrating keys. The key comes from --key (PEM or DER: PKCS#8, SEC1 with or without \
-            EC PARAMETERS, PKCS#1) or --pkcs12 (password from --password-file or PAYWARDEN_PKCS12_PASSWORD). \
+            EC PARAMETERS, PKCS#1) or --pkcs12 (password from --password-file, else \(SettingCatalog.pkcs12Password.environmentName)). \
             The merchant comes from --certificate (or the certificate inside the PKCS#12) or --merchant-id.
             """
     )
@@ -35,8 +36,7 @@ struct KeysImport: AsyncParsableCommand {
     @Flag(name: .customLong("allow-expired-certificate"), help: "Accept an expired certificate (to decrypt old tokens, e.g. for disputes).")
     var allowExpiredCertificate = false
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
@@ -50,7 +50,7 @@ struct KeysImport: AsyncParsableCommand {
             let source = key ?? pkcs12!
             let software: SoftwarePrivateKey
             if let pkcs12 {
-                software = try SoftwarePrivateKey(pkcs12: InputFile.read(pkcs12, what: "PKCS#12"), password: try password())
+                software = try SoftwarePrivateKey(pkcs12: InputFile.read(pkcs12, what: "PKCS#12"), password: try password(action.settings))
             } else {
                 software = try SoftwarePrivateKey(pemOrDER: InputFile.read(source, what: "key"))
             }
@@ -59,27 +59,29 @@ struct KeysImport: AsyncParsableCommand {
                 software, certificate: merchantCertificate, merchantID: merchantID, purpose: purpose,
                 allowExpiredCertificate: allowExpiredCertificate
             )
-            action.keyID = imported.id.hex
-            action.merchantID = imported.merchantID
-            report(imported, now: store.now, json: json)
-            FileHandle.standardError.write(Data("""
-                paywarden: warning: \(source) still holds the private key in software. The HSM copy is all Paywarden \
-                needs: destroy the source (e.g. shred -u \(source)) and every backup of it.
+            action.concerns(imported)
+            report(imported, now: store.now, json: output.json)
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    paywarden: warning: \(source) still holds the private key in software. The HSM copy is all Paywarden \
+                    needs: destroy the source (e.g. shred -u \(source)) and every backup of it.
 
-                """.utf8))
+                    """.utf8))
             return "imported from \(pkcs12 != nil ? "PKCS#12" : "key file")"
         }
     }
 
-    private func password() throws -> String {
+    private func password(_ settings: PaywardenSettings?) throws -> String {
         if let passwordFile {
             guard let data = FileManager.default.contents(atPath: passwordFile) else {
                 throw CommandFailure(.refused, "cannot read the password file \(passwordFile)")
             }
+            // A trailing line break is the editor's, not the password's (LF or CRLF).
             var text = String(decoding: data, as: UTF8.self)
-            while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+            while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
             return text
         }
-        return ProcessInfo.processInfo.environment["PAYWARDEN_PKCS12_PASSWORD"] ?? ""
+        return settings?.pkcs12Password?.revealed ?? ""
     }
 }

@@ -12,8 +12,7 @@ struct KeysImportCertificate: AsyncParsableCommand {
     @Argument(help: "The certificate file, or - for standard input.")
     var file: String
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
@@ -22,12 +21,12 @@ struct KeysImportCertificate: AsyncParsableCommand {
             let certificate = try MerchantCertificate(bytes: InputFile.read(file, what: "certificate"))
             action.merchantID = certificate.merchantID
             let (key, outcome) = try await store.importCertificate(certificate)
-            action.keyID = key.id.hex
-            action.merchantID = key.merchantID
-            if outcome == .alreadyImported, !json {
-                FileHandle.standardError.write(Data("paywarden: this certificate was already imported for key \(key.id); nothing changed\n".utf8))
+            action.concerns(key)
+            if outcome == .alreadyImported, !output.json {
+                FileHandle.standardError.write(
+                    Data("paywarden: this certificate was already imported for key \(key.id); nothing changed\n".utf8))
             }
-            report(key, now: store.now, json: json)
+            report(key, now: store.now, json: output.json)
             return outcome == .alreadyImported ? "already imported" : "activated"
         }
     }

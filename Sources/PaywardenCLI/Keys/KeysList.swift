@@ -6,11 +6,11 @@ struct KeysList: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List merchant keys: id, purpose, type, merchant, state, publicKeyHash, expiry, warnings.",
-        discussion: "Warns 30, 15 and 7 days before a certificate expires (Apple's reminder schedule) and for keys pending more than 7 days."
+        discussion:
+            "Warns 30, 15 and 7 days before a certificate expires (Apple's reminder schedule) and for keys pending more than 7 days."
     )
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
@@ -18,7 +18,7 @@ struct KeysList: AsyncParsableCommand {
         try await AdminAction("keys.list", mutates: false).run(hsm: hsmOptions) { store, _ in
             let now = store.now
             let views = try await store.list().map { KeyView($0, now: now) }
-            if json {
+            if output.json {
                 try printJSON(views)
             } else if views.isEmpty {
                 print("no merchant keys; create one with `paywarden keys create --merchant-id ID`")

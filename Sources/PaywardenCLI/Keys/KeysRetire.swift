@@ -12,17 +12,15 @@ struct KeysRetire: AsyncParsableCommand {
     @Argument(help: "The key id (or a unique prefix of 6+ hex digits, or a pkcs11: URI with id=).")
     var key: String
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
         try await AdminAction("keys.retire", keyID: key).run(hsm: hsmOptions) { store, action in
             let retired = try await store.retire(key)
-            action.keyID = retired.id.hex
-            action.merchantID = retired.merchantID
-            report(retired, now: store.now, json: json)
+            action.concerns(retired)
+            report(retired, now: store.now, json: output.json)
             return nil
         }
     }
@@ -41,20 +39,20 @@ struct KeysDestroy: AsyncParsableCommand {
     @Flag(help: "Confirm the destruction.")
     var yes = false
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
         try await AdminAction("keys.destroy", keyID: key).run(hsm: hsmOptions) { store, action in
             guard yes else {
-                throw CommandFailure(.refused, "destroying key \(key) is irreversible: tokens encrypted to it can never be decrypted again; repeat with --yes")
+                throw CommandFailure(
+                    .refused,
+                    "destroying key \(key) is irreversible: tokens encrypted to it can never be decrypted again; repeat with --yes")
             }
             let destroyed = try await store.destroy(key)
-            action.keyID = destroyed.id.hex
-            action.merchantID = destroyed.merchantID
-            if json {
+            action.concerns(destroyed)
+            if output.json {
                 try printJSON(["destroyed": destroyed.id.hex])
             } else {
                 print("destroyed key \(destroyed.id) (\(destroyed.merchantID ?? "?"))")

@@ -18,18 +18,18 @@ struct KeysRotate: AsyncParsableCommand {
     @Option(name: .customLong("csr-out"), help: "Where to write the PEM CSR (- for stdout).")
     var csrOut: String?
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
         try await AdminAction("keys.rotate", merchantID: merchantID).run(hsm: hsmOptions) { store, action in
             let (successor, csr, current) = try await store.rotate(merchantID: merchantID)
-            action.keyID = successor.id.hex
-            let path = try CSRFile.write(csr, to: csrOut, merchantID: merchantID, key: successor)
-            report(successor, csrPath: path, now: store.now, json: json,
-                   next: "upload the CSR to Apple and import the certificate; key \(current.id) stays active until you retire it")
+            action.concerns(successor)
+            let path = try CSRFile.write(csr, to: csrOut, home: action.home, merchantID: merchantID, key: successor)
+            report(
+                successor, csrPath: path, now: store.now, json: output.json,
+                next: "upload the CSR to Apple and import the certificate; key \(current.id) stays active until you retire it")
             return "successor of \(current.id.hex)"
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PaywardenConfiguration
 import PaywardenServer
 
 struct ServeCommand: AsyncParsableCommand {
@@ -8,26 +9,25 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the HTTP service: POST /v1/payment-tokens/decrypt, /healthz, /readyz, /metrics.",
         discussion: """
-            Configured by the environment (PAYWARDEN_LISTEN, PAYWARDEN_API_KEYS, PAYWARDEN_TLS_*, the HSM settings, …) \
-            and an optional JSON file ({"paywarden": {"listen": "…", …}}); the environment overrides the file. \
-            Stops on SIGTERM or SIGINT after finishing in-flight requests.
+            Configured by the environment and an optional JSON file ({"paywarden": {"listen": "…", …}}); the \
+            environment overrides the file. `paywarden config show` prints every setting, its effective value and \
+            where it came from. Stops on SIGTERM or SIGINT after finishing in-flight requests.
             """
     )
 
-    @Option(help: "A JSON configuration file (default: PAYWARDEN_CONFIG).")
+    @Option(help: "A JSON configuration file (default: \(SettingCatalog.configurationFileVariable)).")
     var config: String?
 
     func run() async throws {
-        CommandLogging.bootstrap(defaultLevel: .info)
-        try await reportingFailures {
-            let configuration: ServerConfiguration
-            do {
-                configuration = try await ServerConfiguration.load(file: config)
-            } catch let error as ServerConfigurationError {
-                throw CommandFailure(.misconfiguration, error.description)
-            }
-            let server = try await PaywardenServer.make(configuration, logger: Logger(label: "paywarden"))
+        do {
+            let settings = try await PaywardenSettings.load(file: config)
+            CommandLogging.bootstrap(level: settings.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? .info)
+            let server = try await PaywardenServer.make(ServerConfiguration(settings: settings), logger: Logger(label: "paywarden"))
             try await server.run()
+        } catch {
+            let failure = CommandFailure(describing: error)
+            failure.report()
+            throw failure.exitCode
         }
     }
 }
@@ -43,33 +43,46 @@ struct APIKeysCommand: AsyncParsableCommand {
 struct APIKeysCreate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create",
-        abstract: "Create an API key: prints the key once, and the entry (its SHA-256, never the key) for PAYWARDEN_API_KEYS."
+        abstract:
+            "Create an API key: prints the key once, and the entry (its SHA-256, never the key) for "
+            + "\(SettingCatalog.apiKeys.environmentName)."
     )
 
     @Option(help: "A name for the key's holder (letters, digits, - and _).")
     var name: String = "payments"
 
-    @Option(help: "What the key may do: decrypt.")
-    var scope: [APIScope] = [.decrypt]
+    @Option(help: "What the key may do: \(APIScope.allCases.map(\.rawValue).joined(separator: ", ")); join several with +.")
+    var scope: [String] = [APIScope.decrypt.rawValue]
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @Option(help: "The merchant organisation the key acts for (needed by redeem, detokenize and the relay routes).")
+    var organization: String?
+
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
-            throw ValidationError("--name takes letters, digits, - and _")
+        guard APIKey.isName(name) else { throw ValidationError("--name takes letters, digits, - and _ (at most 64)") }
+        if let organization, !APIKey.isName(organization) {
+            throw ValidationError("--organization takes letters, digits, - and _ (at most 64)")
+        }
+        _ = try scopes()
+    }
+
+    func scopes() throws -> [APIScope] {
+        try scope.flatMap { $0.split(separator: "+") }.map { text in
+            guard let scope = APIScope(rawValue: String(text)) else {
+                throw ValidationError("unknown scope \"\(text)\"; known: \(APIScope.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return scope
         }
     }
 
     func run() async throws {
-        let (key, entry) = APIKey.generate(name: name, scopes: scope)
-        if json {
+        let (key, entry) = APIKey.generate(name: name, scopes: try scopes(), organization: organization)
+        if output.json {
             try printJSON(["key": key, "entry": entry])
         } else {
             print("API key (shown once; give it to the client, store it nowhere else): \(key)")
-            print("Add to PAYWARDEN_API_KEYS (comma-separated entries): \(entry)")
+            print("Add to \(SettingCatalog.apiKeys.environmentName) (comma-separated entries): \(entry)")
         }
     }
 }
-
-extension APIScope: ExpressibleByArgument {}

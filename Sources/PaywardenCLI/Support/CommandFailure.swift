@@ -3,10 +3,13 @@ import ArgumentParser
 import Foundation
 import KeyCustody
 import Logging
-import Synchronization
 import PKCS11
+import PaywardenConfiguration
+import PaywardenServer
+import Synchronization
 
-/// A failure reported as one line on stderr with a stable exit status.
+/// A failure reported as one line on stderr with a stable exit status: what was wrong and what
+/// to do about it.
 struct CommandFailure: Error, CustomStringConvertible {
     enum Status: Int32 {
         case refused = 1
@@ -30,7 +33,7 @@ struct CommandFailure: Error, CustomStringConvertible {
         case .retry, .relogin: status = .unavailable
         case .badInput: status = .refused
         }
-        message = error.description
+        message = OperatorAdvice.describe(error)
     }
 
     init(_ error: CustodyError) {
@@ -41,6 +44,15 @@ struct CommandFailure: Error, CustomStringConvertible {
         }
     }
 
+    init(_ error: PaymentTokenError) {
+        let status: Status =
+            switch error.code {
+            case .hsmUnavailable, .overloaded: .unavailable
+            default: .refused
+            }
+        self.init(status, error.description)
+    }
+
     /// Any error a command can meet, as a one-line failure.
     init(describing error: any Error) {
         switch error {
@@ -48,40 +60,46 @@ struct CommandFailure: Error, CustomStringConvertible {
         case let error as PKCS11Error: self.init(error)
         case let error as CustodyError: self.init(error)
         case let error as PaymentTokenError: self.init(error)
+        case let error as ConfigurationError: self.init(.misconfiguration, error.message)
+        case let error as ServerStartError: self.init(.misconfiguration, error.description)
         default: self.init(.refused, "\(error)")
         }
     }
 
     var exitCode: ExitCode { ExitCode(status.rawValue) }
+
+    /// Prints the one line on stderr.
+    func report() {
+        FileHandle.standardError.write(Data("paywarden: \(message)\n".utf8))
+    }
 }
 
 extension AsyncParsableCommand {
-    /// Runs `body`, turning every failure into one line on stderr and the matching exit status.
-    func reportingFailures(_ body: () async throws -> Void) async throws {
-        CommandLogging.bootstrap()
+    /// Loads the settings (environment, then `PAYWARDEN_CONFIG`), starts logging, and runs `body`,
+    /// turning every failure into one line on stderr and the matching exit status.
+    func reportingFailures(defaultLogLevel: Logger.Level = .warning, _ body: (PaywardenSettings) async throws -> Void) async throws {
         do {
-            try await body()
+            let settings = try await PaywardenSettings.load()
+            CommandLogging.bootstrap(level: settings.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? defaultLogLevel)
+            try await body(settings)
         } catch let exit as ExitCode {
             throw exit
         } catch {
             let failure = CommandFailure(describing: error)
-            FileHandle.standardError.write(Data("paywarden: \(failure.message)\n".utf8))
+            failure.report()
             throw failure.exitCode
         }
     }
 }
 
-/// Commands log to stderr, at `PAYWARDEN_LOG_LEVEL` (default `warning`), so stdout carries only
-/// what the command prints.
+/// Commands log to stderr, so stdout carries only what the command prints.
 enum CommandLogging {
     private static let bootstrapped = Mutex(false)
 
-    /// Admin commands default to `warning`; the server to `info`.
-    static func bootstrap(defaultLevel: Logger.Level = .warning) {
+    static func bootstrap(level: Logger.Level) {
         bootstrapped.withLock { done in
             guard !done else { return }
             done = true
-            let level = ProcessInfo.processInfo.environment["PAYWARDEN_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? defaultLevel
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = level

@@ -1,23 +1,36 @@
 import ArgumentParser
 import Foundation
 import PKCS11
+import PaywardenConfiguration
+import PaywardenServer
 
-/// The HSM selection every command takes: flags override the environment.
+/// The HSM selection every command takes: flags override the settings (environment, file).
 struct HSMOptions: ParsableArguments {
-    @Option(name: .customLong("pkcs11-module"), help: "The PKCS#11 library (default: PAYWARDEN_PKCS11_MODULE or \(HSMConfiguration.defaultModulePath)).")
+    @Option(name: .customLong("pkcs11-module"), help: "The PKCS#11 library (default: \(SettingCatalog.pkcs11Module.environmentName)).")
     var modulePath: String?
 
-    @Option(name: .customLong("token-label"), help: "The token's label or a pkcs11: URI (default: PAYWARDEN_TOKEN_LABEL or \(HSMConfiguration.defaultTokenLabel)).")
+    @Option(
+        name: .customLong("token-label"),
+        help: "The token's label or a pkcs11: URI (default: \(SettingCatalog.tokenLabel.environmentName)).")
     var tokenLabel: String?
 
-    @Option(name: .customLong("pin-file"), help: "A file holding the user PIN (default: PAYWARDEN_PIN_FILE, else PAYWARDEN_PIN).")
+    @Option(
+        name: .customLong("pin-file"),
+        help:
+            "A file holding the user PIN (default: \(SettingCatalog.pinFile.environmentName), else \(SettingCatalog.pin.environmentName)).")
     var pinFile: String?
 
-    func configuration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> HSMConfiguration {
-        var configuration = try HSMConfiguration.fromEnvironment(environment)
+    func configuration(_ settings: PaywardenSettings) throws -> HSMConfiguration {
+        var configuration = try HSMConfiguration(settings: settings.hsm)
         if let modulePath { configuration.modulePath = modulePath }
         if let tokenLabel { try configuration.setToken(tokenLabel) }
         if let pinFile { configuration.pin = .file(pinFile) }
         return configuration
     }
+}
+
+/// `--json` for every command that prints data.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print the result as JSON.")
+    var json = false
 }

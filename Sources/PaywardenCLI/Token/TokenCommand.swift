@@ -1,4 +1,5 @@
 import ArgumentParser
+import PaywardenConfiguration
 
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -6,8 +7,8 @@ struct TokenCommand: AsyncParsableCommand {
         abstract: "Inspect or decrypt an Apple Pay payment token.",
         discussion: """
             FILE holds a PKPaymentToken or its paymentData (- reads standard input). Trust roots: the embedded \
-            Apple Root CA - G3, or PAYWARDEN_TRUST_ROOTS. Signing-time window: PAYWARDEN_SIGNING_TIME_WINDOW \
-            seconds (default 300).
+            Apple Root CA - G3, or \(SettingCatalog.trustRoots.environmentName). Signing-time window: \
+            \(SettingCatalog.signingTimeWindow.environmentName) seconds (default 300).
             """,
         subcommands: [TokenInspect.self, TokenDecrypt.self]
     )

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenServer
 
 struct TokenDecrypt: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,11 +20,11 @@ struct TokenDecrypt: AsyncParsableCommand {
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures { settings in
             let bytes = try options.token()
             let at = try options.instant()
-            let verifier = try TokenOptions.verifier()
-            let hsm = try await HSM.open(hsmOptions.configuration())
+            let verifier = try TokenOptions.verifier(settings)
+            let hsm = try await HSM.open(hsmOptions.configuration(settings))
             let result: DecryptedPaymentToken
             do {
                 let keys = HSMPaymentKeys(hsm: hsm)
@@ -35,35 +36,31 @@ struct TokenDecrypt: AsyncParsableCommand {
                 await hsm.close()
                 throw error
             }
-            print(try Self.render(result, reveal: reveal, json: options.json))
+            print(try Self.render(result, reveal: reveal, json: options.output.json))
         }
     }
 
     /// The decrypt endpoint's response shape; the payload verbatim with --reveal, masked otherwise.
     static func render(_ result: DecryptedPaymentToken, reveal: Bool, json: Bool) throws -> String {
-        let paymentData: String
+        let paymentData: [UInt8]
         if reveal {
-            paymentData = String(decoding: result.paymentData, as: UTF8.self)
+            paymentData = result.paymentData
         } else {
             let masked = PaymentDataMasking.masked(result.paymentData) ?? [:]
-            paymentData = String(decoding: try JSONSerialization.data(withJSONObject: masked, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+            paymentData = Array(try JSONSerialization.data(withJSONObject: masked, options: [.sortedKeys, .withoutEscapingSlashes]))
         }
-        let formatter = ISO8601DateFormatter()
-        let token = """
-            {"version":"\(result.version.rawValue)","transactionId":"\(result.transactionID)","publicKeyHash":"\(result.publicKeyHash)","signingTime":"\(formatter.string(from: result.signingTime))"}
-            """
-        let key = #"{"id":"\#(result.keyID)","merchantIdentifierHash":"\#(result.merchantIdentifierHash)"}"#
+        let facts = DecryptedTokenFacts(result)
         if json {
-            return #"{"paymentData":\#(paymentData),"token":\#(token),"key":\#(key)}"#
+            return String(decoding: try facts.responseBody(paymentData: paymentData), as: UTF8.self)
         }
         return """
-            version:                \(result.version.rawValue)
-            transactionId:          \(result.transactionID)
-            publicKeyHash:          \(result.publicKeyHash)
-            signingTime:            \(formatter.string(from: result.signingTime))
-            key:                    \(result.keyID)
-            merchantIdentifierHash: \(result.merchantIdentifierHash)
-            paymentData:            \(paymentData)
+            version:                \(facts.token.version)
+            transactionId:          \(facts.token.transactionId)
+            publicKeyHash:          \(facts.token.publicKeyHash)
+            signingTime:            \(facts.token.signingTime)
+            key:                    \(facts.key.id)
+            merchantIdentifierHash: \(facts.key.merchantIdentifierHash)
+            paymentData:            \(String(decoding: paymentData, as: UTF8.self))
             """
     }
 }

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenPrimitives
 
 struct TokenInspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,24 +16,24 @@ struct TokenInspect: AsyncParsableCommand {
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures { settings in
             let bytes = try options.token()
             let at = try options.instant()
             let token = try PaymentToken(json: bytes)
-            let verifier = try TokenOptions.verifier()
+            let verifier = try TokenOptions.verifier(settings)
             let verification = await verifier.verify(token, now: at ?? Date())
-            let matchingKey = await Self.matchingKey(token, hsmOptions: hsmOptions)
+            let matchingKey = await Self.matchingKey(token, hsm: try hsmOptions.configuration(settings))
 
             let formatter = ISO8601DateFormatter()
             let report = Report(
                 version: token.version.rawValue, publicKeyHash: token.publicKeyHashBase64, transactionId: token.transactionIDHex,
-                applicationData: token.header.applicationData.map { $0.map { String(format: "%02x", $0) }.joined() },
+                applicationData: token.header.applicationData.map(Hex.encode),
                 signingTime: verification.signingTime.map(formatter.string(from:)), evaluatedAt: formatter.string(from: at ?? Date()),
                 signer: verification.chain.first, chain: verification.chain, signatureAlgorithm: verification.signatureAlgorithm,
                 trustAnchors: verifier.anchors.source, verified: verification.passed,
                 failure: verification.failure.map { .init(code: $0.code.rawValue, message: $0.message) }, matchingKey: matchingKey
             )
-            if options.json {
+            if options.output.json {
                 try printJSON(report)
             } else {
                 print("version:          \(report.version)")
@@ -51,13 +52,18 @@ struct TokenInspect: AsyncParsableCommand {
     }
 
     /// The key this token would be decrypted with, or why none is known.
-    static func matchingKey(_ token: PaymentToken, hsmOptions: HSMOptions) async -> String {
+    static func matchingKey(_ token: PaymentToken, hsm configuration: HSMConfiguration) async -> String {
         do {
-            let hsm = try await HSM.open(hsmOptions.configuration(), probeCapabilities: false)
-            defer { Task { await hsm.close() } }
-            let keys = try await MerchantKeyStore(hsm: hsm).list()
-            let key = keys.first { $0.publicKeyHash == token.publicKeyHashBase64 }
+            let hsm = try await HSM.open(configuration, probeCapabilities: false)
+            let keys: [MerchantKey]
+            do {
+                keys = try await MerchantKeyStore(hsm: hsm).list()
+            } catch {
+                await hsm.close()
+                throw error
+            }
             await hsm.close()
+            let key = keys.first { $0.publicKeyHash == token.publicKeyHashBase64 }
             guard let key else { return "none: no key in the HSM has this publicKeyHash" }
             return "\(key.id) (\(key.merchantID ?? "?"), \(key.state.rawValue))"
         } catch {

@@ -1,6 +1,8 @@
 import ApplePay
 import ArgumentParser
 import Foundation
+import PaywardenConfiguration
+import PaywardenServer
 
 /// What `token inspect` and `token decrypt` share.
 struct TokenOptions: ParsableArguments {
@@ -10,8 +12,7 @@ struct TokenOptions: ParsableArguments {
     @Option(help: "Evaluate the signature and chain as of this ISO 8601 instant (e.g. 2014-10-27T19:51:43Z) instead of now.")
     var at: String?
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
+    @OptionGroup var output: OutputOptions
 
     func instant() throws -> Date? {
         guard let at else { return nil }
@@ -27,31 +28,16 @@ struct TokenOptions: ParsableArguments {
     func token() throws -> [UInt8] {
         let bytes = try InputFile.read(file, what: "token")
         guard bytes.count <= PaymentToken.maximumEncodedSize else {
-            throw CommandFailure(.refused, "malformed_token: the file is \(bytes.count) bytes; a token is at most \(PaymentToken.maximumEncodedSize)")
+            throw CommandFailure(
+                .refused, "malformed_token: the file is \(bytes.count) bytes; a token is at most \(PaymentToken.maximumEncodedSize)")
         }
         return bytes
     }
 
-    static func verifier() throws -> TokenSignatureVerifier {
-        let environment = ProcessInfo.processInfo.environment
-        var window: TimeInterval = 300
-        if let text = environment["PAYWARDEN_SIGNING_TIME_WINDOW"] {
-            let allowed = TokenSignatureVerifier.allowedSigningTimeWindows
-            guard let seconds = TimeInterval(text), allowed.contains(seconds) else {
-                throw CommandFailure(.misconfiguration, "PAYWARDEN_SIGNING_TIME_WINDOW must be a number of seconds from \(Int(allowed.lowerBound)) to \(Int(allowed.upperBound))")
-            }
-            window = seconds
-        }
-        return TokenSignatureVerifier(anchors: try TrustAnchors.fromEnvironment(environment), signingTimeWindow: window)
-    }
-}
-
-extension CommandFailure {
-    init(_ error: PaymentTokenError) {
-        let status: Status = switch error.code {
-        case .hsmUnavailable, .overloaded: .unavailable
-        default: .refused
-        }
-        self.init(status, error.description)
+    static func verifier(_ settings: PaywardenSettings) throws -> TokenSignatureVerifier {
+        TokenSignatureVerifier(
+            anchors: try ServerConfiguration.trustAnchors(settings.verification.trustRoots),
+            signingTimeWindow: settings.verification.signingTimeWindow
+        )
     }
 }

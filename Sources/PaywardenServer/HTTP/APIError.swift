@@ -3,7 +3,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// An error response in Paywarden's stable shape: `{"error":{"code":"…","message":"…"}}`.
+/// An error response in Paywarden's stable shape: `{"error":{"code":"…","message":"…"}}`, with
+/// extra fields where a protocol wants them (the eProtect code beside the stable one).
 public struct APIError: Error, HTTPResponseError, Sendable {
     public let status: HTTPResponse.Status
     public let code: String
@@ -38,14 +39,27 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         APIError(.forbidden, code: "forbidden", message: message)
     }
 
+    /// A failure that is no request's fault: the log line with the same request id says what it was.
+    public static let internalError = APIError(
+        .internalServerError, code: "internal_error", message: "the request failed inside Paywarden; the server log has the details"
+    )
+
     public static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than \(limit) bytes; send one PKPaymentToken or its paymentData")
+        APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than \(limit) bytes")
+    }
+
+    struct Body: Encodable {
+        struct Detail: Encodable {
+            let code: String
+            let message: String
+        }
+        let error: Detail
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var headers = self.headers
-        headers[.contentType] = "application/json"
-        let body = try JSONSerialization.data(withJSONObject: ["error": ["code": code, "message": message]], options: [.sortedKeys, .withoutEscapingSlashes])
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        var response = try JSONResponses.encoder.encode(Body(error: .init(code: code, message: message)), from: request, context: context)
+        response.status = status
+        response.headers.append(contentsOf: headers)
+        return response
     }
 }

@@ -9,33 +9,61 @@ struct DecryptController {
     let service: DecryptionService
     let maxBodyBytes: Int
 
-    func decrypt(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
-            throw APIError.payloadTooLarge(limit: maxBodyBytes)
-        }
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: maxBodyBytes)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw APIError.payloadTooLarge(limit: maxBodyBytes)
-        }
+    func decrypt(_ request: Request, context: PaywardenRequestContext) async throws -> VerbatimJSONResponse<DecryptedTokenFacts> {
+        let body = try await RequestBody.collect(request, limit: maxBodyBytes)
         let result: DecryptedPaymentToken
         do {
-            result = try await service.decrypt(Array(buffer: body))
+            result = try await service.decrypt(body)
         } catch {
             throw APIError(error)
         }
-        return Response(status: .ok, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: Self.render(result))))
+        return VerbatimJSONResponse(key: "paymentData", verbatim: result.paymentData, envelope: DecryptedTokenFacts(result))
+    }
+}
+
+/// What the decrypt response says besides the payload: the token's facts and the key that opened it.
+public struct DecryptedTokenFacts: Encodable, Sendable {
+    public struct Token: Encodable, Sendable {
+        public let version: String
+        public let transactionId: String
+        public let publicKeyHash: String
+        public let signingTime: String
     }
 
-    /// `{"paymentData":{…verbatim…},"token":{…},"key":{…}}`: the payload is spliced in as
-    /// decrypted, so no field is dropped or reordered.
-    static func render(_ result: DecryptedPaymentToken) -> [UInt8] {
-        let signingTime = RFC3339.string(from: result.signingTime)
-        var out = Array(#"{"paymentData":"#.utf8)
-        out += result.paymentData
-        out += Array(#","token":{"version":"\#(result.version.rawValue)","transactionId":"\#(result.transactionID)","publicKeyHash":"\#(result.publicKeyHash)","signingTime":"\#(signingTime)"},"key":{"id":"\#(result.keyID)","merchantIdentifierHash":"\#(result.merchantIdentifierHash)"}}"#.utf8)
-        return out
+    public struct Key: Encodable, Sendable {
+        public let id: String
+        public let merchantIdentifierHash: String
+    }
+
+    public let token: Token
+    public let key: Key
+
+    public init(_ result: DecryptedPaymentToken) {
+        token = Token(
+            version: result.version.rawValue, transactionId: result.transactionID, publicKeyHash: result.publicKeyHash,
+            signingTime: RFC3339.string(from: result.signingTime)
+        )
+        key = Key(id: result.keyID, merchantIdentifierHash: result.merchantIdentifierHash)
+    }
+
+    /// The decrypt endpoint's body with `paymentData` in place of the decrypted payload (the CLI
+    /// passes a masked copy): one shape for the API and `paywarden token decrypt --json`.
+    public func responseBody(paymentData: [UInt8]) throws -> [UInt8] {
+        Array(buffer: try JSONResponses.splice(key: "paymentData", verbatim: paymentData, envelope: self))
+    }
+}
+
+/// Request bodies read with a limit: a declared length over it is refused before reading, and a
+/// body that grows past it while streaming is refused too, both as 413.
+enum RequestBody {
+    static func collect(_ request: Request, limit: Int) async throws -> [UInt8] {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw APIError.payloadTooLarge(limit: limit)
+        }
+        do {
+            return Array(buffer: try await request.body.collect(upTo: limit))
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError.payloadTooLarge(limit: limit)
+        }
     }
 }

@@ -2,27 +2,37 @@ import Foundation
 import Hummingbird
 import NIOCore
 
-/// `/healthz` (the process answers), `/readyz` (HSM logged in, key map loaded) and `/metrics`.
+/// `/healthz` (the process answers), `/readyz` (ready to serve, or why not) and `/metrics`.
 struct OperationsController {
-    let maintenance: HSMMaintenanceService
+    let readiness: @Sendable () -> Readiness
     let metrics: ServerMetrics
 
-    func health(_ request: Request, context: PaywardenRequestContext) -> Response {
-        json(.ok, #"{"status":"ok"}"#)
+    struct Health: ResponseEncodable {
+        let status = "ok"
     }
 
-    func readiness(_ request: Request, context: PaywardenRequestContext) -> Response {
-        let hsm = maintenance.decryption.hsm
-        let body = #"{"ready":\#(maintenance.isReady),"keys":\#(maintenance.decryption.keys.count),"ecdhPath":"\#(hsm.capabilities.ecdhPath?.rawValue ?? "none")","rsaPath":"\#(hsm.capabilities.rsaDecryptionPath?.rawValue ?? "none")"}"#
-        return json(maintenance.isReady ? .ok : .serviceUnavailable, body)
+    func health(_ request: Request, context: PaywardenRequestContext) -> Health {
+        Health()
+    }
+
+    func readiness(_ request: Request, context: PaywardenRequestContext) -> EditedResponse<Readiness> {
+        let readiness = readiness()
+        return EditedResponse(status: readiness.ready ? .ok : .serviceUnavailable, response: readiness)
     }
 
     func metrics(_ request: Request, context: PaywardenRequestContext) -> Response {
-        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
     }
+}
 
-    private func json(_ status: HTTPResponse.Status, _ body: String) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
-    }
+/// What `/readyz` reports: ready or not, and when not, the stable code `hsm_unavailable` (the
+/// explanation is in the log).
+public struct Readiness: ResponseEncodable, Sendable, Equatable {
+    public let ready: Bool
+    public let keys: Int
+    public let ecdhPath: String
+    public let rsaPath: String
+    public let reason: String?
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 
 /// Per-request state: the authenticated API key, once the authenticator has run.
@@ -8,4 +9,7 @@ public struct PaywardenRequestContext: RequestContext {
     public init(source: Source) {
         self.coreContext = .init(source: source)
     }
+
+    /// Every Codable response (health, readiness, errors) with the one encoder's settings.
+    public var responseEncoder: JSONEncoder { JSONResponses.encoder }
 }

@@ -2,8 +2,12 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// Counts requests by route and status and logs each one with its request id: method, route,
-/// status and duration. Never headers or bodies.
+/// Counts requests by route and status and logs each with its request id: method, route
+/// template, status and duration. Hummingbird's LogRequestsMiddleware logs the URI, whose path can
+/// carry a registration ID or a token, and its MetricsMiddleware reports through the process-wide
+/// MetricsSystem rather than this service's registry; hence this one. An error that is not an HTTP
+/// response (a bug, or a dependency's error) leaves as a typed 500 rather than Hummingbird's empty
+/// one, and is logged by type only: its description could quote request data.
 struct RequestObservationMiddleware: RouterMiddleware {
     typealias Context = PaywardenRequestContext
 
@@ -11,31 +15,31 @@ struct RequestObservationMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
-        let status: Int
-        let response: Response?
-        var failure: (any Error)?
+        let result: Result<Response, any Error>
         do {
-            let result = try await next(request, context)
-            status = result.status.code
-            response = result
+            result = .success(try await next(request, context))
         } catch let error as any HTTPResponseError {
-            status = error.status.code
-            response = nil
-            failure = error
+            result = .failure(error)
         } catch {
-            status = 500
-            response = nil
-            failure = error
+            context.logger.error("unexpected error", metadata: ["error_type": "\(String(reflecting: type(of: error)))"])
+            result = .failure(APIError.internalError)
         }
+        let status =
+            switch result {
+            case .success(let response): response.status.code
+            case .failure(let error as any HTTPResponseError): error.status.code
+            case .failure: 500
+            }
         let route = context.endpointPath ?? "unmatched"
         metrics.request(route: route, status: status)
         let elapsed = ContinuousClock.now - start
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        context.logger.info("request", metadata: [
-            "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(status)",
-            "duration_ms": "\(String(format: "%.2f", milliseconds))",
-        ])
-        if let failure { throw failure }
-        return response!
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(status)",
+                "duration_ms": "\(String(format: "%.2f", milliseconds))",
+            ])
+        return try result.get()
     }
 }

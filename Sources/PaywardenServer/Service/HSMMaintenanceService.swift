@@ -26,6 +26,16 @@ final class HSMMaintenanceService: Service, Sendable {
     /// Whether the HSM is logged in and the key map loaded.
     var isReady: Bool { ready.load(ordering: .relaxed) }
 
+    /// What `/readyz` reports: a stable code when not ready; the operator's explanation (which can
+    /// name files, modules and settings) goes to the log only, since the route needs no API key.
+    func readiness() -> Readiness {
+        let capabilities = decryption.hsm.capabilities
+        return Readiness(
+            ready: isReady, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
+            rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", reason: isReady ? nil : "hsm_unavailable"
+        )
+    }
+
     func run() async throws {
         await refresh()
         // Graceful shutdown cancels both loops; ending is then the normal way out, not an error.
@@ -58,7 +68,7 @@ final class HSMMaintenanceService: Service, Sendable {
         do {
             try await reload()
         } catch {
-            setReady(false, reason: "\(error)")
+            setReady(false, reason: Self.describe(error))
             do {
                 try await decryption.hsm.recycle()
                 metrics.recycled()
@@ -102,7 +112,15 @@ final class HSMMaintenanceService: Service, Sendable {
             metrics.recycled()
             logger.info("HSM module recycled", metadata: ["after_decryptions": "\(decryptions)", "duration": "\(elapsed)"])
         } catch {
-            setReady(false, reason: "recycle failed: \(error)")
+            setReady(false, reason: "recycle failed: \(Self.describe(error))")
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as PKCS11Error: OperatorAdvice.describe(error)
+        case let error as CustodyError: OperatorAdvice.describe(error)
+        default: "\(error)"
         }
     }
 }

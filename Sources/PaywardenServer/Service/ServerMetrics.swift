@@ -27,20 +27,29 @@ public final class ServerMetrics: Sendable {
         self.registry = registry
         decryptDuration = registry.makeDurationHistogram(
             descriptor: Self.name("decrypt_duration", unit: "seconds", "Time to verify and decrypt one token, successful or not"),
-            buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
-                      .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1)])
+            buckets: [
+                .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+                .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
+            ])
         recycles = registry.makeCounter(descriptor: Self.name("hsm_module_recycles", unit: "total", "PKCS#11 module re-initialisations"))
-        activeKeys = registry.makeGauge(descriptor: Self.name("decryption", unit: "keys", "Active and retired processing keys in the key map"))
+        activeKeys = registry.makeGauge(
+            descriptor: Self.name("decryption", unit: "keys", "Active and retired processing keys in the key map"))
         inFlight = registry.makeGauge(descriptor: Self.name("decrypt", unit: "in_flight", "Decryptions admitted and not yet finished"))
-        replayEntries = registry.makeGauge(descriptor: Self.name("replay_cache", unit: "entries", "Transaction ids remembered against replay"))
-        replayBytes = registry.makeGauge(descriptor: Self.name("replay_cache", unit: "bytes", "Memory holding the remembered transaction ids"))
+        replayEntries = registry.makeGauge(
+            descriptor: Self.name("replay_cache", unit: "entries", "Transaction ids remembered against replay"))
+        replayBytes = registry.makeGauge(
+            descriptor: Self.name("replay_cache", unit: "bytes", "Memory holding the remembered transaction ids"))
     }
 
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
-    private static var outcomes: MetricNameDescriptor { name("decrypt_outcomes", unit: "total", "Decryptions by outcome: ok or the error code") }
+    private static var outcomes: MetricNameDescriptor {
+        name("decrypt_outcomes", unit: "total", "Decryptions by outcome: ok or the error code")
+    }
     private static var paths: MetricNameDescriptor { name("hsm", unit: "path", "The HSM path in use for each key operation (1)") }
     private static var readiness: MetricNameDescriptor { name("ready", unit: "", "1 when the HSM is logged in and the key map loaded") }
-    private static var certificateDaysLeft: MetricNameDescriptor { name("certificate_days", unit: "left", "Days until the key certificate expires") }
+    private static var certificateDaysLeft: MetricNameDescriptor {
+        name("certificate_days", unit: "left", "Days until the key certificate expires")
+    }
 
     private static func name(_ metric: String, unit: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "paywarden", metricName: metric, unitName: unit, helpText: help)
@@ -94,14 +103,16 @@ public final class ServerMetrics: Sendable {
         activeKeys.set(to: Double(keyCount))
         let current = Set(days.map { [$0.keyID, $0.merchant] })
         for (keyID, merchant, value) in days {
-            registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", keyID), ("merchant", merchant)]).set(to: Double(value))
+            registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", keyID), ("merchant", merchant)]).set(
+                to: Double(value))
         }
         let gone = certificateDays.withLock { known in
             defer { known = current }
             return known.subtracting(current)
         }
         for labels in gone {
-            registry.unregisterGauge(registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", labels[0]), ("merchant", labels[1])]))
+            registry.unregisterGauge(
+                registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", labels[0]), ("merchant", labels[1])]))
         }
     }
 

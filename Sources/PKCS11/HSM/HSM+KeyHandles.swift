@@ -1,0 +1,132 @@
+import Synchronization
+
+/// The cached handles of the token's keys, by id, for one module generation.
+struct KeyHandles {
+    private(set) var privateKeys: [KeyIdentifier: KeyObject] = [:]
+    private(set) var secretKeys: [KeyIdentifier: SecretKeyObject] = [:]
+
+    /// After a listing: private keys as found; secret keys are still valid (same generation).
+    mutating func replacePrivateKeys(with keys: [KeyObject]) {
+        privateKeys.removeAll(keepingCapacity: true)
+        for key in keys { privateKeys[key.id] = key }
+    }
+
+    /// After a recycle: every handle of the old generation is void.
+    mutating func replaceAll(privateKeys keys: [KeyObject]) {
+        replacePrivateKeys(with: keys)
+        secretKeys.removeAll(keepingCapacity: true)
+    }
+
+    mutating func remember(_ key: KeyObject) { privateKeys[key.id] = key }
+    mutating func remember(_ key: SecretKeyObject) { secretKeys[key.id] = key }
+
+    mutating func forget(_ id: KeyIdentifier) {
+        privateKeys.removeValue(forKey: id)
+        secretKeys.removeValue(forKey: id)
+    }
+}
+
+extension HSM {
+    /// Every private key in the token, read afresh (another instance may have changed them);
+    /// the handle cache is replaced with what was found.
+    public func keys() async throws(PKCS11Error) -> [KeyObject] {
+        let keys = try await withSession { [self] session throws(PKCS11Error) in
+            let keys = try session.privateKeys()
+            handles.withLock { $0.replacePrivateKeys(with: keys) }  // inside the job: same generation
+            return keys
+        }
+        try await keysListed(Set(keys.map(\.id)))
+        return keys.sorted { $0.id < $1.id }
+    }
+
+    /// To be told every listing of the token's keys, from any session. When a key listed before
+    /// is gone (an administrator destroyed it) and sessions may hold copies of keys, the module
+    /// is recycled, which ends every session and its copies.
+    public func keysListed(_ ids: Set<KeyIdentifier>) async throws(PKCS11Error) {
+        let gone = listedKeys.withLock { known in
+            defer { known = ids }
+            return known.subtracting(ids)
+        }
+        guard !gone.isEmpty, sessionKeyCopiesMayExist.load(ordering: .relaxed) else { return }
+        logger.info("keys left the token; recycling to end their session copies", metadata: ["keys": "\(gone.map(\.hex).sorted())"])
+        try await recycle()
+    }
+
+    /// The private key with `id`, from the cache when possible.
+    public func key(_ id: KeyIdentifier) async throws(PKCS11Error) -> KeyObject {
+        try await withSession { [self] session throws(PKCS11Error) in try cachedPrivateKey(id, session) }
+    }
+
+    /// The secret key with `id`, from the cache when possible.
+    public func secretKey(_ id: KeyIdentifier) async throws(PKCS11Error) -> SecretKeyObject {
+        try await withSession { [self] session throws(PKCS11Error) in try cachedSecretKey(id, session) }
+    }
+
+    /// Every secret key in the token, read afresh.
+    public func secretKeys() async throws(PKCS11Error) -> [SecretKeyObject] {
+        try await withSession { session throws(PKCS11Error) in try session.secretKeys() }.sorted { $0.id < $1.id }
+    }
+
+    /// The cached key, or the one found with `session` (then cached). Only called inside pool
+    /// jobs, so the handle belongs to the current generation.
+    private func cachedPrivateKey(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> KeyObject {
+        if let key = handles.withLock({ $0.privateKeys[id] }) { return key }
+        guard let key = try session.privateKey(id: id) else { throw .keyNotFound(id) }
+        remember(key)
+        return key
+    }
+
+    private func cachedSecretKey(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> SecretKeyObject {
+        if let key = handles.withLock({ $0.secretKeys[id] }) { return key }
+        guard let key = try session.secretKey(id: id) else { throw .keyNotFound(id) }
+        handles.withLock { $0.remember(key) }
+        return key
+    }
+
+    /// Runs `body` with the private key `id`, its handle looked up inside the job.
+    func withPrivateKey<R: Sendable>(
+        _ id: KeyIdentifier, _ body: @escaping @Sendable (Session, KeyObject) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
+        try await withKey(id) { [self] session throws(PKCS11Error) in try body(session, cachedPrivateKey(id, session)) }
+    }
+
+    /// Runs `body` with the secret key `id`, its handle looked up inside the job.
+    func withSecretKey<R: Sendable>(
+        _ id: KeyIdentifier, _ body: @escaping @Sendable (Session, SecretKeyObject) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
+        try await withKey(id) { [self] session throws(PKCS11Error) in try body(session, cachedSecretKey(id, session)) }
+    }
+
+    /// Runs a job that uses the key `id`. A stale handle is re-found once; a lost login is
+    /// re-established once (by one recycle, however many requests saw it).
+    private func withKey<R: Sendable>(
+        _ id: KeyIdentifier, _ job: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
+        var retried = false
+        while true {
+            let observed = generation.load(ordering: .acquiring)
+            do {
+                return try await pool.run(job)
+            } catch {
+                guard !retried else { throw error }
+                retried = true
+                if error.returnValue == .keyHandleInvalid || error.returnValue == .objectHandleInvalid {
+                    forget(id)
+                } else if error.category == .relogin {
+                    try await recycle(ifStillAt: observed)
+                } else {
+                    throw error
+                }
+            }
+        }
+    }
+
+    func remember(_ key: KeyObject) {
+        handles.withLock { $0.remember(key) }
+        listedKeys.withLock { _ = $0.insert(key.id) }
+    }
+
+    func forget(_ id: KeyIdentifier) {
+        handles.withLock { $0.forget(id) }
+    }
+}

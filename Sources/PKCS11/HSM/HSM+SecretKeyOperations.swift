@@ -1,0 +1,127 @@
+/// A data key protected by a key-encrypting key, with the path that protected it: a record keeps
+/// both, so a token whose probe later picks another path still opens what the first one wrapped.
+public struct WrappedDataKey: Sendable, Hashable {
+    public let path: DataKeyWrapPath
+    public let bytes: [UInt8]
+
+    public init(path: DataKeyWrapPath, bytes: [UInt8]) {
+        self.path = path
+        self.bytes = bytes
+    }
+}
+
+extension HSM {
+    // MARK: Secret-key administration
+
+    /// Generates a secret key inside the HSM (sensitive, never extractable, a token object).
+    public func generateSecretKey(_ specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
+        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
+            let key = try session.generateSecretKey(specification)
+            handles.withLock { $0.remember(key) }
+            return key
+        }
+    }
+
+    /// Creates a secret key from a known value, protected like a generated one from then on.
+    public func importSecretKey(_ value: [UInt8], as specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
+        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
+            let key = try session.importSecretKey(value, as: specification)
+            handles.withLock { $0.remember(key) }
+            return key
+        }
+    }
+
+    /// Destroys the secret key `id`; returns how many objects went.
+    @discardableResult
+    public func destroySecretKey(_ id: KeyIdentifier) async throws(PKCS11Error) -> Int {
+        forget(id)
+        let destroyed = try await withSession { session throws(PKCS11Error) in try session.destroySecretKey(id: id) }
+        forget(id)  // again: an operation running meanwhile may have cached the handle anew
+        return destroyed
+    }
+
+    // MARK: Secret-key operations
+
+    /// AES-256-GCM under the key `id` with a fresh random 96-bit IV: returns IV ‖ ciphertext ‖ tag.
+    public func sealAESGCM(_ id: KeyIdentifier, plaintext: [UInt8], additionalData: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        try requireCapability(capabilities.aesGCM, "AES-GCM")
+        let iv = randomBytes(12)
+        let sealed = try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+            try Self.require(key, .aes256Encryption)
+            return try session.encryptAESGCM(key: key.handle, iv: iv, additionalData: additionalData, plaintext: plaintext)
+        }
+        return iv + sealed
+    }
+
+    /// Opens what ``sealAESGCM(_:plaintext:additionalData:)`` sealed; anything else (a wrong
+    /// key, a changed byte, other additional data) is bad input.
+    public func openAESGCM(_ id: KeyIdentifier, sealed: [UInt8], additionalData: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        try requireCapability(capabilities.aesGCM, "AES-GCM")
+        guard sealed.count >= 12 + 16 else { throw .invalidInput("an AES-GCM message is at least its IV and tag") }
+        return try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+            try Self.require(key, .aes256Encryption)
+            return try session.decryptAESGCM(
+                key: key.handle, iv: Array(sealed.prefix(12)), additionalData: additionalData, sealed: Array(sealed.dropFirst(12)))
+        }
+    }
+
+    /// The kind of key-encrypting key to generate for data keys: the wrap-only kind where the
+    /// token wraps per RFC 5649, else the encryption kind for AES-GCM; nil when it offers neither.
+    public var dataKeyEncryptingKeyKind: SecretKeyKind? {
+        capabilities.dataKeyWrapPath?.keyEncryptingKeyKind
+    }
+
+    /// Protects `dataKey` under the key-encrypting key `id`, on the path its kind is for. On the
+    /// GCM path the key's id is bound in as additional data, so a blob moved to another record's
+    /// key does not open.
+    public func wrapDataKey(_ id: KeyIdentifier, dataKey: [UInt8]) async throws(PKCS11Error) -> WrappedDataKey {
+        let (keyWrapPasses, gcmPasses) = (capabilities.dataKeyWrapPath == .aesKeyWrapPad, capabilities.aesGCM)
+        return try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+            let path = try Self.dataKeyPath(for: key)
+            guard path == .aesKeyWrapPad ? keyWrapPasses : gcmPasses else {
+                throw .mechanismUnsupported("the token failed the \(path) probe; key \(id) cannot protect data keys here")
+            }
+            let bytes = try session.wrapDataKey(path: path, kek: key.handle, dataKey: dataKey, context: Self.dataKeyContext(id))
+            return WrappedDataKey(path: path, bytes: bytes)
+        }
+    }
+
+    /// Recovers a data key wrapped by ``wrapDataKey(_:dataKey:)``, on the path it was wrapped with.
+    public func unwrapDataKey(_ id: KeyIdentifier, wrapped: WrappedDataKey) async throws(PKCS11Error) -> [UInt8] {
+        try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+            guard try Self.dataKeyPath(for: key) == wrapped.path else {
+                throw .invalidInput("key \(id) is \(key.kind.rawValue); it did not wrap a data key on \(wrapped.path)")
+            }
+            return try session.unwrapDataKey(path: wrapped.path, kek: key.handle, wrapped: wrapped.bytes, context: Self.dataKeyContext(id))
+        }
+    }
+
+    private static func dataKeyPath(for key: SecretKeyObject) throws(PKCS11Error) -> DataKeyWrapPath {
+        switch key.kind {
+        case .aes256KeyWrap: return .aesKeyWrapPad
+        case .aes256Encryption: return .aesGCM
+        case .hmacSHA256: throw .invalidInput("key \(key.id) is an HMAC key; it cannot protect data keys")
+        }
+    }
+
+    private static func dataKeyContext(_ id: KeyIdentifier) -> [UInt8] {
+        Array("paywarden data key v1".utf8) + id.bytes
+    }
+
+    /// HMAC-SHA256 of `data` under the secret key `id`, computed in the HSM.
+    public func hmacSHA256(_ id: KeyIdentifier, data: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        try requireCapability(capabilities.hmacSHA256, "HMAC-SHA256")
+        return try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+            try Self.require(key, .hmacSHA256)
+            return try session.hmacSHA256(key: key.handle, data: data)
+        }
+    }
+
+    private func requireCapability(_ available: Bool, _ name: String) throws(PKCS11Error) {
+        guard available else { throw .mechanismUnsupported("the token does not offer \(name) (see the capability probe)") }
+    }
+
+    private static func require(_ key: SecretKeyObject, _ kind: SecretKeyKind) throws(PKCS11Error) {
+        guard key.kind == kind else { throw .invalidInput("key \(key.id) is \(key.kind.rawValue), not \(kind.rawValue)") }
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import PaywardenPrimitives
+
+/// Every setting, read and checked: plain values the composition root hands to each module.
+/// Loading fails on the first bad value with a message naming the setting and what it accepts.
+public struct PaywardenSettings: Sendable {
+    public var home: String
+    public var logLevel: String?
+    /// `keys import --pkcs12` without `--password-file`.
+    public var pkcs12Password: Sensitive<String>?
+    public var hsm: HSMSettings
+    public var verification: VerificationSettings
+    public var server: ServerSettings
+    /// What `config show` prints: each setting's effective value and where it came from.
+    public let effective: [EffectiveSetting]
+
+    /// Reads every setting from `sources`.
+    public init(_ sources: ConfigurationSources) throws(ConfigurationError) {
+        var reader = SettingsReader(sources: sources)
+        typealias C = SettingCatalog
+        home = URL(fileURLWithPath: try reader.string(C.home) ?? "Keys").standardizedFileURL.path
+        logLevel = try reader.choice(C.logLevel)
+        pkcs12Password = try reader.string(C.pkcs12Password).map { Sensitive($0) }
+        hsm = try HSMSettings(&reader)
+        verification = VerificationSettings(
+            signingTimeWindow: TimeInterval(try reader.integer(C.signingTimeWindow) ?? 300),
+            trustRoots: try reader.list(C.trustRoots)
+        )
+        server = try ServerSettings(&reader)
+        effective = reader.effective
+    }
+
+    /// Reads the environment and the configuration file (`file`, else `PAYWARDEN_CONFIG`).
+    public static func load(
+        environment: [String: String] = ProcessInfo.processInfo.environment, file: String? = nil
+    ) async throws(ConfigurationError) -> PaywardenSettings {
+        try PaywardenSettings(await ConfigurationSources(environment: environment, file: file))
+    }
+}
+
+/// The HSM: which module and token, the PIN's source, and how to use it.
+public struct HSMSettings: Sendable {
+    public var modulePath: String
+    /// A label, or an RFC 7512 `pkcs11:` URI.
+    public var token: String
+    public var pin: PIN
+    public var workers: Int
+    public var maxPendingOperations: Int
+    public var allowExtractableSharedSecret: Bool
+    public var allowSoftwareOAEPDecoding: Bool
+    /// `auto`, `on` or `off`.
+    public var sessionKeyCopies: String
+    public var recycleEvery: Int
+    public var keyRefreshInterval: Duration
+
+    /// Where the user PIN comes from: a file (read at every login), or the environment.
+    public enum PIN: Sendable {
+        case file(String)
+        case value(Sensitive<[UInt8]>)
+        /// Neither is set; opening the token will say so.
+        case missing
+    }
+
+    init(_ reader: inout SettingsReader) throws(ConfigurationError) {
+        typealias C = SettingCatalog
+        modulePath = try reader.string(C.pkcs11Module) ?? ""
+        token = try reader.string(C.tokenLabel) ?? ""
+        let file = try reader.string(C.pinFile)
+        let value = try reader.string(C.pin)
+        if file != nil, value != nil {
+            throw ConfigurationError(
+                "\(C.pinFile.environmentName) and \(C.pin.environmentName) are both set: keep one (the file is preferred)")
+        }
+        pin = file.map(PIN.file) ?? value.map { .value(Sensitive(Array($0.utf8))) } ?? .missing
+        workers = try reader.integer(C.hsmWorkers) ?? ProcessInfo.processInfo.activeProcessorCount
+        maxPendingOperations = try reader.integer(C.hsmMaxPending) ?? 256
+        allowExtractableSharedSecret = try reader.boolean(C.hsmAllowExtractableECDH)
+        allowSoftwareOAEPDecoding = try reader.boolean(C.hsmAllowSoftwareOAEP)
+        sessionKeyCopies = try reader.choice(C.hsmSessionKeyCopies) ?? "auto"
+        recycleEvery = try reader.integer(C.hsmRecycleEvery) ?? 10_000
+        keyRefreshInterval = .seconds(try reader.integer(C.keyRefreshSeconds) ?? 10)
+    }
+}
+
+/// Apple Pay verification: the signing-time window and the trust anchors.
+public struct VerificationSettings: Sendable {
+    public var signingTimeWindow: TimeInterval
+    /// PEM or DER files replacing the embedded Apple root; empty for the default.
+    public var trustRoots: [String]
+}
+
+/// The HTTP service.
+public struct ServerSettings: Sendable {
+    public var listen: ListenAddress
+    public var operationsListen: ListenAddress?
+    /// `NAME:SHA256HEX:SCOPE[+SCOPE…][:ORGANIZATION]` entries, checked by the server.
+    public var apiKeyEntries: [String]
+    public var tls: TLS?
+    public var maxBodyBytes: Int
+    public var maxInFlight: Int?
+    public var eventLoopThreads: Int
+
+    /// HTTPS, and optionally mutual TLS. Partial or contradictory settings are refused at load.
+    public struct TLS: Sendable {
+        public var certificatePath: String
+        public var privateKeyPath: String
+        public var clientCAPath: String?
+        public var requireClientCertificate: Bool
+
+        public init(certificatePath: String, privateKeyPath: String, clientCAPath: String? = nil, requireClientCertificate: Bool = false) {
+            self.certificatePath = certificatePath
+            self.privateKeyPath = privateKeyPath
+            self.clientCAPath = clientCAPath
+            self.requireClientCertificate = requireClientCertificate
+        }
+    }
+
+    init(_ reader: inout SettingsReader) throws(ConfigurationError) {
+        typealias C = SettingCatalog
+        listen = try reader.address(C.listen) ?? ListenAddress(host: "127.0.0.1", port: 8080)
+        operationsListen = try reader.address(C.operationsListen)
+        apiKeyEntries = try reader.list(C.apiKeys)
+        let certificate = try reader.file(C.tlsCertificate)
+        let key = try reader.file(C.tlsPrivateKey)
+        let clientCA = try reader.file(C.tlsClientCA)
+        let requireClient = try reader.boolean(C.tlsRequireClientCertificate)
+        tls = try Self.tls(certificate: certificate, key: key, clientCA: clientCA, requireClient: requireClient)
+        maxBodyBytes = try reader.integer(C.maxBodyBytes) ?? 65_536
+        maxInFlight = try reader.integer(C.maxInFlight)
+        eventLoopThreads = try reader.integer(C.eventLoopThreads) ?? 1
+    }
+
+    /// TLS fails closed: every combination that would serve less than the operator asked for
+    /// (plain HTTP despite client-certificate settings, optional client certificates despite
+    /// "require") refuses to start, naming the settings involved.
+    static func tls(certificate: String?, key: String?, clientCA: String?, requireClient: Bool) throws(ConfigurationError) -> TLS? {
+        typealias C = SettingCatalog
+        switch (certificate, key) {
+        case (nil, nil):
+            if clientCA != nil || requireClient {
+                throw ConfigurationError(
+                    "\(C.tlsClientCA.environmentName) or \(C.tlsRequireClientCertificate.environmentName) is set without "
+                        + "\(C.tlsCertificate.environmentName) and \(C.tlsPrivateKey.environmentName): the service would serve plain "
+                        + "HTTP; set the server certificate and key, or remove the client-certificate settings"
+                )
+            }
+            return nil
+        case (.some, nil), (nil, .some):
+            throw ConfigurationError(
+                "\(C.tlsCertificate.environmentName) and \(C.tlsPrivateKey.environmentName) go together: set both to serve HTTPS, or "
+                    + "neither"
+            )
+        case (.some(let certificate), .some(let key)):
+            if requireClient && clientCA == nil {
+                throw ConfigurationError(
+                    "\(C.tlsRequireClientCertificate.environmentName)=true needs \(C.tlsClientCA.environmentName), the CA whose client "
+                        + "certificates are accepted"
+                )
+            }
+            return TLS(certificatePath: certificate, privateKeyPath: key, clientCAPath: clientCA, requireClientCertificate: requireClient)
+        }
+    }
+}
+
+/// Settings read before anything else starts (the event loops must exist before any task runs).
+public enum EarlySettings {
+    /// `PAYWARDEN_EVENT_LOOP_THREADS`, default 1.
+    public static func eventLoopThreads(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError)
+        -> Int
+    {
+        let setting = SettingCatalog.eventLoopThreads
+        guard let text = environment[setting.environmentName], !text.isEmpty else { return 1 }
+        guard let count = Int(text), case .integer(let range) = setting.kind, range.contains(count) else {
+            throw ConfigurationError(setting, value: text, expected: setting.kind.accepts)
+        }
+        return count
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Every setting Paywarden reads, with its default. `deploy/paywarden.example.json` lists the
+/// file-readable ones with these defaults (a test keeps the two in step), and `paywarden config
+/// show` prints the effective value of each and where it came from.
+public enum SettingCatalog {
+    // MARK: Files and logging
+    public static let home = Setting(
+        "home", .path, default: .value("./Keys"),
+        "the development token, CSRs and certificates an admin works with, and the audit log")
+    public static let logLevel = Setting(
+        "log_level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
+        default: .computed("info for serve, warning for other commands"), "the least severe log level written")
+
+    // MARK: HSM
+    public static let pkcs11Module = Setting(
+        "pkcs11_module", .path, default: .value("/usr/lib/softhsm/libsofthsm2.so"), "the HSM's PKCS#11 library")
+    public static let tokenLabel = Setting(
+        "token_label", .string, default: .value("paywarden"),
+        "the token's label, or an RFC 7512 pkcs11: URI (token=, module-path=, pin-source=file:…)")
+    public static let pinFile = Setting("pin_file", .path, "a file holding the user PIN (mode 0600)")
+    public static let pin = Setting(
+        "pin", .string, exposure: .secret,
+        "the user PIN itself, when there is no PIN file (environment only, never a file or an argument)")
+    public static let pkcs12Password = Setting(
+        "pkcs12_password", .string, exposure: .secret,
+        "the password of a PKCS#12 file given to `keys import` without --password-file")
+    public static let hsmWorkers = Setting(
+        "hsm_workers", .integer(1...256), default: .computed("the number of cores"),
+        "sessions and threads doing HSM work")
+    public static let hsmMaxPending = Setting(
+        "hsm_max_pending", .integer(1...1_000_000), default: .value("256"),
+        "HSM operations allowed to wait for a worker before new ones are refused as overloaded")
+    public static let hsmAllowExtractableECDH = Setting(
+        "hsm_allow_extractable_ecdh", .boolean, default: .value("false"),
+        "permit the ECDH path where the shared secret leaves the HSM")
+    public static let hsmAllowSoftwareOAEP = Setting(
+        "hsm_allow_software_oaep", .boolean, default: .value("false"),
+        "permit raw RSA in the HSM with OAEP decoded by OpenSSL (SoftHSM needs it for RSA_v1)")
+    public static let hsmSessionKeyCopies = Setting(
+        "hsm_session_key_copies", .choice(["auto", "on", "off"]), default: .value("auto"),
+        "decrypt with per-session copies of the token keys (auto: on for SoftHSM)")
+    public static let hsmRecycleEvery = Setting(
+        "hsm_recycle_every", .integer(0...100_000_000), default: .value("10000"),
+        "decryptions between module recycles (0: never); SoftHSM leaks about 241 B per derive until then")
+    public static let keyRefreshSeconds = Setting(
+        "key_refresh_seconds", .integer(1...3600), default: .value("10"),
+        "seconds between key-map reloads and HSM health checks")
+
+    // MARK: Apple Pay verification
+    public static let signingTimeWindow = Setting(
+        "signing_time_window", .integer(1...86_400), default: .value("300"),
+        "seconds a token's signing time may be from now")
+    public static let trustRoots = Setting(
+        "trust_roots", .list, default: .computed("the embedded Apple Root CA - G3"),
+        "PEM or DER files that replace the pinned Apple root (sandboxes and tests)")
+
+    // MARK: HTTP service
+    public static let listen = Setting("listen", .address, default: .value("127.0.0.1:8080"), "the API listener")
+    public static let operationsListen = Setting(
+        "operations_listen", .address,
+        "a separate listener for /metrics, /healthz and /readyz (default: served on the API listener)")
+    public static let apiKeys = Setting(
+        "api_keys", .list,
+        "NAME:SHA256HEX:SCOPE[+SCOPE…][:ORGANIZATION] entries: the SHA-256 of each key, never the key")
+    public static let tlsCertificate = Setting("tls_certificate", .path, "PEM certificate chain: serve HTTPS (needs tls_private_key)")
+    public static let tlsPrivateKey = Setting("tls_private_key", .path, "PEM private key of tls_certificate")
+    public static let tlsClientCA = Setting("tls_client_ca", .path, "PEM CA whose client certificates are accepted (mutual TLS)")
+    public static let tlsRequireClientCertificate = Setting(
+        "tls_require_client_certificate", .boolean, default: .value("false"),
+        "refuse clients without a certificate from tls_client_ca")
+    public static let maxBodyBytes = Setting(
+        "max_body_bytes", .integer(1024...1_048_576), default: .value("65536"), "the largest request body")
+    public static let maxInFlight = Setting(
+        "max_in_flight", .integer(1...100_000), default: .computed("64 per HSM worker"),
+        "decryptions at once; beyond it, a fast 503 overloaded")
+    public static let eventLoopThreads = Setting(
+        "event_loop_threads", .integer(1...256), default: .value("1"), exposure: .environmentOnly,
+        "NIO event loops, which also run every task outside the HSM workers (read before anything else starts)")
+
+    /// Every setting, in the order `config show` and the example file list them.
+    public static let all: [Setting] = [
+        home, logLevel,
+        pkcs11Module, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH, hsmAllowSoftwareOAEP,
+        hsmSessionKeyCopies, hsmRecycleEvery, keyRefreshSeconds,
+        signingTimeWindow, trustRoots,
+        listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
+        maxBodyBytes, maxInFlight, eventLoopThreads,
+    ]
+
+    /// The variable naming the configuration file (not itself a setting of the file).
+    public static let configurationFileVariable = "PAYWARDEN_CONFIG"
+}

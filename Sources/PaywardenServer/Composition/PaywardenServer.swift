@@ -1,0 +1,161 @@
+import ApplePay
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import KeyCustody
+import Logging
+import NIOSSL
+import PKCS11
+import PaywardenConfiguration
+import ServiceLifecycle
+
+/// The composition root of `paywarden serve`: opens the HSM, builds the services, the routes, TLS
+/// and the listeners from a configuration, and runs them until a termination signal, finishing
+/// in-flight requests before it stops.
+public struct PaywardenServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let hsm: HSM
+    public let metrics: ServerMetrics
+    let decryption: DecryptionService
+    let maintenance: HSMMaintenanceService
+    let logger: Logger
+
+    /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
+    public static func make(_ configuration: ServerConfiguration, logger: Logger = Logger(label: "paywarden")) async throws
+        -> PaywardenServer
+    {
+        if configuration.apiKeys.keys.isEmpty {
+            logger.warning(
+                "no API keys configured: every authenticated request will be refused (set \(SettingCatalog.apiKeys.environmentName))")
+        }
+        let hsm: HSM
+        do {
+            hsm = try await HSM.open(configuration.hsm, logger: logger)
+        } catch {
+            throw ServerStartError(OperatorAdvice.describe(error))
+        }
+        let metrics = ServerMetrics()
+        metrics.setPaths(ecdh: hsm.capabilities.ecdhPath?.rawValue, rsa: hsm.capabilities.rsaDecryptionPath?.rawValue)
+        let decryption = DecryptionService(hsm: hsm, configuration: configuration, metrics: metrics)
+        let maintenance = HSMMaintenanceService(
+            decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
+        )
+        await maintenance.refresh()
+        return PaywardenServer(
+            configuration: configuration, hsm: hsm, metrics: metrics, decryption: decryption,
+            maintenance: maintenance, logger: logger)
+    }
+
+    /// Whether the HSM is logged in and the key map loaded.
+    public var isReady: Bool { maintenance.isReady }
+
+    /// The ports the listeners bound, reported once each is up.
+    public struct BoundPorts: Sendable {
+        public var api: Int
+        /// The operations listener's port, or nil when operations share the API listener.
+        public var operations: Int?
+    }
+
+    /// The services to run: the API listener (and the operations listener when one is
+    /// configured), with the maintenance service. `onListening` is told each bound port.
+    public func services(onListening: @escaping @Sendable (Listener, Int) async -> Void = { _, _ in }) throws -> [any Service] {
+        let separateOperations = configuration.operationsListen != nil
+        let api = try application(
+            router: apiRouter(includingOperations: !separateOperations), address: configuration.listen, tls: configuration.tls,
+            services: [maintenance], onRunning: { await onListening(.api, $0) }
+        )
+        guard let operationsAddress = configuration.operationsListen else { return [api] }
+        // Operational routes answer without TLS or keys, on an address only the platform reaches.
+        let operations = try application(
+            router: operationsRouter(), address: operationsAddress, tls: nil, services: [],
+            onRunning: { await onListening(.operations, $0) }
+        )
+        return [api, operations]
+    }
+
+    public enum Listener: String, Sendable {
+        case api
+        case operations
+    }
+
+    /// Serves until SIGTERM or SIGINT, then finishes in-flight requests and closes the HSM.
+    public func run() async throws {
+        do {
+            let services = try services { listener, port in
+                logger.info("listening", metadata: ["listener": "\(listener)", "port": "\(port)"])
+            }
+            let group = ServiceGroup(
+                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+        } catch {
+            await hsm.close()
+            throw error
+        }
+        await hsm.close()
+    }
+
+    // MARK: Routes
+
+    private func apiRouter(includingOperations: Bool) -> Router<PaywardenRequestContext> {
+        let router = Router(context: PaywardenRequestContext.self)
+        router.middlewares.add(RequestObservationMiddleware(metrics: metrics))
+        if includingOperations { addOperationsRoutes(to: router) }
+        let decrypt = DecryptController(service: decryption, maxBodyBytes: configuration.maxBodyBytes)
+        router.group("/v1/payment-tokens")
+            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .decrypt))
+            .post("/decrypt", use: decrypt.decrypt)
+        return router
+    }
+
+    private func operationsRouter() -> Router<PaywardenRequestContext> {
+        let router = Router(context: PaywardenRequestContext.self)
+        router.middlewares.add(RequestObservationMiddleware(metrics: metrics))
+        addOperationsRoutes(to: router)
+        return router
+    }
+
+    private func addOperationsRoutes(to router: Router<PaywardenRequestContext>) {
+        let maintenance = self.maintenance
+        let operations = OperationsController(readiness: { maintenance.readiness() }, metrics: metrics)
+        router.get("/healthz", use: operations.health)
+        router.get("/readyz", use: operations.readiness)
+        router.get("/metrics", use: operations.metrics)
+    }
+
+    private func application(
+        router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, services: [any Service],
+        onRunning: @escaping @Sendable (Int) async -> Void
+    ) throws -> some Service {
+        let server: HTTPServerBuilder = if let tls { try .tls(.http1(), tlsConfiguration: Self.tlsConfiguration(tls)) } else { .http1() }
+        return Application(
+            router: router, server: server,
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "paywarden"),
+            services: services,
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    /// TLS 1.2 or later with the suites Apple lists for Apple Pay servers.
+    static func tlsConfiguration(_ settings: ServerSettings.TLS) throws -> TLSConfiguration {
+        let chain = try NIOSSLCertificate.fromPEMFile(settings.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
+        let key = try NIOSSLPrivateKey(file: settings.privateKeyPath, format: .pem)
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        tls.minimumTLSVersion = .tlsv12
+        // TLS 1.2 suites from Apple's list; TLS 1.3 negotiates AES-GCM suites of its own.
+        tls.cipherSuites =
+            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
+        if let clientCA = settings.clientCAPath {
+            tls.trustRoots = .file(clientCA)
+            tls.certificateVerification = settings.requireClientCertificate ? .noHostnameVerification : .optionalVerification
+        }
+        return tls
+    }
+}
+
+/// Why the service could not start: a message that says what to fix.
+public struct ServerStartError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

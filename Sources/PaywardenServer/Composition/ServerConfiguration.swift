@@ -1,0 +1,87 @@
+import ApplePay
+import Foundation
+import PKCS11
+import PaywardenConfiguration
+
+/// What `paywarden serve` runs with: plain values, built from ``PaywardenSettings`` by
+/// ``init(settings:)`` (which checks what the configuration module cannot: API-key scopes, trust
+/// roots), or set directly by tests.
+public struct ServerConfiguration: Sendable {
+    public var listen: ListenAddress
+    public var operationsListen: ListenAddress?
+    public var apiKeys: APIKeyRegistry
+    public var signingTimeWindow: TimeInterval
+    public var trustAnchors: TrustAnchors
+    public var tls: ServerSettings.TLS?
+    public var maxBodyBytes: Int
+    public var maxInFlight: Int?
+    public var recycleEvery: Int
+    public var keyRefreshInterval: Duration
+    public var hsm: HSMConfiguration
+
+    /// A plain-HTTP service on loopback with the defaults of the settings catalog.
+    public init(hsm: HSMConfiguration) {
+        self.hsm = hsm
+        listen = ListenAddress(host: "127.0.0.1", port: 8080)
+        apiKeys = APIKeyRegistry(keys: [])
+        signingTimeWindow = 300
+        trustAnchors = .apple
+        maxBodyBytes = 64 * 1024
+        recycleEvery = 10_000
+        keyRefreshInterval = .seconds(10)
+    }
+
+    /// The service's configuration from the settings, with every value checked.
+    public init(settings: PaywardenSettings) throws(ConfigurationError) {
+        self.init(hsm: try HSMConfiguration(settings: settings.hsm))
+        let server = settings.server
+        listen = server.listen
+        operationsListen = server.operationsListen
+        do {
+            apiKeys = APIKeyRegistry(keys: try server.apiKeyEntries.map(APIKey.init(entry:)))
+        } catch {
+            throw ConfigurationError("\(SettingCatalog.apiKeys.environmentName): \(error)")
+        }
+        signingTimeWindow = settings.verification.signingTimeWindow
+        trustAnchors = try Self.trustAnchors(settings.verification.trustRoots)
+        tls = server.tls
+        maxBodyBytes = server.maxBodyBytes
+        maxInFlight = server.maxInFlight
+        recycleEvery = settings.hsm.recycleEvery
+        keyRefreshInterval = settings.hsm.keyRefreshInterval
+    }
+
+    /// The embedded Apple root, or the files `PAYWARDEN_TRUST_ROOTS` names.
+    public static func trustAnchors(_ paths: [String]) throws(ConfigurationError) -> TrustAnchors {
+        guard !paths.isEmpty else { return .apple }
+        do {
+            return try TrustAnchors.load(paths: paths)
+        } catch {
+            throw ConfigurationError("\(SettingCatalog.trustRoots.environmentName): \(error)")
+        }
+    }
+}
+
+extension HSMConfiguration {
+    /// The PKCS#11 layer's configuration from the settings; a malformed `pkcs11:` URI names the
+    /// setting it came from.
+    public init(settings: HSMSettings) throws(ConfigurationError) {
+        let pin: PINSource =
+            switch settings.pin {
+            case .file(let path): .file(path)
+            case .value(let value): .value(value)
+            case .missing: .missing
+            }
+        self.init(modulePath: settings.modulePath, tokenLabel: settings.token, pin: pin)
+        workers = settings.workers
+        maxPendingOperations = settings.maxPendingOperations
+        allowExtractableSharedSecret = settings.allowExtractableSharedSecret
+        allowSoftwareOAEPDecoding = settings.allowSoftwareOAEPDecoding
+        sessionKeyCopies = SessionKeyCopies(rawValue: settings.sessionKeyCopies) ?? .auto
+        do {
+            try setToken(settings.token)
+        } catch {
+            throw ConfigurationError("\(SettingCatalog.tokenLabel.environmentName): \(error.message)")
+        }
+    }
+}

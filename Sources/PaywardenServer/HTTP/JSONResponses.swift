@@ -1,0 +1,49 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// How responses are encoded: Codable values through one `JSONEncoder`, and, where a payload
+/// must go out exactly as it came in (Apple's decrypted `paymentData`), a Codable envelope with
+/// the verbatim bytes spliced in as its first member.
+enum JSONResponses {
+    /// Sorted keys (the encoder's own order follows a hash table and changes between runs, which
+    /// makes responses hard to compare and cache), no escaped slashes (URLs and Base64 stay readable).
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}
+
+/// `{"<key>":<verbatim JSON>, …the envelope's members…}`: no field of the verbatim payload is
+/// dropped, reordered or re-encoded (a number keeps its spelling), and the rest is Codable.
+struct VerbatimJSONResponse<Envelope: Encodable & Sendable>: ResponseGenerator {
+    let key: String
+    let verbatim: [UInt8]
+    let envelope: Envelope
+    var status: HTTPResponse.Status = .ok
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = try JSONResponses.splice(key: key, verbatim: verbatim, envelope: envelope)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+    }
+}
+
+extension JSONResponses {
+    /// The body of a ``VerbatimJSONResponse``, for the callers that print it rather than send it.
+    static func splice(key: String, verbatim: [UInt8], envelope: some Encodable) throws -> ByteBuffer {
+        let members = try encoder.encode(envelope)
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(verbatim.count + members.count + key.utf8.count + 8)
+        buffer.writeString("{\"\(key)\":")
+        buffer.writeBytes(verbatim)
+        // The envelope is an object: `{}` adds nothing, `{…}` adds its members after a comma.
+        if members.count > 2 {
+            buffer.writeString(",")
+            buffer.writeBytes(members.dropFirst())
+        } else {
+            buffer.writeString("}")
+        }
+        return buffer
+    }
+}

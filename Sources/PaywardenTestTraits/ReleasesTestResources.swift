@@ -1,0 +1,26 @@
+import PaywardenTesting
+import Testing
+
+/// Releases what each test opened (HSMs, SoftHSM tokens) when it ends, passed or failed.
+public struct ReleasesTestResources: TestTrait, SuiteTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        // A suite's own scope wraps its tests; only the innermost (a test) releases.
+        guard !test.isSuite else { return try await function() }
+        do {
+            try await function()
+        } catch {
+            await TestResources.releaseAll()
+            throw error
+        }
+        await TestResources.releaseAll()
+    }
+}
+
+extension Trait where Self == ReleasesTestResources {
+    /// Close every HSM and destroy every SoftHSM token a test opened, however it ends.
+    public static var releasesTestResources: Self { ReleasesTestResources() }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import KeyCustody
+import PKCS11
+import PaywardenConfiguration
+
+/// A fresh SoftHSM token, a Paywarden home in a temporary directory, the environment an operator
+/// would export for them, and a runner for the `paywarden` executable.
+public struct AdminTestEnvironment: Sendable {
+    public let token: SoftHSMTestToken
+    public let home: String
+    public let cli: PaywardenProcess
+
+    public static func make() async throws -> AdminTestEnvironment {
+        let token = try await SoftHSMTestToken.make(labelPrefix: "admin")
+        let home = NSTemporaryDirectory() + "paywarden-home-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        TestResources.track(directory: home)
+        typealias C = SettingCatalog
+        // Only what an operator would export: nothing of this test process's own settings.
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PAYWARDEN_") }
+        environment["SOFTHSM2_CONF"] = token.directory + "/softhsm2.conf"
+        environment[C.home.environmentName] = home
+        environment[C.pkcs11Module.environmentName] = SoftHSMTestToken.modulePath
+        environment[C.tokenLabel.environmentName] = token.label
+        environment[C.pinFile.environmentName] = token.pinFile
+        environment[C.hsmAllowSoftwareOAEP.environmentName] = "true"
+        return AdminTestEnvironment(token: token, home: home, cli: PaywardenProcess(environment: environment))
+    }
+
+    /// Runs `paywarden ARGUMENTS`.
+    @discardableResult
+    public func paywarden(_ arguments: String..., input: Data? = nil) throws -> PaywardenProcess.Output {
+        try cli.run(arguments, input: input)
+    }
+
+    /// Writes `bytes` to a file in the home and returns its path.
+    public func write(_ bytes: [UInt8], named name: String) throws -> String {
+        let path = home + "/" + name
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The audit log's records.
+    public func audit() throws -> [AuditLog.Record] {
+        try AuditLog(path: home + "/audit/audit.jsonl").records()
+    }
+
+    /// `paywarden keys list --json`, decoded.
+    public func listedKeys() throws -> [ListedKey] {
+        let output = try paywarden("keys", "list", "--json")
+        guard output.status == 0 else { throw CocoaError(.executableLoad) }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode([ListedKey].self, from: Data(output.stdout.utf8))
+    }
+
+    public struct ListedKey: Decodable, Sendable, Equatable {
+        public let id: String
+        public let purpose: String
+        public let type: String
+        public let merchantId: String?
+        public let state: String
+        public let publicKeyHash: String
+        public let daysLeft: Int?
+        public let warnings: [String]
+    }
+
+    /// The key a `--json` command printed.
+    public static func key(in output: PaywardenProcess.Output) throws -> ListedKey {
+        struct Wrapper: Decodable { let key: ListedKey }
+        return try JSONDecoder().decode(Wrapper.self, from: Data(output.stdout.utf8)).key
+    }
+}

@@ -1,0 +1,88 @@
+import ApplePay
+import Crypto
+import Foundation
+import KeyCustody
+import SwiftASN1
+import X509
+
+/// A certificate authority standing in for Apple Worldwide Developer Relations CA - G2: it
+/// issues Payment Processing and Merchant Identity certificates from Paywarden's CSRs, with the
+/// subject and extensions Apple puts in them (UID, 1.2.840.113635.100.6.32, key usages).
+public struct TestCertificateAuthority: Sendable {
+    public let name: DistinguishedName
+    public let privateKey: P256.Signing.PrivateKey
+
+    public init(commonName: String = "Test Worldwide Developer Relations CA - G2") throws {
+        privateKey = P256.Signing.PrivateKey()
+        name = try DistinguishedName {
+            CommonName(commonName)
+            OrganizationalUnitName("Test Certification Authority")
+            OrganizationName("Paywarden Test PKI")
+            CountryName("US")
+        }
+    }
+
+    /// Issues a certificate for the public key in `csrPEM`, as Apple would for `merchantID`.
+    /// - Parameters:
+    ///   - uid: the subject UID (normally the merchant id; differ to test mismatches).
+    ///   - validity: Apple's processing certificates last 25 months.
+    public func issue(
+        csrPEM: String, merchantID: String, purpose: KeyPurpose, uid: String? = nil,
+        notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil
+    ) throws -> [UInt8] {
+        let request = try CertificateSigningRequest(pemEncoded: csrPEM)
+        return try issue(
+            publicKey: request.publicKey, merchantID: merchantID, purpose: purpose, uid: uid,
+            notBefore: notBefore, notAfter: notAfter)
+    }
+
+    public func issue(
+        publicKey: Certificate.PublicKey, merchantID: String, purpose: KeyPurpose, uid: String? = nil,
+        notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil
+    ) throws -> [UInt8] {
+        let subjectUID = uid ?? merchantID
+        let prefix = purpose == .processing ? "Apple Pay Payment Processing:" : "Merchant ID: "
+        let subject = DistinguishedName([
+            RelativeDistinguishedName(.init(type: ApplePayOID.userID, value: .init(utf8String: subjectUID))),
+            RelativeDistinguishedName(.init(type: .RDNAttributeType.commonName, value: .init(utf8String: prefix + subjectUID))),
+            RelativeDistinguishedName(.init(type: .RDNAttributeType.organizationalUnitName, value: .init(utf8String: "TESTTEAMID"))),
+            RelativeDistinguishedName(.init(type: .RDNAttributeType.countryName, value: try .init(printableString: "US"))),
+        ])
+        let hashHex = MerchantKeyStore.merchantIdentifierHash(subjectUID).uppercased()
+        var hashValue = DER.Serializer()
+        try hashValue.serialize(ASN1UTF8String(hashHex))
+        let extensions = try Certificate.Extensions {
+            Critical(BasicConstraints.notCertificateAuthority)
+            if purpose == .processing {
+                Critical(KeyUsage(keyEncipherment: true, keyAgreement: true))
+            } else {
+                Critical(KeyUsage(digitalSignature: true, keyEncipherment: true))
+                try ExtendedKeyUsage([.clientAuth])
+            }
+            Certificate.Extension(oid: ApplePayOID.merchantIdentifierHash, critical: false, value: hashValue.serializedBytes[...])
+        }
+        let certificate = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: publicKey,
+            notValidBefore: notBefore,
+            notValidAfter: notAfter ?? notBefore.addingTimeInterval(25 * 30.5 * 86_400),
+            issuer: name,
+            subject: subject,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: extensions,
+            issuerPrivateKey: Certificate.PrivateKey(privateKey)
+        )
+        var serializer = DER.Serializer()
+        try serializer.serialize(certificate)
+        return serializer.serializedBytes
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// PEM text of DER bytes.
+    public func pem(_ label: String) -> String {
+        let body = Data(self).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN \(label)-----\n\(body)\n-----END \(label)-----\n"
+    }
+}

@@ -1,0 +1,255 @@
+import ApplePay
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import KeyCustody
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import PKCS11
+import PaywardenConfiguration
+import PaywardenServer
+import ServiceLifecycle
+import Synchronization
+
+/// Runs `body` against a real Paywarden server on loopback (see ``TestServer``) and stops the
+/// server and destroys its token afterwards, whether `body` returns or throws.
+public func withServer<R: Sendable>(
+    _ adjust: @Sendable (inout ServerConfiguration) throws -> Void = { _ in },
+    _ body: (TestServer) async throws -> R
+) async throws -> R {
+    let server = try await TestServer.start(adjust)
+    do {
+        let result = try await body(server)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+/// A real Paywarden server on loopback, on a fresh SoftHSM token with an EC and an RSA merchant
+/// key certified by the test CA, trusting the test PKI, with a captured log. Start it through
+/// ``withServer(_:_:)``, which always stops it.
+public final class TestServer: Sendable {
+    public let token: SoftHSMTestToken
+    public let server: PaywardenServer
+    public let port: Int
+    /// The operations listener's port; the API port when operations share it.
+    public let operationsPort: Int
+    public let scheme: String
+    public let forge: TokenForge
+    public let ecMerchant: MerchantKey
+    public let rsaMerchant: MerchantKey
+    /// A key with the `decrypt` scope.
+    public let decryptKey: String
+    /// A key without the `decrypt` scope.
+    public let redeemOnlyKey: String
+    public let logs: CapturedLog
+    private let serverTask: Task<Void, any Error>
+
+    /// The test process's HTTP client: it trusts any server certificate (the tests make their own).
+    public static let client = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: {
+            var configuration = HTTPClient.Configuration()
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.certificateVerification = .none
+            configuration.tlsConfiguration = tls
+            return configuration
+        }())
+
+    static func start(_ adjust: @Sendable (inout ServerConfiguration) throws -> Void) async throws -> TestServer {
+        let token = try await SoftHSMTestToken.make(labelPrefix: "server")
+        do {
+            return try await TestServer(token: token, adjust)
+        } catch {
+            token.destroy()
+            throw error
+        }
+    }
+
+    private init(token: SoftHSMTestToken, _ adjust: @Sendable (inout ServerConfiguration) throws -> Void) async throws {
+        self.token = token
+        forge = TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
+        // Keys are set up by an admin process before the server starts, as in production.
+        let admin = try await token.open()
+        do {
+            let store = MerchantKeyStore(hsm: admin)
+            ecMerchant = try await Self.certified(store, "merchant.com.example.server", .ec)
+            rsaMerchant = try await Self.certified(store, "merchant.cn.example.server", .rsa)
+            await admin.close()
+        } catch {
+            await admin.close()
+            throw error
+        }
+
+        let (decryptKey, decryptEntry) = APIKey.generate(name: "payments", scopes: [.decrypt])
+        let (redeemKey, redeemEntry) = APIKey.generate(name: "checkout", scopes: [.redeem], organization: "example")
+        self.decryptKey = decryptKey
+        self.redeemOnlyKey = redeemKey
+        var configuration = ServerConfiguration(hsm: token.configuration)
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.apiKeys = APIKeyRegistry(keys: [try APIKey(entry: decryptEntry), try APIKey(entry: redeemEntry)])
+        configuration.trustAnchors = TrustAnchors(certificates: [DecryptionTestEnvironment.sharedPKI.root], source: "test root")
+        configuration.keyRefreshInterval = .milliseconds(250)
+        try adjust(&configuration)
+        if configuration.operationsListen != nil { configuration.operationsListen = ListenAddress(host: "127.0.0.1", port: 0) }
+        scheme = configuration.tls == nil ? "http" : "https"
+
+        let logs = CapturedLog()
+        self.logs = logs
+        var logger = Logger(label: "paywarden-test") { _ in logs.handler() }
+        logger.logLevel = .debug
+        let server = try await PaywardenServer.make(configuration, logger: logger)
+        self.server = server
+        let (ports, continuation) = AsyncStream.makeStream(of: (PaywardenServer.Listener, Int).self)
+        let services: [any Service]
+        do {
+            services = try server.services { listener, port in continuation.yield((listener, port)) }
+        } catch {
+            await server.hsm.close()
+            throw error
+        }
+        // The stream ends when the group does, so a listener that cannot bind fails the start
+        // instead of leaving it waiting for a port.
+        let task = Task {
+            defer { continuation.finish() }
+            let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+            try await group.run()
+        }
+        serverTask = task
+        var bound: [PaywardenServer.Listener: Int] = [:]
+        for await (listener, port) in ports {
+            bound[listener] = port
+            if bound.count == services.count { break }
+        }
+        guard bound.count == services.count else {
+            let failure = await task.result
+            await server.hsm.close()
+            throw TestServerStartError(reason: "\(failure)")
+        }
+        port = bound[.api] ?? 0
+        operationsPort = bound[.operations] ?? port
+    }
+
+    private static func certified(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
+        let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
+        let certificate = try TestCertificateAuthority().issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
+        return try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
+    }
+
+    public func ecToken(payload: [UInt8] = PaymentPayloads.threeDSecure(), options: TokenForge.Options = .init()) throws -> [UInt8] {
+        guard case .ecP256(let point) = ecMerchant.key.publicKey, let merchantID = ecMerchant.merchantID else {
+            throw CocoaError(.featureUnsupported)
+        }
+        return try forge.ecV1(
+            payload: payload, merchant: .init(x963Representation: point),
+            merchantIdentifierHash: TokenForge.merchantIdentifierHash(merchantID), options: options
+        )
+        .withPublicKeyHash(ecMerchant.publicKeyHash)
+    }
+
+    public func rsaToken(payload: [UInt8] = PaymentPayloads.emv()) throws -> [UInt8] {
+        guard case .rsa(let modulus, let exponent) = rsaMerchant.key.publicKey else { throw CocoaError(.featureUnsupported) }
+        return try forge.rsaV1(payload: payload, merchant: .init(n: modulus, e: exponent)).withPublicKeyHash(rsaMerchant.publicKeyHash)
+    }
+
+    /// A response as the tests read it.
+    public struct Reply: Sendable {
+        public let status: Int
+        public let headers: [(String, String)]
+        public let body: [UInt8]
+
+        public var text: String { String(decoding: body, as: UTF8.self) }
+
+        /// The stable error code of an error body.
+        public var errorCode: String? {
+            let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+            return (object?["error"] as? [String: Any])?["code"] as? String
+        }
+
+        public func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+    }
+
+    /// A request over the loopback interface with a real HTTP client. `apiKey` defaults to the
+    /// decrypt key; `.some(nil)` sends none.
+    public func send(
+        _ method: HTTPMethod = .POST, _ path: String = "/v1/payment-tokens/decrypt", body: [UInt8]? = nil,
+        apiKey: String?? = .none, contentType: String = "application/json", headers: [(String, String)] = [],
+        port: Int? = nil
+    ) async throws -> Reply {
+        var request = HTTPClientRequest(url: "\(scheme)://127.0.0.1:\(port ?? self.port)\(path)")
+        request.method = method
+        if let key = apiKey ?? decryptKey { request.headers.add(name: "Authorization", value: "Bearer \(key)") }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: contentType)
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let response = try await Self.client.execute(request, timeout: .seconds(30))
+        let collected = try await response.body.collect(upTo: 1 << 20)
+        return Reply(
+            status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: collected))
+    }
+
+    /// An operations route (`/healthz`, `/readyz`, `/metrics`), on whichever listener serves it.
+    public func operations(_ path: String) async throws -> Reply {
+        try await send(.GET, path, apiKey: .some(nil), port: operationsPort)
+    }
+
+    /// Polls `/readyz` until it answers `status`, for at most `seconds`.
+    public func waitForReadiness(_ status: Int, seconds: Double = 15) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await operations("/readyz").status == status { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    /// Stops the listeners, closes the HSM and destroys the token.
+    func stop() async {
+        serverTask.cancel()
+        _ = try? await serverTask.value
+        await server.hsm.close()
+        token.destroy()
+    }
+}
+
+/// Every log line the server wrote, message and metadata, for checking that no secret leaks.
+public final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    public init() {}
+
+    public var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    public func handler() -> some LogHandler { Handler(log: self) }
+
+    fileprivate func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    private struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            log.append("\(event.level) \(event.message) \(merged)")
+        }
+    }
+}
+
+/// The test server's listeners did not all come up.
+public struct TestServerStartError: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "the test server did not start: \(reason)" }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+@testable import PaywardenServer
+
+/// The observation middleware on a router of its own: an error that is not an HTTP response
+/// leaves as Paywarden's typed 500 (never Hummingbird's empty one), counted under its route.
+struct MiddlewareTests {
+    struct Unexpected: Error {}
+
+    @Test func anUnexpectedErrorIsATyped500AndIsCounted() async throws {
+        let metrics = ServerMetrics()
+        let router = Router(context: PaywardenRequestContext.self)
+        router.middlewares.add(RequestObservationMiddleware(metrics: metrics))
+        router.get("/broken") { _, _ -> String in throw Unexpected() }
+        router.get("/refused") { _, _ -> String in throw APIError.forbidden("no") }
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/broken", method: .get) { response in
+                #expect(response.status == .internalServerError)
+                let body = try JSONDecoder().decode([String: [String: String]].self, from: Data(buffer: response.body))
+                #expect(body["error"]?["code"] == "internal_error")
+                #expect(body["error"]?["message"]?.contains("Unexpected") == false, "the error's text stays in the log")
+            }
+            try await client.execute(uri: "/refused", method: .get) { response in
+                #expect(response.status == .forbidden)
+            }
+        }
+        let exposition = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(exposition.contains(#"route="/broken",status="500""#), "\(exposition)")
+        #expect(exposition.contains(#"route="/refused",status="403""#), "\(exposition)")
+    }
+}
