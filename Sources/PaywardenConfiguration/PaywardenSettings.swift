@@ -18,12 +18,12 @@ public struct PaywardenSettings: Sendable {
     public init(_ sources: ConfigurationSources) throws(ConfigurationError) {
         var reader = SettingsReader(sources: sources)
         typealias C = SettingCatalog
-        home = URL(fileURLWithPath: try reader.string(C.home) ?? "Keys").standardizedFileURL.path
+        home = URL(fileURLWithPath: try reader.string(defaulted: C.home)).standardizedFileURL.path
         logLevel = try reader.choice(C.logLevel)
         pkcs12Password = try reader.string(C.pkcs12Password).map { Sensitive($0) }
         hsm = try HSMSettings(&reader)
         verification = VerificationSettings(
-            signingTimeWindow: TimeInterval(try reader.integer(C.signingTimeWindow) ?? 300),
+            signingTimeWindow: TimeInterval(try reader.integer(defaulted: C.signingTimeWindow)),
             trustRoots: try reader.list(C.trustRoots)
         )
         server = try ServerSettings(&reader)
@@ -63,8 +63,8 @@ public struct HSMSettings: Sendable {
 
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
-        modulePath = try reader.string(C.pkcs11Module) ?? ""
-        token = try reader.string(C.tokenLabel) ?? ""
+        modulePath = try reader.string(defaulted: C.pkcs11Module)
+        token = try reader.string(defaulted: C.tokenLabel)
         let file = try reader.string(C.pinFile)
         let value = try reader.string(C.pin)
         if file != nil, value != nil {
@@ -73,12 +73,12 @@ public struct HSMSettings: Sendable {
         }
         pin = file.map(PIN.file) ?? value.map { .value(Sensitive(Array($0.utf8))) } ?? .missing
         workers = try reader.integer(C.hsmWorkers) ?? ProcessInfo.processInfo.activeProcessorCount
-        maxPendingOperations = try reader.integer(C.hsmMaxPending) ?? 256
+        maxPendingOperations = try reader.integer(defaulted: C.hsmMaxPending)
         allowExtractableSharedSecret = try reader.boolean(C.hsmAllowExtractableECDH)
         allowSoftwareOAEPDecoding = try reader.boolean(C.hsmAllowSoftwareOAEP)
-        sessionKeyCopies = try reader.choice(C.hsmSessionKeyCopies) ?? "auto"
-        recycleEvery = try reader.integer(C.hsmRecycleEvery) ?? 10_000
-        keyRefreshInterval = .seconds(try reader.integer(C.keyRefreshSeconds) ?? 10)
+        sessionKeyCopies = try reader.choice(defaulted: C.hsmSessionKeyCopies)
+        recycleEvery = try reader.integer(defaulted: C.hsmRecycleEvery)
+        keyRefreshInterval = .seconds(try reader.integer(defaulted: C.keyRefreshSeconds))
     }
 }
 
@@ -117,7 +117,7 @@ public struct ServerSettings: Sendable {
 
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
-        listen = try reader.address(C.listen) ?? ListenAddress(host: "127.0.0.1", port: 8080)
+        listen = try reader.address(defaulted: C.listen)
         operationsListen = try reader.address(C.operationsListen)
         apiKeyEntries = try reader.list(C.apiKeys)
         let certificate = try reader.file(C.tlsCertificate)
@@ -125,9 +125,9 @@ public struct ServerSettings: Sendable {
         let clientCA = try reader.file(C.tlsClientCA)
         let requireClient = try reader.boolean(C.tlsRequireClientCertificate)
         tls = try Self.tls(certificate: certificate, key: key, clientCA: clientCA, requireClient: requireClient)
-        maxBodyBytes = try reader.integer(C.maxBodyBytes) ?? 65_536
+        maxBodyBytes = try reader.integer(defaulted: C.maxBodyBytes)
         maxInFlight = try reader.integer(C.maxInFlight)
-        eventLoopThreads = try reader.integer(C.eventLoopThreads) ?? 1
+        eventLoopThreads = try reader.integer(defaulted: C.eventLoopThreads)
     }
 
     /// TLS fails closed: every combination that would serve less than the operator asked for

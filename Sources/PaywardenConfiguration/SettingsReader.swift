@@ -60,6 +60,31 @@ struct SettingsReader {
         return address
     }
 
+    // A setting whose catalog default is a literal is never unset (``text(_:)`` falls back to
+    // the literal), so these read it without a second copy of the default in code. A setting
+    // without one is a catalog mistake, which the defaults test meets at once.
+
+    mutating func string(defaulted setting: Setting) throws(ConfigurationError) -> String {
+        try Self.defaulted(string(setting), setting)
+    }
+
+    mutating func integer(defaulted setting: Setting) throws(ConfigurationError) -> Int {
+        try Self.defaulted(integer(setting), setting)
+    }
+
+    mutating func choice(defaulted setting: Setting) throws(ConfigurationError) -> String {
+        try Self.defaulted(choice(setting), setting)
+    }
+
+    mutating func address(defaulted setting: Setting) throws(ConfigurationError) -> ListenAddress {
+        try Self.defaulted(address(setting), setting)
+    }
+
+    private static func defaulted<Value>(_ value: Value?, _ setting: Setting) -> Value {
+        guard let value else { preconditionFailure("\(setting.key) has no literal default in SettingCatalog") }
+        return value
+    }
+
     /// A path that must name a readable file when set.
     mutating func file(_ setting: Setting) throws(ConfigurationError) -> String? {
         guard let path = try text(setting) else { return nil }

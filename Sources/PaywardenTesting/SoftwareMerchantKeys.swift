@@ -86,13 +86,7 @@ public final class SoftwareMerchantKeys: MerchantKeyDirectory, MerchantKeyOperat
         guard case .ec(let privateKey) = try privateKey(for: key) else {
             throw PaymentTokenError(.decryptionFailed, "the key is not an EC key")
         }
-        let shared = try privateKey.sharedSecretFromKeyAgreement(with: ephemeralPublicKey)
-        // NIST SP 800-56A one-step KDF, one round: SHA-256(counter 00000001 ‖ Z ‖ otherInfo).
-        var hasher = SHA256()
-        hasher.update(data: [0, 0, 0, 1])
-        shared.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-        hasher.update(data: otherInfo)
-        return SymmetricKey(data: hasher.finalize())
+        return OneStepKDF.sha256(sharedSecret: try privateKey.sharedSecretFromKeyAgreement(with: ephemeralPublicKey), otherInfo: otherInfo)
     }
 
     public func unwrapKey(_ wrappedKey: [UInt8], key: MerchantKeyReference) async throws -> SymmetricKey {
@@ -107,8 +101,9 @@ public final class SoftwareMerchantKeys: MerchantKeyDirectory, MerchantKeyOperat
         }
     }
 
+    /// A software key's id is the hex of its publicKeyHash (``TokenRecipient/keyID``): the map's key.
     private func privateKey(for reference: MerchantKeyReference) throws(PaymentTokenError) -> PrivateKey {
-        let found = entries.withLock { entries in entries.values.first { $0.reference.keyID == reference.keyID }?.privateKey }
+        let found = Hex.decode(reference.keyID).flatMap { hash in entries.withLock { $0[hash]?.privateKey } }
         guard let found else {
             throw PaymentTokenError(.unknownPublicKeyHash, "the key for this publicKeyHash is gone")
         }

@@ -90,7 +90,9 @@ public final class TestServer: Sendable {
         let (redeemKey, redeemEntry) = APIKey.generate(name: "checkout", scopes: [.redeem], organization: "example")
         self.decryptKey = decryptKey
         self.redeemOnlyKey = redeemKey
-        var configuration = ServerConfiguration(hsm: token.configuration)
+        // The catalog's defaults (no environment, no file), then the test token and test values.
+        var configuration = try ServerConfiguration(settings: await PaywardenSettings.load(environment: [:]))
+        configuration.hsm = token.configuration
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.apiKeys = APIKeyRegistry(keys: [try APIKey(entry: decryptEntry), try APIKey(entry: redeemEntry)])
         configuration.trustAnchors = TrustAnchors(certificates: [DecryptionTestEnvironment.sharedPKI.root], source: "test root")

@@ -39,11 +39,8 @@ public struct TokenForge: Sendable {
     {
         let ephemeral = P256.KeyAgreement.PrivateKey()
         let z = try ephemeral.sharedSecretFromKeyAgreement(with: merchant)
-        var kdf = SHA256()
-        kdf.update(data: [0, 0, 0, 1])
-        z.withUnsafeBytes { kdf.update(bufferPointer: $0) }
-        kdf.update(data: [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + merchantIdentifierHash)
-        let key = SymmetricKey(data: Array(kdf.finalize()))
+        let otherInfo = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + merchantIdentifierHash
+        let key = OneStepKDF.sha256(sharedSecret: z, otherInfo: otherInfo)
         let data = try Self.seal(payload, key: key)
         let spki = options.ephemeralPublicKeyOverride ?? Array(ephemeral.publicKey.derRepresentation)
         return try token(keyField: ("ephemeralPublicKey", spki), data: data, leaf: options.leaf ?? pki.ecLeaf, options: options)

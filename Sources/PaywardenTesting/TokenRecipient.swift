@@ -18,7 +18,8 @@ public struct TokenRecipient: Sendable {
     /// Base64 of the SHA-256 of the SubjectPublicKeyInfo: the token header's publicKeyHash.
     public let publicKeyHash: String
     let publicKeyHashBytes: [UInt8]
-    /// The key's id where it is kept: the HSM's `CKA_ID` in hex, or the hash's hex for software keys.
+    /// The key's id where it is kept: the HSM's `CKA_ID` in hex, or the publicKeyHash in hex for
+    /// software keys.
     public let keyID: String
 
     public init(merchantID: String, publicKey: PublicKey) {
@@ -32,7 +33,7 @@ public struct TokenRecipient: Sendable {
         self.publicKey = publicKey
         self.publicKeyHash = Data(hash).base64EncodedString()
         self.publicKeyHashBytes = hash
-        self.keyID = Hex.encode(hash.prefix(16))
+        self.keyID = Hex.encode(hash)
     }
 
     /// A key in the HSM, as custody lists it.

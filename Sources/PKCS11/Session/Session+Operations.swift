@@ -59,10 +59,13 @@ extension Session {
 
     /// Ends a digest operation that may still be active, discarding its result.
     private func endDigestOperation() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        var length = CK_ULONG(buffer.count)
-        let rv = buffer.withUnsafeMutableBufferPointer { functions.C_DigestFinal(handle.rawValue, $0.baseAddress, &length) }
-        if rv != CK_RV(CKR_OK) && rv != CK_RV(CKR_OPERATION_NOT_INITIALIZED) { needsReplacement = true }
+        do {
+            _ = try digestFinal()
+        } catch  where error.returnValue == .operationNotInitialized {
+            // Nothing was active.
+        } catch {
+            needsReplacement = true
+        }
     }
 
     /// Removes RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) from `ciphertext` with `privateKey`.

@@ -5,7 +5,7 @@ import PaywardenConfiguration
 
 /// What `paywarden serve` runs with: plain values, built from ``PaywardenSettings`` by
 /// ``init(settings:)`` (which checks what the configuration module cannot: API-key scopes, trust
-/// roots), or set directly by tests.
+/// roots); tests start from the catalog's defaults and change what they need.
 public struct ServerConfiguration: Sendable {
     public var listen: ListenAddress
     public var operationsListen: ListenAddress?
@@ -19,21 +19,9 @@ public struct ServerConfiguration: Sendable {
     public var keyRefreshInterval: Duration
     public var hsm: HSMConfiguration
 
-    /// A plain-HTTP service on loopback with the defaults of the settings catalog.
-    public init(hsm: HSMConfiguration) {
-        self.hsm = hsm
-        listen = ListenAddress(host: "127.0.0.1", port: 8080)
-        apiKeys = APIKeyRegistry(keys: [])
-        signingTimeWindow = 300
-        trustAnchors = .apple
-        maxBodyBytes = 64 * 1024
-        recycleEvery = 10_000
-        keyRefreshInterval = .seconds(10)
-    }
-
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
-        self.init(hsm: try HSMConfiguration(settings: settings.hsm))
+        hsm = try HSMConfiguration(settings: settings.hsm)
         let server = settings.server
         listen = server.listen
         operationsListen = server.operationsListen
