@@ -4,17 +4,26 @@
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-DEBIAN_PACKAGES := softhsm2 libp11-kit-dev libssl-dev openssl pkg-config gcc make
+DEBIAN_PACKAGES := softhsm2 libp11-kit-dev libssl-dev libsqlite3-dev openssl pkg-config gcc make
 PAYWARDEN_HOME ?= $(CURDIR)/Keys
 export PAYWARDEN_HOME
 HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
 
-.PHONY: deps build run test bench loadtest format lint clean
+.PHONY: deps deps-test install-packages build run test bench loadtest format lint clean
+
+# The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user).
+TEST_PACKAGES := postgresql
 
 # Installs what is missing; does nothing (and needs no network) when all is there.
 deps:
-	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+
+deps-test:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES) $(TEST_PACKAGES)"
+
+install-packages:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -34,7 +43,7 @@ run: build
 	  echo "  import merchant keys first: .build/release/paywarden keys create|import …  (see README)"; echo; \
 	  exec .build/release/paywarden serve
 
-test: deps
+test: deps-test
 	swift build --build-tests
 	swift test --no-parallel
 
@@ -48,7 +57,7 @@ bench: deps $(HSM_BENCH)
 	HSM_BENCH=$(HSM_BENCH) .build/release/paywarden-bench
 
 # The service under load on loopback: tokens/s, latency, errors and RSS next to the raw HSM rate.
-loadtest: deps $(HSM_BENCH)
+loadtest: deps-test $(HSM_BENCH)
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk curl >/dev/null; }
 	swift build -c release --product paywarden
 	swift build -c release --product paywarden-bench

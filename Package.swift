@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // C interop: PKCS#11 module loading and the constants Swift cannot import.
@@ -65,11 +67,26 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // Storage: the stores as protocols with their records and an in-memory implementation (a
+        // leaf), the SQL both engines run, and one driver module per engine.
+        .target(name: "PaywardenStorage"),
+        .target(name: "PaywardenStorageSQL", dependencies: ["PaywardenStorage", "PaywardenPrimitives"]),
+        .target(
+            name: "PaywardenStorageSQLite",
+            dependencies: ["PaywardenStorage", "PaywardenStorageSQL", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(
+            name: "PaywardenStoragePostgres",
+            dependencies: [
+                "PaywardenStorage", "PaywardenStorageSQL", "PaywardenPrimitives", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"), nioCore, nioSSL, serviceLifecycle, logging,
+            ]
+        ),
         // The HTTP service and the composition root.
         .target(
             name: "PaywardenServer",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives",
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
+                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -81,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "PaywardenCLI",
             dependencies: [
-                "PKCS11", "KeyCustody", "ApplePay", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
+                "PKCS11", "KeyCustody", "ApplePay", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ]
         ),
@@ -90,7 +107,8 @@ let package = Package(
         .target(
             name: "PaywardenTesting",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
+                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres",
                 crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioHTTP1, nioSSL, serviceLifecycle,
             ]
         ),
@@ -118,6 +136,13 @@ let package = Package(
         .testTarget(
             name: "ConfigurationTests",
             dependencies: ["PaywardenConfiguration", "PaywardenServer", "PaywardenTesting", "PaywardenTestTraits"]),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: [
+                "PaywardenStorage", "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "PaywardenTesting",
+                "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenServer",
+            ]
+        ),
         .testTarget(
             name: "ServerTests",
             dependencies: [

@@ -11,6 +11,7 @@ public struct PaywardenSettings: Sendable {
     public var hsm: HSMSettings
     public var verification: VerificationSettings
     public var server: ServerSettings
+    public var database: DatabaseSettings
     /// What `config show` prints: each setting's effective value and where it came from.
     public let effective: [EffectiveSetting]
 
@@ -27,6 +28,7 @@ public struct PaywardenSettings: Sendable {
             trustRoots: try reader.list(C.trustRoots)
         )
         server = try ServerSettings(&reader)
+        database = try DatabaseSettings(&reader, home: home)
         effective = reader.effective
     }
 

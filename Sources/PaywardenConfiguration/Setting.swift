@@ -98,7 +98,8 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
     }
 
     init(_ setting: Setting, value: String?, expected: String) {
-        let shown = setting.isSecret ? "" : value.map { " is \"\($0.prefix(80))\":" } ?? ":"
+        // A URL's password is never repeated back; a secret not at all.
+        let shown = setting.isSecret ? "" : value.map { " is \"\(Redaction.redact($0, of: setting).prefix(80))\":" } ?? ":"
         self.message = "\(setting.environmentName) (\"\(setting.key)\" in the configuration file)\(shown) expected \(expected)"
     }
 

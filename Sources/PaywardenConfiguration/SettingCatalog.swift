@@ -78,6 +78,24 @@ public enum SettingCatalog {
         "event_loop_threads", .integer(1...256), default: .value("1"), exposure: .environmentOnly,
         "NIO event loops, which also run every task outside the HSM workers (read before anything else starts)")
 
+    // MARK: Database
+    public static let databaseURL = Setting(
+        "database_url", .url, default: .computed("sqlite:$PAYWARDEN_HOME/paywarden.sqlite"),
+        "sqlite:PATH, postgres://USER@HOST[:PORT]/DB?sslmode=verify-full|verify-ca|require|disable[&sslrootcert=PEM], or memory: "
+            + "(replay protection in this process only: tests and load tests)")
+    public static let databasePasswordFile = Setting(
+        "database_password_file", .path, "a file holding the PostgreSQL password (mode 0600)")
+    public static let databasePassword = Setting(
+        "database_password", .string, exposure: .secret, "the PostgreSQL password itself, when there is no password file")
+    public static let databasePoolSize = Setting(
+        "database_pool_size", .integer(1...500), default: .value("10"), "PostgreSQL connections at most, per instance")
+    public static let databaseTimeoutMilliseconds = Setting(
+        "database_timeout_ms", .integer(50...120_000), default: .value("2000"),
+        "how long a statement may wait for the database (a connection included) before it is answered as unavailable")
+    public static let databaseAutoMigrate = Setting(
+        "database_auto_migrate", .boolean, default: .computed("true for SQLite, false for PostgreSQL"),
+        "serve migrates an older schema at start-up instead of refusing to start")
+
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
         home, logLevel,
@@ -86,6 +104,7 @@ public enum SettingCatalog {
         signingTimeWindow, trustRoots,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
         maxBodyBytes, maxInFlight, eventLoopThreads,
+        databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]
 
     /// The variable naming the configuration file (not itself a setting of the file).

@@ -33,9 +33,15 @@ struct SettingsReader {
     }
 
     mutating func boolean(_ setting: Setting) throws(ConfigurationError) -> Bool {
+        try optionalBoolean(setting) ?? false
+    }
+
+    /// A boolean whose default depends on other settings: nil when unset.
+    mutating func optionalBoolean(_ setting: Setting) throws(ConfigurationError) -> Bool? {
         let text = try self.text(setting)?.lowercased()
         switch text {
-        case nil, "false", "0", "no", "off": return false
+        case nil: return nil
+        case "false", "0", "no", "off": return false
         case "true", "1", "yes", "on": return true
         default: throw ConfigurationError(setting, value: text, expected: setting.kind.accepts)
         }

@@ -6,7 +6,8 @@ import Synchronization
 /// `.releasesTestResources` trait (PaywardenTestTraits) releases them after every test, passed or
 /// failed, so a test that throws halfway leaves no open module and no token files behind.
 public enum TestResources {
-    private static let open = Mutex<(hsms: [HSM], tokens: [SoftHSMTestToken], directories: [String])>(([], [], []))
+    private static let open = Mutex<(hsms: [HSM], tokens: [SoftHSMTestToken], directories: [String], cleanups: [@Sendable () -> Void])>(
+        ([], [], [], []))
 
     static func track(_ hsm: HSM) {
         open.withLock { $0.hsms.append(hsm) }
@@ -21,12 +22,18 @@ public enum TestResources {
         open.withLock { $0.directories.append(directory) }
     }
 
+    /// Something else to undo when the test ends (a child process to stop), run first.
+    public static func track(cleanup: @escaping @Sendable () -> Void) {
+        open.withLock { $0.cleanups.append(cleanup) }
+    }
+
     /// Closes every HSM still open (closing is idempotent), then destroys every token.
     public static func releaseAll() async {
-        let (hsms, tokens, directories) = open.withLock { state in
-            defer { state = ([], [], []) }
+        let (hsms, tokens, directories, cleanups) = open.withLock { state in
+            defer { state = ([], [], [], []) }
             return state
         }
+        for cleanup in cleanups { cleanup() }
         for hsm in hsms { await hsm.close() }
         for token in tokens { token.destroy() }
         for directory in directories { try? FileManager.default.removeItem(atPath: directory) }

@@ -97,6 +97,10 @@ public final class TestServer: Sendable {
         configuration.apiKeys = APIKeyRegistry(keys: [try APIKey(entry: decryptEntry), try APIKey(entry: redeemEntry)])
         configuration.trustAnchors = TrustAnchors(certificates: [DecryptionTestEnvironment.sharedPKI.root], source: "test root")
         configuration.keyRefreshInterval = .milliseconds(250)
+        // A database of its own (a real SQLite file), removed when the test ends.
+        let databaseDirectory = NSTemporaryDirectory() + "paywarden-db-\(UUID().uuidString.prefix(8))"
+        TestResources.track(directory: databaseDirectory)
+        configuration.database.location = .sqlite(path: databaseDirectory + "/paywarden.sqlite")
         try adjust(&configuration)
         if configuration.operationsListen != nil { configuration.operationsListen = ListenAddress(host: "127.0.0.1", port: 0) }
         scheme = configuration.tls == nil ? "http" : "https"
@@ -137,21 +141,26 @@ public final class TestServer: Sendable {
         operationsPort = bound[.operations] ?? port
     }
 
-    private static func certified(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
+    static func certified(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
         let certificate = try TestCertificateAuthority().issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
         return try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
     }
 
-    public func ecToken(payload: [UInt8] = PaymentPayloads.threeDSecure(), options: TokenForge.Options = .init()) throws -> [UInt8] {
-        guard case .ecP256(let point) = ecMerchant.key.publicKey, let merchantID = ecMerchant.merchantID else {
+    /// An EC_v1 token from the test PKI, encrypted to `merchant`'s key.
+    static func ecToken(_ forge: TokenForge, to merchant: MerchantKey, payload: [UInt8], options: TokenForge.Options) throws -> [UInt8] {
+        guard case .ecP256(let point) = merchant.key.publicKey, let merchantID = merchant.merchantID else {
             throw CocoaError(.featureUnsupported)
         }
         return try forge.ecV1(
             payload: payload, merchant: .init(x963Representation: point),
             merchantIdentifierHash: TokenForge.merchantIdentifierHash(merchantID), options: options
         )
-        .withPublicKeyHash(ecMerchant.publicKeyHash)
+        .withPublicKeyHash(merchant.publicKeyHash)
+    }
+
+    public func ecToken(payload: [UInt8] = PaymentPayloads.threeDSecure(), options: TokenForge.Options = .init()) throws -> [UInt8] {
+        try Self.ecToken(forge, to: ecMerchant, payload: payload, options: options)
     }
 
     public func rsaToken(payload: [UInt8] = PaymentPayloads.emv()) throws -> [UInt8] {

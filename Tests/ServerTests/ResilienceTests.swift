@@ -179,6 +179,7 @@ struct OpenAPIDocumentTests {
         try await endpoint.endpointBehaviourMatchesTheOpenAPIDocument()
         try await endpoint.excessLoadGetsAFastOverloadedWithRetryAfter()
         try await ResilienceTests().readinessFollowsTheHSMAndDecryptsAnswerUnavailableMeanwhile()
+        try await ReplayLedgerTests().postgresOutage()
 
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("openapi.json")

@@ -53,7 +53,15 @@ public final class PaymentTokenDecrypter: Sendable {
         }
 
         let expiry = signingTime.addingTimeInterval(verifier.signingTimeWindow)
-        guard await replayCache.claim(token.header.transactionID, until: expiry, now: now) else {
+        let claimed: Bool
+        do {
+            claimed = try await replayCache.claim(token.header.transactionID, until: expiry, now: now)
+        } catch {
+            // Never a decryption without the replay check.
+            throw PaymentTokenError(
+                .databaseUnavailable, "the replay ledger cannot be reached, so the token was not decrypted; retry shortly")
+        }
+        guard claimed else {
             throw PaymentTokenError(
                 .replayedTransaction,
                 "transaction \(token.transactionIDHex) was already decrypted within the last \(Int(verifier.signingTimeWindow)) s; a "
@@ -69,6 +77,7 @@ public final class PaymentTokenDecrypter: Sendable {
             )
         } catch {
             if error.code == .hsmUnavailable || error.code == .overloaded {
+                // A failed release leaves the id claimed until it expires: the token is then refused, never decrypted twice.
                 await replayCache.release(token.header.transactionID)
             }
             throw error

@@ -13,6 +13,8 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
         case decryptionFailed = "decryption_failed"
         case hsmUnavailable = "hsm_unavailable"
         case overloaded = "overloaded"
+        /// The replay ledger could not be reached, so the token was not decrypted.
+        case databaseUnavailable = "database_unavailable"
     }
 
     public let code: Code

@@ -2,11 +2,12 @@ import Foundation
 import Synchronization
 
 /// Remembers the transaction ids of verified tokens for as long as they could pass the
-/// signing-time window, so the same token is decrypted once. A shared database can implement
-/// it for several instances.
+/// signing-time window, so the same token is decrypted once. A shared database implements it
+/// for several instances (the server's replay ledger).
 public protocol ReplayCache: Sendable {
-    /// Claims `transactionID`; false when it was claimed before and has not expired.
-    func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async -> Bool
+    /// Claims `transactionID`; false when it was claimed before and has not expired. Throws when
+    /// the claim cannot be recorded: the token is then not decrypted.
+    func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws -> Bool
     /// Gives a claim back, when the token could not be processed for reasons that were not its
     /// own (the HSM was unavailable), so the client can retry.
     func release(_ transactionID: [UInt8]) async

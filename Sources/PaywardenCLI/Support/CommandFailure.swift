@@ -6,6 +6,7 @@ import Logging
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenStorage
 import Synchronization
 
 /// A failure reported as one line on stderr with a stable exit status: what was wrong and what
@@ -47,10 +48,20 @@ struct CommandFailure: Error, CustomStringConvertible {
     init(_ error: PaymentTokenError) {
         let status: Status =
             switch error.code {
-            case .hsmUnavailable, .overloaded: .unavailable
+            case .hsmUnavailable, .overloaded, .databaseUnavailable: .unavailable
             default: .refused
             }
         self.init(status, error.description)
+    }
+
+    init(_ error: StorageError) {
+        let status: Status =
+            switch error.category {
+            case .unavailable: .unavailable
+            case .conflict: .refused
+            case .corrupt, .schema: .misconfiguration
+            }
+        self.init(status, "the database: \(error)")
     }
 
     /// Any error a command can meet, as a one-line failure.
@@ -62,6 +73,7 @@ struct CommandFailure: Error, CustomStringConvertible {
         case let error as PaymentTokenError: self.init(error)
         case let error as ConfigurationError: self.init(.misconfiguration, error.message)
         case let error as ServerStartError: self.init(.misconfiguration, error.description)
+        case let error as StorageError: self.init(error)
         default: self.init(.refused, "\(error)")
         }
     }

@@ -8,6 +8,7 @@ import Logging
 import NIOSSL
 import PKCS11
 import PaywardenConfiguration
+import PaywardenStorage
 import ServiceLifecycle
 
 /// The composition root of `paywarden serve`: opens the HSM, builds the services, the routes, TLS
@@ -17,8 +18,10 @@ public struct PaywardenServer: Sendable {
     public let configuration: ServerConfiguration
     public let hsm: HSM
     public let metrics: ServerMetrics
+    public let database: DatabaseConnection
     let decryption: DecryptionService
     let maintenance: HSMMaintenanceService
+    let databaseHealth: DatabaseHealthService
     let logger: Logger
 
     /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
@@ -35,16 +38,47 @@ public struct PaywardenServer: Sendable {
         } catch {
             throw ServerStartError(OperatorAdvice.describe(error))
         }
+        let database: DatabaseConnection
+        do {
+            database = try DatabaseConnection.open(configuration.database, logger: logger)
+        } catch {
+            await hsm.close()
+            throw ServerStartError("the database cannot be opened: \(error)")
+        }
+        if case .memory = configuration.database.location {
+            logger.warning(
+                """
+                the database is this process's memory (memory:): replay protection ends with the process and is not shared \
+                with other instances; use it for tests only
+                """)
+        }
         let metrics = ServerMetrics()
         metrics.setPaths(ecdh: hsm.capabilities.ecdhPath?.rawValue, rsa: hsm.capabilities.rsaDecryptionPath?.rawValue)
-        let decryption = DecryptionService(hsm: hsm, configuration: configuration, metrics: metrics)
+        let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)
+        let decryption = DecryptionService(
+            hsm: hsm, configuration: configuration, metrics: metrics, database: databaseHealth, logger: logger)
         let maintenance = HSMMaintenanceService(
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )
         await maintenance.refresh()
         return PaywardenServer(
-            configuration: configuration, hsm: hsm, metrics: metrics, decryption: decryption,
-            maintenance: maintenance, logger: logger)
+            configuration: configuration, hsm: hsm, metrics: metrics, database: database, decryption: decryption,
+            maintenance: maintenance, databaseHealth: databaseHealth, logger: logger)
+    }
+
+    /// Before the API listens: the schema is checked (and migrated when allowed), which is also
+    /// the first round trip; a failure stops the start with the reason.
+    private func prepareDatabase() async throws {
+        do {
+            let applied = try await database.prepareSchema(migratingAutomatically: configuration.database.autoMigrate)
+            if !applied.isEmpty {
+                logger.notice("database migrated", metadata: ["driver": "\(database.database.driver)", "applied": "\(applied)"])
+            }
+            try await database.database.checkConnection()
+        } catch {
+            throw ServerStartError("the \(database.database.driver) database at \(database.database.location) cannot be used: \(error)")
+        }
+        databaseHealth.started()
     }
 
     /// Whether the HSM is logged in and the key map loaded.
@@ -61,10 +95,12 @@ public struct PaywardenServer: Sendable {
     /// configured), with the maintenance service. `onListening` is told each bound port.
     public func services(onListening: @escaping @Sendable (Listener, Int) async -> Void = { _, _ in }) throws -> [any Service] {
         let separateOperations = configuration.operationsListen != nil
-        let api = try application(
+        // The database's services (PostgreSQL's pool) come first, so they stop last.
+        var api = try application(
             router: apiRouter(includingOperations: !separateOperations), address: configuration.listen, tls: configuration.tls,
-            services: [maintenance], onRunning: { await onListening(.api, $0) }
+            services: database.services + [databaseHealth, maintenance], onRunning: { await onListening(.api, $0) }
         )
+        api.beforeServerStarts { try await prepareDatabase() }
         guard let operationsAddress = configuration.operationsListen else { return [api] }
         // Operational routes answer without TLS or keys, on an address only the platform reaches.
         let operations = try application(
@@ -126,7 +162,7 @@ public struct PaywardenServer: Sendable {
     private func application(
         router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, services: [any Service],
         onRunning: @escaping @Sendable (Int) async -> Void
-    ) throws -> some Service {
+    ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
         let server: HTTPServerBuilder = if let tls { try .tls(.http1(), tlsConfiguration: Self.tlsConfiguration(tls)) } else { .http1() }
         return Application(
             router: router, server: server,

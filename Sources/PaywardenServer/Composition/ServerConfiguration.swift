@@ -18,6 +18,7 @@ public struct ServerConfiguration: Sendable {
     public var recycleEvery: Int
     public var keyRefreshInterval: Duration
     public var hsm: HSMConfiguration
+    public var database: DatabaseSettings
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -37,6 +38,7 @@ public struct ServerConfiguration: Sendable {
         maxInFlight = server.maxInFlight
         recycleEvery = settings.hsm.recycleEvery
         keyRefreshInterval = settings.hsm.keyRefreshInterval
+        database = settings.database
     }
 
     /// The embedded Apple root, or the files `PAYWARDEN_TRUST_ROOTS` names.

@@ -19,12 +19,12 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     /// The response for a refused token: 400 for what cannot be read, 422 for what fails
-    /// verification or decryption, 503 when the HSM cannot serve it now.
+    /// verification or decryption, 503 when the HSM or the database cannot serve it now.
     public init(_ error: PaymentTokenError) {
         switch error.code {
         case .malformedToken, .unsupportedVersion:
             self.init(.badRequest, code: error.code.rawValue, message: error.message)
-        case .hsmUnavailable, .overloaded:
+        case .hsmUnavailable, .overloaded, .databaseUnavailable:
             self.init(.serviceUnavailable, code: error.code.rawValue, message: error.message, headers: [.retryAfter: "1"])
         default:
             self.init(.unprocessableContent, code: error.code.rawValue, message: error.message)

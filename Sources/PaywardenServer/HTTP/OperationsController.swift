@@ -27,12 +27,14 @@ struct OperationsController {
     }
 }
 
-/// What `/readyz` reports: ready or not, and when not, the stable code `hsm_unavailable` (the
-/// explanation is in the log).
+/// What `/readyz` reports: ready or not, and when not, the stable code `hsm_unavailable` or
+/// `database_unavailable` (the explanation is in the log).
 public struct Readiness: ResponseEncodable, Sendable, Equatable {
     public let ready: Bool
     public let keys: Int
     public let ecdhPath: String
     public let rsaPath: String
+    /// The database driver: `sqlite`, `postgres` or `memory`.
+    public let database: String
     public let reason: String?
 }

@@ -13,7 +13,7 @@ public final class DecryptionService: Sendable {
     public let keys: HSMPaymentKeys
     public let store: MerchantKeyStore
     let decrypter: PaymentTokenDecrypter
-    let replayCache: InMemoryReplayCache
+    let database: DatabaseHealthService
     let metrics: ServerMetrics
     let maxInFlight: Int
     let recycleEvery: Int
@@ -25,7 +25,7 @@ public final class DecryptionService: Sendable {
     /// False while the HSM cannot be used (lost, being re-established).
     let hsmAvailable = Atomic<Bool>(true)
 
-    init(hsm: HSM, configuration: ServerConfiguration, metrics: ServerMetrics) {
+    init(hsm: HSM, configuration: ServerConfiguration, metrics: ServerMetrics, database: DatabaseHealthService, logger: Logger) {
         self.hsm = hsm
         self.keys = HSMPaymentKeys(hsm: hsm)
         self.store = MerchantKeyStore(hsm: hsm)
@@ -33,10 +33,10 @@ public final class DecryptionService: Sendable {
         self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery
         (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
-        self.replayCache = InMemoryReplayCache(signingTimeWindow: configuration.signingTimeWindow)
+        self.database = database
         self.decrypter = PaymentTokenDecrypter(
             verifier: TokenSignatureVerifier(anchors: configuration.trustAnchors, signingTimeWindow: configuration.signingTimeWindow),
-            directory: keys, operations: keys, replayCache: replayCache
+            directory: keys, operations: keys, replayCache: LedgerReplayCache(ledger: database.database, health: database, logger: logger)
         )
     }
 
@@ -45,6 +45,12 @@ public final class DecryptionService: Sendable {
     func decrypt(_ body: [UInt8]) async throws(PaymentTokenError) -> DecryptedPaymentToken {
         guard hsmAvailable.load(ordering: .relaxed) else {
             throw PaymentTokenError(.hsmUnavailable, "the HSM is unavailable; Paywarden is re-establishing the session, retry shortly")
+        }
+        // Without the replay ledger no token is decrypted; say so at once rather than after a timeout.
+        guard database.isAvailable else {
+            metrics.decrypt(outcome: PaymentTokenError.Code.databaseUnavailable.rawValue, duration: .zero)
+            throw PaymentTokenError(
+                .databaseUnavailable, "the database is unavailable, so no token can be checked for replay; retry shortly")
         }
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
         defer { metrics.setInFlight(inFlight.subtract(1, ordering: .relaxed).newValue) }

@@ -8,7 +8,7 @@ import Synchronization
 /// Keeps the HSM usable while the service runs: re-reads the key map (admins add, rotate and
 /// retire keys from other processes), checks the login, re-establishes a lost HSM, recycles the
 /// module every N decryptions (SoftHSM 2.6.1 leaks per derive until `C_Finalize`), and keeps
-/// readiness, the key gauges and the replay cache gauges current.
+/// the HSM's readiness and the key gauges current.
 final class HSMMaintenanceService: Service, Sendable {
     let decryption: DecryptionService
     let metrics: ServerMetrics
@@ -30,9 +30,11 @@ final class HSMMaintenanceService: Service, Sendable {
     /// name files, modules and settings) goes to the log only, since the route needs no API key.
     func readiness() -> Readiness {
         let capabilities = decryption.hsm.capabilities
+        let database = decryption.database.isAvailable
         return Readiness(
-            ready: isReady, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
-            rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", reason: isReady ? nil : "hsm_unavailable"
+            ready: isReady && database, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
+            rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", database: decryption.database.database.driver,
+            reason: !isReady ? "hsm_unavailable" : database ? nil : "database_unavailable"
         )
     }
 
@@ -51,8 +53,6 @@ final class HSMMaintenanceService: Service, Sendable {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: tick)
                         sinceRefresh += tick
-                        let replay = self.decryption.replayCache.statistics
-                        self.metrics.setReplayCache(entries: replay.count, bytes: replay.footprint)
                         if !Task.isCancelled, sinceRefresh >= self.refreshInterval || !self.isReady {
                             sinceRefresh = .zero
                             await self.refresh()

@@ -10,8 +10,8 @@ public final class ServerMetrics: Sendable {
     private let recycles: Counter
     private let activeKeys: Gauge
     private let inFlight: Gauge
-    private let replayEntries: Gauge
-    private let replayBytes: Gauge
+    private let databaseAvailable: Gauge
+    private let replayPurged: Counter
     private let certificateDays = Mutex<Set<[String]>>([])
     /// Counters by label values, so a request costs a dictionary lookup instead of the
     /// registry's name-and-labels key building.
@@ -35,10 +35,10 @@ public final class ServerMetrics: Sendable {
         activeKeys = registry.makeGauge(
             descriptor: Self.name("decryption", unit: "keys", "Active and retired processing keys in the key map"))
         inFlight = registry.makeGauge(descriptor: Self.name("decrypt", unit: "in_flight", "Decryptions admitted and not yet finished"))
-        replayEntries = registry.makeGauge(
-            descriptor: Self.name("replay_cache", unit: "entries", "Transaction ids remembered against replay"))
-        replayBytes = registry.makeGauge(
-            descriptor: Self.name("replay_cache", unit: "bytes", "Memory holding the remembered transaction ids"))
+        databaseAvailable = registry.makeGauge(
+            descriptor: Self.name("database", unit: "available", "1 when the database answered its last check"))
+        replayPurged = registry.makeCounter(
+            descriptor: Self.name("replay_ledger_purged", unit: "total", "Expired transaction ids deleted from the replay ledger"))
     }
 
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
@@ -84,10 +84,9 @@ public final class ServerMetrics: Sendable {
 
     func setInFlight(_ count: Int) { inFlight.set(to: Double(count)) }
 
-    func setReplayCache(entries: Int, bytes: Int) {
-        replayEntries.set(to: Double(entries))
-        replayBytes.set(to: Double(bytes))
-    }
+    func setDatabaseAvailable(_ available: Bool) { databaseAvailable.set(to: available ? 1 : 0) }
+
+    func replayLedgerPurged(_ rows: Int) { replayPurged.increment(by: Int64(rows)) }
 
     func setPaths(ecdh: String?, rsa: String?) {
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "ecdh"), ("path", ecdh ?? "none")]).set(to: 1)

@@ -1,0 +1,82 @@
+import Logging
+import PaywardenConfiguration
+import PaywardenStorage
+import PaywardenStoragePostgres
+import PaywardenStorageSQL
+import PaywardenStorageSQLite
+import ServiceLifecycle
+
+/// The database the settings name, opened, with the services that must run while it is used
+/// (PostgreSQL's connection pool; nothing for SQLite or memory).
+public struct DatabaseConnection: Sendable {
+    public let database: any PaywardenDatabase
+    public let services: [any Service]
+
+    public init(database: any PaywardenDatabase, services: [any Service] = []) {
+        self.database = database
+        self.services = services
+    }
+
+    /// Opens the database (SQLite creates its file unless `create` is false); nothing is migrated
+    /// or checked here.
+    public static func open(
+        _ settings: DatabaseSettings, create: Bool = true, logger: Logger
+    ) throws(StorageError) -> DatabaseConnection {
+        switch settings.location {
+        case .memory:
+            return DatabaseConnection(database: InMemoryDatabase())
+        case .sqlite(let path):
+            let timeout =
+                Double(settings.statementTimeout.components.seconds) + Double(settings.statementTimeout.components.attoseconds) / 1e18
+            return DatabaseConnection(database: try SQLiteDriver.open(path: path, create: create, busyTimeout: timeout))
+        case .postgres(let location):
+            let tls: PostgresConnectionSettings.TLSMode =
+                switch location.sslMode {
+                case .disable: .disable
+                case .require: .require
+                case .verifyCA: .verifyCA(rootCertificate: location.rootCertificate)
+                case .verifyFull: .verifyFull(rootCertificate: location.rootCertificate)
+                }
+            let database = try PostgresDriver.make(
+                PostgresConnectionSettings(
+                    host: location.host, port: location.port, username: location.username, password: location.password,
+                    database: location.database, tls: tls, maximumConnections: settings.poolSize,
+                    statementTimeout: settings.statementTimeout, displayLocation: location.displayURL),
+                logger: logger)
+            return DatabaseConnection(database: database, services: [database.engine])
+        }
+    }
+
+    /// Runs `body` with ``services`` running, and stops them afterwards: how an admin command
+    /// uses the database.
+    public func withServices<R: Sendable>(_ body: @Sendable (any PaywardenDatabase) async throws -> R) async throws -> R {
+        guard !services.isEmpty else { return try await body(database) }
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            for service in services { group.addTask { try await service.run() } }
+            defer { group.cancelAll() }
+            return try await body(database)
+        }
+    }
+
+    /// What `serve` does before it listens: refuses a schema newer than this build, and migrates
+    /// an older one when `automatically`, else refuses it. Returns the migrations applied.
+    public func prepareSchema(migratingAutomatically automatically: Bool) async throws(StorageError) -> [String] {
+        let status = try await database.schemaStatus()
+        if status.isNewerThanBuild {
+            throw StorageError(
+                .schema,
+                "the \(database.driver) database at \(database.location) was migrated by a newer Paywarden (it has "
+                    + "\(status.unknown.joined(separator: ", ")), unknown to this build): run the newer build, or restore a database "
+                    + "this one wrote")
+        }
+        guard !status.pending.isEmpty else { return [] }
+        guard automatically else {
+            throw StorageError(
+                .schema,
+                "the \(database.driver) database at \(database.location) has schema version \(status.version) of "
+                    + "\(status.latestVersion): run `paywarden db migrate` (or set "
+                    + "\(SettingCatalog.databaseAutoMigrate.environmentName)=true)")
+        }
+        return try await database.migrate()
+    }
+}

@@ -1,0 +1,242 @@
+import Foundation
+import Synchronization
+
+/// Every store in this process's memory, with the drivers' semantics (the conformance suite runs
+/// against it too): for unit tests, `token decrypt`, and the load test's baseline. Nothing in it
+/// survives the process, so `serve` uses it only when told to in so many words (`memory:`).
+public final class InMemoryDatabase: PaywardenDatabase {
+    private struct State {
+        var replay: [[UInt8]: Date] = [:]
+        var registrations: [[UInt8]: RegistrationRecord] = [:]
+        var tokens: [TokenKey: TokenRecord] = [:]
+        var paypages: [String: PaypageRecord] = [:]
+        var events: [String: MerchantTokenEventRecord] = [:]
+        var applied: [String] = []
+    }
+
+    private struct TokenKey: Hashable {
+        var organization: String
+        var token: String
+    }
+
+    private let state = Mutex(State())
+
+    public init(migrated: Bool = true) {
+        if migrated { state.withLock { $0.applied = Schema.migrations } }
+    }
+
+    public var driver: String { "memory" }
+    public var location: String { "this process's memory (lost when it stops)" }
+
+    public func checkConnection() async throws(StorageError) {}
+
+    public func rowCounts() async throws(StorageError) -> [(table: String, rows: Int)] {
+        state.withLock { state in
+            [
+                ("replay_ledger", state.replay.count), ("paypages", state.paypages.count), ("registrations", state.registrations.count),
+                ("high_value_tokens", state.tokens.count), ("merchant_token_events", state.events.count),
+            ]
+        }
+    }
+
+    // MARK: Migrations
+
+    public func schemaStatus() async throws(StorageError) -> SchemaStatus {
+        state.withLock { SchemaStatus(applied: $0.applied, unknown: []) }
+    }
+
+    public func migrate() async throws(StorageError) -> [String] {
+        state.withLock { state in
+            let pending = Schema.migrations.filter { !state.applied.contains($0) }
+            state.applied = Schema.migrations
+            return pending
+        }
+    }
+
+    // MARK: ReplayLedger
+
+    public func claimTransaction(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            if let recorded = state.replay[transactionID], recorded > now { return false }
+            state.replay[transactionID] = expiry
+            return true
+        }
+    }
+
+    public func releaseTransaction(_ transactionID: [UInt8]) async throws(StorageError) {
+        _ = state.withLock { $0.replay.removeValue(forKey: transactionID) }
+    }
+
+    public func purgeExpiredTransactions(now: Date, limit: Int) async throws(StorageError) -> Int {
+        state.withLock { state in
+            let expired = state.replay.filter { $0.value <= now }.keys.prefix(limit)
+            for id in expired { state.replay.removeValue(forKey: id) }
+            return expired.count
+        }
+    }
+
+    // MARK: RegistrationStore
+
+    public func insertRegistration(_ record: RegistrationRecord) async throws(StorageError) {
+        try state.withLock { state throws(StorageError) in
+            guard state.registrations[record.lookupKey] == nil else {
+                throw StorageError(.conflict, "the registration exists", table: "registrations")
+            }
+            state.registrations[record.lookupKey] = record
+        }
+    }
+
+    public func registration(lookupKey: [UInt8]) async throws(StorageError) -> RegistrationRecord? {
+        state.withLock { $0.registrations[lookupKey] }
+    }
+
+    public func recordRedemption(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+        state.withLock { state in
+            guard var record = state.registrations[lookupKey] else { return nil }
+            guard record.isLive(at: now) else { return record }
+            record.redemptions += 1
+            state.registrations[lookupKey] = record
+            return record
+        }
+    }
+
+    public func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard var record = state.registrations[lookupKey], record.sealed != nil else { return false }
+            record.sealed = nil
+            record.endedAt = now
+            state.registrations[lookupKey] = record
+            return true
+        }
+    }
+
+    public func purgeRegistrations(now: Date, tombstonesEndedBefore: Date) async throws(StorageError) -> RegistrationPurge {
+        state.withLock { state in
+            var purge = RegistrationPurge(payloadsDestroyed: 0, tombstonesDeleted: 0)
+            for (key, var record) in state.registrations {
+                if record.sealed != nil, record.expiresAt <= now {
+                    record.sealed = nil
+                    record.endedAt = now
+                    state.registrations[key] = record
+                    purge.payloadsDestroyed += 1
+                } else if record.sealed == nil, let ended = record.endedAt, ended < tombstonesEndedBefore {
+                    state.registrations.removeValue(forKey: key)
+                    purge.tombstonesDeleted += 1
+                }
+            }
+            return purge
+        }
+    }
+
+    // MARK: TokenStore
+
+    public func insertToken(_ record: TokenRecord) async throws(StorageError) -> TokenInsertion {
+        try state.withLock { state throws(StorageError) in
+            if let existing = state.tokens.values.first(where: {
+                $0.organization == record.organization && $0.fingerprint == record.fingerprint
+            }) {
+                return .existing(existing)
+            }
+            let key = TokenKey(organization: record.organization, token: record.token)
+            guard state.tokens[key] == nil else {
+                throw StorageError(.conflict, "the token value is taken in the organisation", table: "high_value_tokens")
+            }
+            state.tokens[key] = record
+            return .inserted(record)
+        }
+    }
+
+    public func token(_ token: String, organization: String) async throws(StorageError) -> TokenRecord? {
+        state.withLock { $0.tokens[TokenKey(organization: organization, token: token)] }
+    }
+
+    public func token(fingerprint: [UInt8], organization: String) async throws(StorageError) -> TokenRecord? {
+        state.withLock { state in
+            state.tokens.values.first { $0.organization == organization && $0.fingerprint == fingerprint }
+        }
+    }
+
+    public func tokens(merchantTokenID: String) async throws(StorageError) -> [TokenRecord] {
+        state.withLock { state in
+            state.tokens.values.filter { $0.merchantTokenID == merchantTokenID }.sorted { $0.organization < $1.organization }
+        }
+    }
+
+    public func updateToken(
+        _ token: String, organization: String, state newState: TokenRecord.State, sealed: SealedPayload?, at now: Date
+    ) async throws(StorageError) -> TokenRecord? {
+        state.withLock { state in
+            let key = TokenKey(organization: organization, token: token)
+            guard var record = state.tokens[key] else { return nil }
+            record.state = newState
+            if let sealed { record.sealed = sealed }
+            record.updatedAt = now
+            state.tokens[key] = record
+            return record
+        }
+    }
+
+    // MARK: PaypageStore
+
+    public func createPaypage(_ record: PaypageRecord) async throws(StorageError) {
+        try state.withLock { state throws(StorageError) in
+            guard state.paypages[record.id] == nil else {
+                throw StorageError(.conflict, "the paypage exists", table: "paypages", row: record.id)
+            }
+            state.paypages[record.id] = record
+        }
+    }
+
+    public func paypage(id: String) async throws(StorageError) -> PaypageRecord? {
+        state.withLock { $0.paypages[id] }
+    }
+
+    public func paypages() async throws(StorageError) -> [PaypageRecord] {
+        state.withLock { $0.paypages.values.sorted { $0.id < $1.id } }
+    }
+
+    public func setPaypage(id: String, enabled: Bool) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.paypages[id] != nil else { return false }
+            state.paypages[id]?.enabled = enabled
+            return true
+        }
+    }
+
+    // MARK: EventStore
+
+    public func recordEvent(_ record: MerchantTokenEventRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.events[record.id] == nil else { return false }
+            state.events[record.id] = record
+            return true
+        }
+    }
+
+    public func event(id: String) async throws(StorageError) -> MerchantTokenEventRecord? {
+        state.withLock { $0.events[id] }
+    }
+
+    public func events(state wanted: MerchantTokenEventRecord.State, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
+        state.withLock { state in
+            Array(
+                state.events.values.filter { $0.state == wanted }
+                    .sorted { ($0.receivedAt, $0.id) < ($1.receivedAt, $1.id) }
+                    .prefix(limit))
+        }
+    }
+
+    public func updateEvent(
+        id: String, state newState: MerchantTokenEventRecord.State, attempts: Int, lastError: String?, at now: Date
+    ) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard var record = state.events[id] else { return false }
+            record.state = newState
+            record.attempts = attempts
+            record.lastError = lastError
+            record.updatedAt = now
+            state.events[id] = record
+            return true
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+/// A registration ID's row. The store knows it by `lookupKey`, a keyed hash of the ID the vault
+/// computes, so the table alone cannot be used to redeem anything.
+public struct RegistrationRecord: Sendable, Hashable {
+    public var lookupKey: [UInt8]
+    public var organization: String
+    public var paypageID: String
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var redemptions: Int
+    /// The decrypted token, sealed; nil once the registration ended (purged or deleted), when the
+    /// row stays as a tombstone so an ended ID is told apart from an unknown one.
+    public var sealed: SealedPayload?
+    /// When the payload was destroyed.
+    public var endedAt: Date?
+
+    public init(
+        lookupKey: [UInt8], organization: String, paypageID: String, createdAt: Date, expiresAt: Date, redemptions: Int = 0,
+        sealed: SealedPayload?, endedAt: Date? = nil
+    ) {
+        self.lookupKey = lookupKey
+        self.organization = organization
+        self.paypageID = paypageID
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.redemptions = redemptions
+        self.sealed = sealed
+        self.endedAt = endedAt
+    }
+
+    /// Whether the registration can be redeemed at `now`.
+    public func isLive(at now: Date) -> Bool { sealed != nil && expiresAt > now }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// A high-value token's row: the token, the keyed hash of its account number (the look-up that
+/// makes tokens static per account and organisation), and the account number sealed.
+public struct TokenRecord: Sendable, Hashable {
+    /// A device account number (Apple Pay DPAN) or a merchant token's account number (MPAN).
+    public enum AccountKind: String, Sendable, CaseIterable {
+        case devicePAN = "dpan"
+        case merchantPAN = "mpan"
+    }
+
+    public enum State: String, Sendable, CaseIterable {
+        case active
+        /// The merchant token behind it was unlinked by Apple's event; detokenizing is refused.
+        case unlinked
+        case deleted
+    }
+
+    public var organization: String
+    public var token: String
+    /// HMAC-SHA256 of the account number under `fingerprintKeyID`, computed in the HSM.
+    public var fingerprint: [UInt8]
+    public var fingerprintKeyID: String
+    public var accountKind: AccountKind
+    public var merchantTokenID: String?
+    public var state: State
+    public var sealed: SealedPayload
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(
+        organization: String, token: String, fingerprint: [UInt8], fingerprintKeyID: String, accountKind: AccountKind,
+        merchantTokenID: String?, state: State = .active, sealed: SealedPayload, createdAt: Date, updatedAt: Date? = nil
+    ) {
+        self.organization = organization
+        self.token = token
+        self.fingerprint = fingerprint
+        self.fingerprintKeyID = fingerprintKeyID
+        self.accountKind = accountKind
+        self.merchantTokenID = merchantTokenID
+        self.state = state
+        self.sealed = sealed
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt ?? createdAt
+    }
+}
+
+/// What inserting a token found.
+public enum TokenInsertion: Sendable, Hashable {
+    /// The account number was new to the organisation: this token now stands for it.
+    case inserted(TokenRecord)
+    /// The organisation already had a token for the account number; it is returned unchanged.
+    case existing(TokenRecord)
+}

@@ -1,0 +1,39 @@
+/// The schema's versions: the same list, the same tables, on every driver. Forward only: a
+/// version once released is never edited, a change is a new version.
+public enum Schema {
+    /// Every migration, oldest first. The schema version is the number of these applied.
+    public static let migrations: [String] = ["0001_replay_ledger_and_vault"]
+
+    /// The tables `db status` counts, in the order it prints them.
+    public static let tables: [String] = [
+        "replay_ledger", "paypages", "registrations", "high_value_tokens", "merchant_token_events",
+    ]
+}
+
+/// Where a database's schema stands against this build's.
+public struct SchemaStatus: Sendable, Hashable {
+    /// Migrations of ``Schema/migrations`` applied, in order.
+    public var applied: [String]
+    /// Migrations recorded in the database that this build does not know: a newer build ran.
+    public var unknown: [String]
+
+    public init(applied: [String], unknown: [String]) {
+        self.applied = applied
+        self.unknown = unknown
+    }
+
+    public var version: Int { applied.count }
+    public var latestVersion: Int { Schema.migrations.count }
+    public var pending: [String] { Schema.migrations.filter { !applied.contains($0) } }
+    /// The database was migrated by a newer build: this one must not use it.
+    public var isNewerThanBuild: Bool { !unknown.isEmpty }
+    public var isCurrent: Bool { pending.isEmpty && unknown.isEmpty }
+}
+
+/// Versioned, forward-only schema changes.
+public protocol Migrations: Sendable {
+    func schemaStatus() async throws(StorageError) -> SchemaStatus
+    /// Applies the pending migrations (one at a time across instances); returns those applied.
+    /// Refuses (`.schema`) a database newer than this build.
+    func migrate() async throws(StorageError) -> [String]
+}

@@ -1,0 +1,27 @@
+import Foundation
+
+/// Registration IDs: short-lived, redeemable by their organisation, tombstoned when they end.
+public protocol RegistrationStore: Sendable {
+    /// Stores a new registration; `.conflict` when `lookupKey` exists (the vault redraws the ID).
+    func insertRegistration(_ record: RegistrationRecord) async throws(StorageError)
+    func registration(lookupKey: [UInt8]) async throws(StorageError) -> RegistrationRecord?
+    /// Counts a redemption, atomically, when the registration is live at `now`; returns the row
+    /// as it stands afterwards (unchanged when it was not live), nil when unknown.
+    func recordRedemption(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord?
+    /// Destroys the payload now and keeps the tombstone; false when unknown or already ended.
+    func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool
+    /// The active purge: destroys the payloads of registrations expired at `now` (keeping their
+    /// tombstones) and deletes tombstones that ended before `tombstonesEndedBefore`.
+    func purgeRegistrations(now: Date, tombstonesEndedBefore: Date) async throws(StorageError) -> RegistrationPurge
+}
+
+/// What a purge did.
+public struct RegistrationPurge: Sendable, Hashable {
+    public var payloadsDestroyed: Int
+    public var tombstonesDeleted: Int
+
+    public init(payloadsDestroyed: Int, tombstonesDeleted: Int) {
+        self.payloadsDestroyed = payloadsDestroyed
+        self.tombstonesDeleted = tombstonesDeleted
+    }
+}

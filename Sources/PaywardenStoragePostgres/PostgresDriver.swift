@@ -1,0 +1,287 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PaywardenStorage
+import PaywardenStorageSQL
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+import _ConnectionPoolModule
+
+/// PostgreSQL, for several instances sharing one database: a `PostgresClient` connection pool,
+/// run as a service-lifecycle service (list it before the services that use it, so it stops
+/// after them). Every statement has a deadline, so an unreachable server is answered as
+/// `.unavailable` in `statementTimeout` rather than after the pool's minute of retrying.
+public final class PostgresDriver: SQLDriver, Service {
+    public let settings: PostgresConnectionSettings
+    private let client: PostgresClient
+    private let logger: Logger
+
+    public var driver: String { "postgres" }
+    public var location: String { settings.displayLocation }
+
+    /// The stores over a new pool; nothing connects until ``run()`` runs.
+    public static func make(_ settings: PostgresConnectionSettings, logger: Logger) throws(StorageError) -> SQLDatabase<PostgresDriver> {
+        SQLDatabase(try PostgresDriver(settings, logger: logger))
+    }
+
+    init(_ settings: PostgresConnectionSettings, logger: Logger) throws(StorageError) {
+        self.settings = settings
+        self.logger = logger
+        var configuration = PostgresClient.Configuration(
+            host: settings.host, port: settings.port, username: settings.username, password: settings.password?.revealed,
+            database: settings.database, tls: try Self.tls(settings.tls))
+        configuration.options.maximumConnections = settings.maximumConnections
+        configuration.options.connectTimeout = .seconds(5)
+        // The server ends a statement that outlives the client's deadline (and rolls it back).
+        configuration.options.additionalStartupParameters = [("statement_timeout", "\(settings.statementTimeout.milliseconds)")]
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    private static func tls(_ mode: PostgresConnectionSettings.TLSMode) throws(StorageError) -> PostgresClient.Configuration.TLS {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        let root: String?
+        switch mode {
+        case .disable:
+            return .disable
+        case .require:
+            tls.certificateVerification = .none
+            return .require(tls)
+        case .verifyCA(let rootCertificate):
+            tls.certificateVerification = .noHostnameVerification
+            root = rootCertificate
+        case .verifyFull(let rootCertificate):
+            tls.certificateVerification = .fullVerification
+            root = rootCertificate
+        }
+        if let root {
+            guard FileManager.default.isReadableFile(atPath: root) else {
+                throw StorageError(.unavailable, "the PostgreSQL root certificate \(root) cannot be read")
+            }
+            tls.trustRoots = .file(root)
+        }
+        return .require(tls)
+    }
+
+    /// Runs the pool until graceful shutdown.
+    public func run() async {
+        await client.run()
+    }
+
+    // MARK: SQLExecutor
+
+    public func execute(_ sql: String, _ binds: [SQLValue], writes: Bool) async throws(StorageError) -> [[SQLValue]] {
+        var bindings = PostgresBindings(capacity: binds.count)
+        for bind in binds {
+            switch bind {
+            case .integer(let integer): bindings.append(integer)
+            case .text(let text): bindings.append(text)
+            case .blob(let bytes): bindings.append(ByteBuffer(bytes: bytes))
+            case .null: bindings.appendNull()
+            }
+        }
+        let query = PostgresQuery(unsafeSQL: sql, binds: bindings)
+        let client = self.client
+        let logger = self.logger
+        return try await deadline { () async throws -> [[SQLValue]] in
+            var rows: [[SQLValue]] = []
+            for try await row in try await client.query(query, logger: logger) {
+                rows.append(try row.map { cell throws(StorageError) in try SQLValue(cell) })
+            }
+            return rows
+        }
+    }
+
+    /// Runs `body` with the statement deadline; every failure becomes a categorised error. The
+    /// caller's wait ends at the deadline even when the query cannot be cancelled any more (one
+    /// already sent runs to its end; the server's own `statement_timeout` bounds it there). A
+    /// claim that commits after its caller was told "unavailable" refuses that token later:
+    /// the safe direction.
+    private func deadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(StorageError) -> T {
+        let timeout = settings.statementTimeout
+        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+            let outcome = DeadlineOutcome(continuation)
+            let work = Task {
+                do {
+                    outcome.resolve(.success(try await body()))
+                } catch {
+                    outcome.resolve(.failure(error))
+                }
+            }
+            outcome.timer = Task {
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                if outcome.resolve(.failure(StorageError(.unavailable, "PostgreSQL did not answer within \(timeout.milliseconds) ms"))) {
+                    work.cancel()
+                }
+            }
+        }
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw Self.storageError(error)
+        }
+    }
+
+    // MARK: SQLDriver
+
+    public func schemaStatus() async throws(StorageError) -> SchemaStatus {
+        let exists = try await execute("SELECT to_regclass($1)::text", [.text(PostgresSchema.migrationsTable)], writes: false)
+        guard case .text? = exists.first?.first else { return SchemaStatus(applied: [], unknown: []) }
+        let rows = try await execute("SELECT identifier FROM \(PostgresSchema.migrationsTable)", [], writes: false)
+        let recorded = Set(rows.compactMap { if case .text(let identifier)? = $0.first { identifier } else { nil } })
+        return SchemaStatus(
+            applied: Schema.migrations.filter(recorded.contains), unknown: recorded.subtracting(Schema.migrations).sorted())
+    }
+
+    public func migrate() async throws(StorageError) -> [String] {
+        let logger = self.logger
+        let client = self.client
+        return try await deadlineless { () async throws -> [String] in
+            try await client.withTransaction(logger: logger) { connection in
+                // One instance migrates at a time; the others wait here, then find nothing pending.
+                try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", logger: logger)
+                try await connection.query(
+                    """
+                    CREATE TABLE IF NOT EXISTS \(unescaped: PostgresSchema.migrationsTable)
+                      (identifier TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)
+                    """, logger: logger)
+                var recorded: Set<String> = []
+                for try await identifier in try await connection.query(
+                    "SELECT identifier FROM \(unescaped: PostgresSchema.migrationsTable)", logger: logger
+                ).decode(String.self) {
+                    recorded.insert(identifier)
+                }
+                let unknown = recorded.subtracting(Schema.migrations)
+                guard unknown.isEmpty else {
+                    throw StorageError(
+                        .schema, "the database has migrations this build does not know (\(unknown.sorted().joined(separator: ", ")))")
+                }
+                let pending = Schema.migrations.filter { !recorded.contains($0) }
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                for identifier in pending {
+                    for statement in SchemaDDL.statements(identifier, PostgresSchema.types) {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.query(
+                        "INSERT INTO \(unescaped: PostgresSchema.migrationsTable) (identifier, applied_at) VALUES (\(identifier), \(now))",
+                        logger: logger)
+                }
+                return pending
+            }
+        }
+    }
+
+    /// Migrations may take longer than a statement's deadline (and wait for another instance's).
+    private func deadlineless<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(StorageError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
+    public func existingTables(_ names: [String]) async throws(StorageError) -> Set<String> {
+        let rows = try await execute(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()", [], writes: false)
+        return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } }).intersection(names)
+    }
+
+    // MARK: Errors
+
+    static func storageError(_ error: any Error) -> StorageError {
+        switch error {
+        case let error as StorageError:
+            return error
+        case let error as PostgresTransactionError:
+            let inner = error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError
+            return inner.map(storageError) ?? StorageError(.unavailable, "PostgreSQL: the transaction failed")
+        case let error as PSQLError:
+            return storageError(error)
+        case let error as ConnectionPoolError:
+            return StorageError(.unavailable, "PostgreSQL cannot be reached (\(error))")
+        case is CancellationError:
+            return StorageError(.unavailable, "the database operation was cancelled")
+        default:
+            return StorageError(.unavailable, "PostgreSQL: \(error)")
+        }
+    }
+
+    private static func storageError(_ error: PSQLError) -> StorageError {
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
+            // Connection-level: refused, closed, TLS, authentication… the server is not usable now.
+            return StorageError(.unavailable, "PostgreSQL cannot be reached (\(error.code))")
+        }
+        let message = "PostgreSQL error \(state): \(error.serverInfo?[.message] ?? "no message")"
+        let table = error.serverInfo?[.tableName]
+        switch state.prefix(2) {
+        case "23": return StorageError(.conflict, message, table: table)
+        case "42", "22", "XX": return StorageError(.corrupt, message, table: table)
+        default: return StorageError(.unavailable, message, table: table)  // 08, 53, 57, 40…: try again later
+        }
+    }
+}
+
+extension SQLValue {
+    init(_ cell: PostgresCell) throws(StorageError) {
+        guard cell.bytes != nil else {
+            self = .null
+            return
+        }
+        do {
+            switch cell.dataType {
+            case .int2: self = .integer(Int64(try cell.decode(Int16.self)))
+            case .int4: self = .integer(Int64(try cell.decode(Int32.self)))
+            case .int8: self = .integer(try cell.decode(Int64.self))
+            case .bool: self = .integer(try cell.decode(Bool.self) ? 1 : 0)
+            case .bytea: self = .blob([UInt8](try cell.decode(ByteBuffer.self).readableBytesView))
+            case .text, .varchar, .name, .bpchar: self = .text(try cell.decode(String.self))
+            default:
+                throw StorageError(.corrupt, "column \(cell.columnName) has type \(cell.dataType), which no Paywarden table uses")
+            }
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.corrupt, "column \(cell.columnName) cannot be read as \(cell.dataType)")
+        }
+    }
+}
+
+/// The first of the query and the timer to finish resumes the caller; the other is ignored.
+private final class DeadlineOutcome<T: Sendable>: Sendable {
+    private let state: Mutex<(continuation: CheckedContinuation<Result<T, any Error>, Never>?, timer: Task<Void, Never>?)>
+
+    init(_ continuation: CheckedContinuation<Result<T, any Error>, Never>) {
+        state = Mutex((continuation, nil))
+    }
+
+    /// The timer, cancelled when the query finishes first.
+    var timer: Task<Void, Never>? {
+        get { state.withLock { $0.timer } }
+        set {
+            let finished = state.withLock { state in
+                state.timer = newValue
+                return state.continuation == nil
+            }
+            if finished { newValue?.cancel() }
+        }
+    }
+
+    /// Resumes the caller unless it was resumed; true when this call did.
+    @discardableResult
+    func resolve(_ result: Result<T, any Error>) -> Bool {
+        let (continuation, timer) = state.withLock { state in
+            defer { state.continuation = nil }
+            return (state.continuation, state.timer)
+        }
+        guard let continuation else { return false }
+        timer?.cancel()
+        continuation.resume(returning: result)
+        return true
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}

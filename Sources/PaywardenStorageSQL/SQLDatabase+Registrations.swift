@@ -1,0 +1,83 @@
+import Foundation
+import PaywardenPrimitives
+import PaywardenStorage
+
+extension SQLDatabase: RegistrationStore {
+    static var registrationColumns: [String] {
+        [
+            "lookup_key", "organization", "paypage_id", "created_at", "expires_at", "redemptions", "ended_at", "key_id", "wrap_path",
+            "wrapped_key", "ciphertext", "payload_version",
+        ]
+    }
+    private static var selectRegistration: String { registrationColumns.joined(separator: ", ") }
+    /// What ending a registration clears: the sealed payload, all of it.
+    private static var clearedPayload: String {
+        "key_id = NULL, wrap_path = NULL, wrapped_key = NULL, ciphertext = NULL, payload_version = NULL"
+    }
+
+    public func insertRegistration(_ record: RegistrationRecord) async throws(StorageError) {
+        let sealed = record.sealed
+        _ = try await write(
+            """
+            INSERT INTO registrations (\(Self.selectRegistration))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+            """,
+            [
+                .blob(record.lookupKey), .text(record.organization), .text(record.paypageID), SQLValue(record.createdAt),
+                SQLValue(record.expiresAt), SQLValue(record.redemptions), SQLValue(record.endedAt), SQLValue(sealed?.keyID),
+                SQLValue(sealed?.wrapPath), SQLValue(sealed?.wrappedKey), SQLValue(sealed?.ciphertext),
+                sealed.map { SQLValue($0.version) } ?? .null,
+            ])
+    }
+
+    public func registration(lookupKey: [UInt8]) async throws(StorageError) -> RegistrationRecord? {
+        let rows = try await read("SELECT \(Self.selectRegistration) FROM registrations WHERE lookup_key = $1", [.blob(lookupKey)])
+        return try rows.first.map { row throws(StorageError) in try Self.registration(row) }
+    }
+
+    public func recordRedemption(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+        let rows = try await write(
+            """
+            UPDATE registrations SET redemptions = redemptions + 1
+            WHERE lookup_key = $1 AND ciphertext IS NOT NULL AND expires_at > $2
+            RETURNING \(Self.selectRegistration)
+            """, [.blob(lookupKey), SQLValue(now)])
+        if let row = rows.first { return try Self.registration(row) }
+        return try await registration(lookupKey: lookupKey)
+    }
+
+    public func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool {
+        let rows = try await write(
+            """
+            UPDATE registrations SET \(Self.clearedPayload), ended_at = $2
+            WHERE lookup_key = $1 AND ciphertext IS NOT NULL RETURNING 1
+            """, [.blob(lookupKey), SQLValue(now)])
+        return !rows.isEmpty
+    }
+
+    public func purgeRegistrations(now: Date, tombstonesEndedBefore: Date) async throws(StorageError) -> RegistrationPurge {
+        let destroyed = try await write(
+            """
+            UPDATE registrations SET \(Self.clearedPayload), ended_at = $1
+            WHERE ciphertext IS NOT NULL AND expires_at <= $1 RETURNING 1
+            """, [SQLValue(now)])
+        let deleted = try await write(
+            "DELETE FROM registrations WHERE ciphertext IS NULL AND ended_at < $1 RETURNING 1", [SQLValue(tombstonesEndedBefore)])
+        return RegistrationPurge(payloadsDestroyed: destroyed.count, tombstonesDeleted: deleted.count)
+    }
+
+    static func registration(_ values: [SQLValue]) throws(StorageError) -> RegistrationRecord {
+        var row = SQLRowReader(values, columns: registrationColumns, table: "registrations")
+        let lookupKey = try row.bytes(0)
+        row.row = "lookup key " + Hex.encode(lookupKey.prefix(8)) + "…"
+        var sealed: SealedPayload?
+        if let keyID = try row.optionalText(7) {
+            sealed = SealedPayload(
+                keyID: keyID, wrapPath: try row.text(8), wrappedKey: try row.bytes(9), ciphertext: try row.bytes(10),
+                version: try row.integer(11))
+        }
+        return RegistrationRecord(
+            lookupKey: lookupKey, organization: try row.text(1), paypageID: try row.text(2), createdAt: try row.date(3),
+            expiresAt: try row.date(4), redemptions: try row.integer(5), sealed: sealed, endedAt: try row.optionalDate(6))
+    }
+}

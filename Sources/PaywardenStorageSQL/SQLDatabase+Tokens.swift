@@ -1,0 +1,95 @@
+import Foundation
+import PaywardenPrimitives
+import PaywardenStorage
+
+extension SQLDatabase: TokenStore {
+    static var tokenColumns: [String] {
+        [
+            "organization", "token", "fingerprint", "fingerprint_key_id", "account_kind", "merchant_token_id", "state", "key_id",
+            "wrap_path", "wrapped_key", "ciphertext", "payload_version", "created_at", "updated_at",
+        ]
+    }
+    private static var selectToken: String { tokenColumns.joined(separator: ", ") }
+
+    public func insertToken(_ record: TokenRecord) async throws(StorageError) -> TokenInsertion {
+        // A token value taken in the organisation is a primary-key conflict (thrown, the vault
+        // redraws); the same account number is the (organization, fingerprint) conflict handled
+        // here, which returns nothing, so the existing token is read.
+        let rows = try await write(
+            """
+            INSERT INTO high_value_tokens (\(Self.selectToken))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+            ON CONFLICT (organization, fingerprint) DO NOTHING RETURNING 1
+            """,
+            [
+                .text(record.organization), .text(record.token), .blob(record.fingerprint), .text(record.fingerprintKeyID),
+                .text(record.accountKind.rawValue), SQLValue(record.merchantTokenID), .text(record.state.rawValue),
+                .text(record.sealed.keyID), .text(record.sealed.wrapPath), .blob(record.sealed.wrappedKey), .blob(record.sealed.ciphertext),
+                SQLValue(record.sealed.version), SQLValue(record.createdAt), SQLValue(record.updatedAt),
+            ])
+        if !rows.isEmpty { return .inserted(record) }
+        guard let existing = try await token(fingerprint: record.fingerprint, organization: record.organization) else {
+            throw StorageError(
+                .conflict, "a token for the account number was reported but cannot be read; retry", table: "high_value_tokens")
+        }
+        return .existing(existing)
+    }
+
+    public func token(_ token: String, organization: String) async throws(StorageError) -> TokenRecord? {
+        let rows = try await read(
+            "SELECT \(Self.selectToken) FROM high_value_tokens WHERE organization = $1 AND token = $2", [.text(organization), .text(token)])
+        return try rows.first.map { row throws(StorageError) in try Self.token(row) }
+    }
+
+    public func token(fingerprint: [UInt8], organization: String) async throws(StorageError) -> TokenRecord? {
+        let rows = try await read(
+            "SELECT \(Self.selectToken) FROM high_value_tokens WHERE organization = $1 AND fingerprint = $2",
+            [.text(organization), .blob(fingerprint)])
+        return try rows.first.map { row throws(StorageError) in try Self.token(row) }
+    }
+
+    public func tokens(merchantTokenID: String) async throws(StorageError) -> [TokenRecord] {
+        let rows = try await read(
+            "SELECT \(Self.selectToken) FROM high_value_tokens WHERE merchant_token_id = $1 ORDER BY organization",
+            [.text(merchantTokenID)])
+        var records: [TokenRecord] = []
+        for row in rows { records.append(try Self.token(row)) }
+        return records
+    }
+
+    public func updateToken(
+        _ token: String, organization: String, state: TokenRecord.State, sealed: SealedPayload?, at now: Date
+    ) async throws(StorageError) -> TokenRecord? {
+        // The sealed columns change together or not at all (COALESCE keeps each when none is given).
+        let rows = try await write(
+            """
+            UPDATE high_value_tokens SET state = $3, updated_at = $4, key_id = COALESCE($5, key_id),
+              wrap_path = COALESCE($6, wrap_path), wrapped_key = COALESCE($7, wrapped_key), ciphertext = COALESCE($8, ciphertext),
+              payload_version = COALESCE($9, payload_version)
+            WHERE organization = $1 AND token = $2
+            RETURNING \(Self.selectToken)
+            """,
+            [
+                .text(organization), .text(token), .text(state.rawValue), SQLValue(now), SQLValue(sealed?.keyID),
+                SQLValue(sealed?.wrapPath),
+                SQLValue(sealed?.wrappedKey), SQLValue(sealed?.ciphertext), sealed.map { SQLValue($0.version) } ?? .null,
+            ])
+        return try rows.first.map { row throws(StorageError) in try Self.token(row) }
+    }
+
+    static func token(_ values: [SQLValue]) throws(StorageError) -> TokenRecord {
+        var row = SQLRowReader(values, columns: tokenColumns, table: "high_value_tokens")
+        let organization = try row.text(0)
+        let fingerprint = try row.bytes(2)
+        // The token value is not named: it is what a merchant stores instead of the card.
+        row.row = "organization \(organization), fingerprint " + Hex.encode(fingerprint.prefix(8)) + "…"
+        return TokenRecord(
+            organization: organization, token: try row.text(1), fingerprint: fingerprint, fingerprintKeyID: try row.text(3),
+            accountKind: try row.choice(4, as: TokenRecord.AccountKind.self), merchantTokenID: try row.optionalText(5),
+            state: try row.choice(6, as: TokenRecord.State.self),
+            sealed: SealedPayload(
+                keyID: try row.text(7), wrapPath: try row.text(8), wrappedKey: try row.bytes(9), ciphertext: try row.bytes(10),
+                version: try row.integer(11)),
+            createdAt: try row.date(12), updatedAt: try row.date(13))
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import PaywardenStorage
+
+/// Every store in SQL that SQLite and PostgreSQL both run as written: one statement per
+/// operation, atomic on its own (no read-then-write), so several instances can share a database.
+public final class SQLDatabase<Driver: SQLDriver>: PaywardenDatabase {
+    public let engine: Driver
+    private let replayClaims: ReplayClaimBatcher<Driver>
+
+    public init(_ engine: Driver) {
+        self.engine = engine
+        replayClaims = ReplayClaimBatcher(engine: engine)
+    }
+
+    public var driver: String { engine.driver }
+    public var location: String { engine.location }
+
+    public func checkConnection() async throws(StorageError) {
+        _ = try await engine.execute("SELECT 1", [], writes: false)
+    }
+
+    public func rowCounts() async throws(StorageError) -> [(table: String, rows: Int)] {
+        let existing = try await engine.existingTables(Schema.tables)
+        var counts: [(table: String, rows: Int)] = []
+        for table in Schema.tables where existing.contains(table) {
+            let rows = try await engine.execute("SELECT count(*) FROM \(table)", [], writes: false)
+            counts.append((table, try SQLRowReader(rows.first ?? [], columns: ["count"], table: table).integer(0)))
+        }
+        return counts
+    }
+
+    public func schemaStatus() async throws(StorageError) -> SchemaStatus { try await engine.schemaStatus() }
+    public func migrate() async throws(StorageError) -> [String] { try await engine.migrate() }
+
+    func write(_ sql: String, _ binds: [SQLValue]) async throws(StorageError) -> [[SQLValue]] {
+        try await engine.execute(sql, binds, writes: true)
+    }
+
+    func read(_ sql: String, _ binds: [SQLValue]) async throws(StorageError) -> [[SQLValue]] {
+        try await engine.execute(sql, binds, writes: false)
+    }
+}
+
+// MARK: - ReplayLedger
+
+extension SQLDatabase: ReplayLedger {
+    public func claimTransaction(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws(StorageError) -> Bool {
+        // Inserts, or takes over a row that expired; a live row is left alone. Batched with the
+        // claims arriving meanwhile (ReplayClaimBatcher): one upsert, one commit for all.
+        try await replayClaims.claim(transactionID, until: expiry, now: now)
+    }
+
+    public func releaseTransaction(_ transactionID: [UInt8]) async throws(StorageError) {
+        _ = try await write("DELETE FROM replay_ledger WHERE transaction_id = $1", [.blob(transactionID)])
+    }
+
+    public func purgeExpiredTransactions(now: Date, limit: Int) async throws(StorageError) -> Int {
+        try await write(
+            """
+            DELETE FROM replay_ledger WHERE transaction_id IN
+              (SELECT transaction_id FROM replay_ledger WHERE expires_at <= $1 LIMIT $2)
+            RETURNING 1
+            """, [SQLValue(now), SQLValue(limit)]
+        ).count
+    }
+}

@@ -1,0 +1,108 @@
+import PaywardenStorage
+
+/// The schema once, for every engine: each migration's statements with the column types left as
+/// `{bytes}`, `{integer}` (64-bit) and `{flag}` (0 or 1), and `{without_rowid}` where SQLite can
+/// store a table by its primary key alone. Times are milliseconds since 1970; every table has the
+/// primary key the stores look rows up by.
+public enum SchemaDDL {
+    /// The types one engine writes for the placeholders.
+    public struct Types: Sendable {
+        public var bytes: String
+        public var integer: String
+        public var flag: String
+        public var withoutRowID: String
+
+        public init(bytes: String, integer: String, flag: String, withoutRowID: String = "") {
+            self.bytes = bytes
+            self.integer = integer
+            self.flag = flag
+            self.withoutRowID = withoutRowID
+        }
+    }
+
+    /// The statements of `migration` for an engine with `types`; every migration of
+    /// ``Schema/migrations`` has some (a test checks).
+    public static func statements(_ migration: String, _ types: Types) -> [String] {
+        (templates[migration] ?? []).map { statement in
+            statement.replacingOccurrences(of: "{bytes}", with: types.bytes).replacingOccurrences(of: "{integer}", with: types.integer)
+                .replacingOccurrences(of: "{flag}", with: types.flag).replacingOccurrences(of: "{without_rowid}", with: types.withoutRowID)
+        }
+    }
+
+    static let templates: [String: [String]] = [
+        "0001_replay_ledger_and_vault": [
+            """
+            CREATE TABLE replay_ledger (
+              transaction_id {bytes} PRIMARY KEY,
+              expires_at {integer} NOT NULL
+            ){without_rowid}
+            """,
+            "CREATE INDEX replay_ledger_expiry ON replay_ledger (expires_at)",
+            """
+            CREATE TABLE paypages (
+              id TEXT PRIMARY KEY,
+              organization TEXT NOT NULL,
+              merchant_identifiers TEXT NOT NULL,
+              report_groups TEXT NOT NULL,
+              token_format TEXT NOT NULL,
+              enabled {flag} NOT NULL CHECK (enabled IN (0, 1)),
+              created_at {integer} NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE registrations (
+              lookup_key {bytes} PRIMARY KEY,
+              organization TEXT NOT NULL,
+              paypage_id TEXT NOT NULL,
+              created_at {integer} NOT NULL,
+              expires_at {integer} NOT NULL,
+              redemptions {integer} NOT NULL DEFAULT 0,
+              ended_at {integer},
+              key_id TEXT,
+              wrap_path TEXT,
+              wrapped_key {bytes},
+              ciphertext {bytes},
+              payload_version {integer},
+              CHECK ((key_id IS NULL) = (ciphertext IS NULL))
+            )
+            """,
+            "CREATE INDEX registrations_expiry ON registrations (expires_at)",
+            """
+            CREATE TABLE high_value_tokens (
+              organization TEXT NOT NULL,
+              token TEXT NOT NULL,
+              fingerprint {bytes} NOT NULL,
+              fingerprint_key_id TEXT NOT NULL,
+              account_kind TEXT NOT NULL,
+              merchant_token_id TEXT,
+              state TEXT NOT NULL,
+              key_id TEXT NOT NULL,
+              wrap_path TEXT NOT NULL,
+              wrapped_key {bytes} NOT NULL,
+              ciphertext {bytes} NOT NULL,
+              payload_version {integer} NOT NULL,
+              created_at {integer} NOT NULL,
+              updated_at {integer} NOT NULL,
+              PRIMARY KEY (organization, token),
+              UNIQUE (organization, fingerprint)
+            )
+            """,
+            "CREATE INDEX high_value_tokens_merchant_token ON high_value_tokens (merchant_token_id)",
+            """
+            CREATE TABLE merchant_token_events (
+              id TEXT PRIMARY KEY,
+              merchant_identifier TEXT NOT NULL,
+              merchant_token_id TEXT NOT NULL,
+              kind TEXT NOT NULL,
+              state TEXT NOT NULL,
+              attempts {integer} NOT NULL,
+              last_error TEXT,
+              received_at {integer} NOT NULL,
+              updated_at {integer} NOT NULL,
+              detail {bytes}
+            )
+            """,
+            "CREATE INDEX merchant_token_events_state ON merchant_token_events (state, received_at)",
+        ]
+    ]
+}

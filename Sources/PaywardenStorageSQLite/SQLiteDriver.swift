@@ -1,0 +1,209 @@
+import Foundation
+import GRDB
+import PaywardenStorage
+import PaywardenStorageSQL
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The embedded database: one SQLite file (0600, in a 0700 directory when it creates one) in WAL
+/// mode with `synchronous=NORMAL` (GRDB's pool sets both), so an acknowledged write survives a
+/// crash of the process; readers run beside the one writer, which waits `busyTimeout` for a lock
+/// another process holds.
+public final class SQLiteDriver: SQLDriver {
+    public let path: String
+    private let pool: DatabasePool
+
+    public var driver: String { "sqlite" }
+    public var location: String { path }
+
+    /// Opens the database at `path`, creating it when missing unless `create` is false (status
+    /// commands must not leave a file behind). Nothing is migrated here.
+    public static func open(
+        path: String, create: Bool = true, busyTimeout: TimeInterval = 5, readers: Int = 4
+    ) throws(StorageError) -> SQLDatabase<SQLiteDriver> {
+        if !create, !FileManager.default.fileExists(atPath: path) {
+            throw StorageError(.unavailable, "there is no database at \(path) yet (serve or `paywarden db migrate` creates it)")
+        }
+        return SQLDatabase(try SQLiteDriver(path: path, busyTimeout: busyTimeout, readers: readers))
+    }
+
+    init(path: String, busyTimeout: TimeInterval, readers: Int) throws(StorageError) {
+        self.path = path
+        try Self.prepareFile(at: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.maximumReaderCount = readers
+        configuration.label = "paywarden"
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw Self.storageError(error, opening: path)
+        }
+    }
+
+    /// The file is created owner-only before SQLite sees it (SQLite gives `-wal` and `-shm` the
+    /// main file's mode), and an existing one is made owner-only: the database holds the vault.
+    private static func prepareFile(at path: String) throws(StorageError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StorageError(.unavailable, "cannot create the database directory \(directory): \(error.localizedDescription)")
+            }
+        }
+        let descriptor = Glibc.open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StorageError(.unavailable, "cannot open the database file \(path): \(String(cString: strerror(errno)))")
+        }
+        fchmod(descriptor, 0o600)
+        close(descriptor)
+    }
+
+    // MARK: SQLExecutor
+
+    public func execute(_ sql: String, _ binds: [SQLValue], writes: Bool) async throws(StorageError) -> [[SQLValue]] {
+        let arguments = StatementArguments(binds.map(\.databaseValue))
+        let sql = Self.numberedParameters(sql)
+        let body: @Sendable (Database) throws -> [[SQLValue]] = { db in
+            let statement = try db.cachedStatement(sql: sql)
+            try statement.setArguments(arguments)
+            return try Row.fetchAll(statement).map { row in row.databaseValues.map(SQLValue.init) }
+        }
+        do {
+            // One statement is atomic on its own: no transaction around it.
+            return writes ? try await pool.writeWithoutTransaction(body) : try await pool.read(body)
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
+    /// The shared SQL's `$n` as SQLite's `?n`: SQLite reads `$n` as a name and numbers names in
+    /// order of appearance, so `SET a = $2 WHERE b = $1` would bind them the wrong way round.
+    static func numberedParameters(_ sql: String) -> String {
+        if let cached = translations.withLock({ $0[sql] }) { return cached }
+        var translated = ""
+        translated.reserveCapacity(sql.utf8.count)
+        var previous: Character = " "
+        for character in sql {
+            if previous == "$", character.isNumber {
+                translated.removeLast()
+                translated.append("?")
+            }
+            translated.append(character)
+            previous = character
+        }
+        translations.withLock { $0[sql] = translated }
+        return translated
+    }
+
+    /// The statements are a fixed set, so this stays small.
+    private static let translations = Mutex<[String: String]>([:])
+
+    // MARK: SQLDriver
+
+    public func schemaStatus() async throws(StorageError) -> SchemaStatus {
+        let migrator = SQLiteSchema.migrator
+        let recorded: Set<String>
+        do {
+            recorded = try await pool.read { db in try migrator.appliedIdentifiers(db) }
+        } catch {
+            throw Self.storageError(error)
+        }
+        return SchemaStatus(
+            applied: Schema.migrations.filter(recorded.contains), unknown: recorded.subtracting(Schema.migrations).sorted())
+    }
+
+    public func migrate() async throws(StorageError) -> [String] {
+        // GRDB's migrator reads what was applied outside its IMMEDIATE transactions, so two
+        // processes migrating at once could both apply a migration. An exclusive lock on a file
+        // beside the database serialises them (SQLite's users are always on one machine).
+        let lock = try MigrationLock(path: path + ".migrate-lock")
+        defer { lock.release() }
+        let before = try await schemaStatus()
+        if before.isNewerThanBuild {
+            throw StorageError(
+                .schema, "the database has migrations this build does not know (\(before.unknown.joined(separator: ", ")))")
+        }
+        guard !before.pending.isEmpty else { return [] }
+        let migrator = SQLiteSchema.migrator
+        let pool = self.pool
+        let result: Result<Void, any Error> = await withCheckedContinuation { continuation in
+            migrator.asyncMigrate(pool) { outcome in continuation.resume(returning: outcome.map { _ in () }) }
+        }
+        if case .failure(let error) = result { throw Self.storageError(error) }
+        let after = try await schemaStatus()
+        return after.applied.filter { !before.applied.contains($0) }
+    }
+
+    public func existingTables(_ names: [String]) async throws(StorageError) -> Set<String> {
+        let rows = try await execute("SELECT name FROM sqlite_master WHERE type = 'table'", [], writes: false)
+        return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } }).intersection(names)
+    }
+
+    // MARK: Errors
+
+    static func storageError(_ error: any Error, opening path: String? = nil) -> StorageError {
+        if let error = error as? StorageError { return error }
+        if error is CancellationError { return StorageError(.unavailable, "the database operation was cancelled") }
+        guard let error = error as? DatabaseError else { return StorageError(.unavailable, "SQLite: \(error)") }
+        let what = path.map { "\($0): " } ?? ""
+        let message = "\(what)SQLite error \(error.extendedResultCode.rawValue): \(error.message ?? "no message")"
+        switch error.resultCode {
+        case .SQLITE_CONSTRAINT:
+            return StorageError(.conflict, message)
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_SCHEMA, .SQLITE_MISMATCH, .SQLITE_ERROR, .SQLITE_RANGE, .SQLITE_FORMAT:
+            return StorageError(.corrupt, message + (path == nil ? "" : "; is this a Paywarden database?"))
+        default:
+            // BUSY, LOCKED, IOERR, FULL, CANTOPEN, READONLY, PERM, NOMEM…: the database cannot serve now.
+            return StorageError(.unavailable, message)
+        }
+    }
+}
+
+/// An exclusive `flock` on a file (0600), held while migrating.
+private struct MigrationLock {
+    let descriptor: Int32
+
+    init(path: String) throws(StorageError) {
+        descriptor = Glibc.open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StorageError(.unavailable, "cannot open the migration lock \(path): \(String(cString: strerror(errno)))")
+        }
+        // Blocks this thread while another process migrates: start-up and `db migrate` only.
+        guard flock(descriptor, LOCK_EX) == 0 else {
+            close(descriptor)
+            throw StorageError(.unavailable, "cannot lock \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func release() {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}
+
+extension SQLValue {
+    init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .null: self = .null
+        case .int64(let integer): self = .integer(integer)
+        case .double(let double): self = .text(String(double))
+        case .string(let text): self = .text(text)
+        case .blob(let data): self = .blob([UInt8](data))
+        }
+    }
+
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .integer(let integer): integer.databaseValue
+        case .text(let text): text.databaseValue
+        case .blob(let bytes): Data(bytes).databaseValue
+        case .null: .null
+        }
+    }
+}

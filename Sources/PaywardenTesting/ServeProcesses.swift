@@ -1,0 +1,152 @@
+import AsyncHTTPClient
+import Foundation
+import KeyCustody
+import NIOCore
+import NIOHTTP1
+import PaywardenConfiguration
+import PaywardenServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `paywarden serve` as separate processes, as an operator runs it: one SoftHSM token with a
+/// certified EC merchant key, the test PKI's root as the trust anchor, an API key, and the
+/// database each start is given. For what only processes show: two instances on one database,
+/// a restart, `kill -9`.
+public struct ServeProcesses: Sendable {
+    public let admin: AdminTestEnvironment
+    public let merchant: MerchantKey
+    public let forge: TokenForge
+    public let apiKey: String
+    let environment: [String: String]
+
+    public static func make() async throws -> ServeProcesses {
+        let admin = try await AdminTestEnvironment.make()
+        let hsm = try await admin.token.open()
+        let merchant: MerchantKey
+        do {
+            merchant = try await TestServer.certified(MerchantKeyStore(hsm: hsm), "merchant.com.example.instances", .ec)
+            await hsm.close()
+        } catch {
+            await hsm.close()
+            throw error
+        }
+        let root = try admin.write(DecryptionTestEnvironment.sharedPKI.rootDER, named: "test-root.der")
+        let (apiKey, entry) = APIKey.generate(name: "payments", scopes: [.decrypt])
+        typealias C = SettingCatalog
+        var environment = admin.cli.environment
+        environment[C.trustRoots.environmentName] = root
+        environment[C.apiKeys.environmentName] = entry
+        environment[C.logLevel.environmentName] = "info"
+        environment[C.hsmWorkers.environmentName] = "1"
+        return ServeProcesses(
+            admin: admin, merchant: merchant, forge: TokenForge(pki: DecryptionTestEnvironment.sharedPKI), apiKey: apiKey,
+            environment: environment)
+    }
+
+    /// A new EC_v1 token for the merchant key (a fresh transaction id each time).
+    public func token() throws -> [UInt8] {
+        try TestServer.ecToken(forge, to: merchant, payload: PaymentPayloads.threeDSecure(), options: .init())
+    }
+
+    /// The environment for a SQLite database at `path`.
+    public func sqlite(_ path: String) -> [String: String] {
+        [SettingCatalog.databaseURL.environmentName: "sqlite:" + path]
+    }
+
+    /// The environment for a database on the test cluster (password from a file, migrated at start).
+    public func postgres(_ cluster: TestPostgres, database: String) -> [String: String] {
+        [
+            SettingCatalog.databaseURL.environmentName: cluster.url(database: database),
+            SettingCatalog.databasePasswordFile.environmentName: cluster.passwordFile,
+            SettingCatalog.databaseAutoMigrate.environmentName: "true",
+        ]
+    }
+
+    /// Runs `paywarden ARGUMENTS` to completion with this environment and `database`.
+    public func run(_ arguments: [String], database: [String: String]) throws -> PaywardenProcess.Output {
+        try PaywardenProcess(environment: environment.merging(database) { $1 }).run(arguments)
+    }
+
+    /// Starts `paywarden serve` on a free port and waits until `/readyz` answers 200.
+    public func start(database: [String: String]) async throws -> ServeProcess {
+        let port = try TestPostgres.freePort()
+        var environment = environment.merging(database) { $1 }
+        environment[SettingCatalog.listen.environmentName] = "127.0.0.1:\(port)"
+        let log = admin.home + "/serve-\(port).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: PaywardenProcess.executable)
+        process.arguments = ["serve"]
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        try? output.close()
+        let serve = ServeProcess(process: process, port: port, apiKey: apiKey, log: log)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, process.isRunning {
+            if (try? await serve.send(.GET, "/readyz"))?.status == 200 { return serve }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        serve.kill(SIGKILL)
+        throw TestServerStartError(reason: "paywarden serve did not become ready: \(serve.log.suffix(3000))")
+    }
+}
+
+/// One running `paywarden serve`, killed when the test ends if it still runs. (`Process` is not
+/// `Sendable`; this only reads its pid and waits for it, which Foundation allows from any thread.)
+public final class ServeProcess: @unchecked Sendable {
+    let process: Process
+    public let port: Int
+    let apiKey: String
+    let logPath: String
+
+    init(process: Process, port: Int, apiKey: String, log: String) {
+        self.process = process
+        self.port = port
+        self.apiKey = apiKey
+        self.logPath = log
+        TestResources.track(cleanup: { [process] in
+            if process.isRunning {
+                Glibc.kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        })
+    }
+
+    /// What the process wrote so far.
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    public func decrypt(_ token: [UInt8]) async throws -> TestServer.Reply {
+        try await send(.POST, "/v1/payment-tokens/decrypt", body: token)
+    }
+
+    public func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil) async throws -> TestServer.Reply {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let response = try await TestServer.client.execute(request, timeout: .seconds(30))
+        let collected = try await response.body.collect(upTo: 1 << 20)
+        return TestServer.Reply(
+            status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: collected))
+    }
+
+    /// Sends `signal` and waits for the process to end.
+    public func kill(_ signal: Int32) {
+        Glibc.kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM: finishes in-flight requests, then exits.
+    public func stop() {
+        kill(SIGTERM)
+    }
+}

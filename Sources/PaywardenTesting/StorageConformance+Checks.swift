@@ -1,0 +1,175 @@
+import Foundation
+import PaywardenStorage
+
+extension StorageConformance {
+    private typealias C = StorageConformance
+
+    static let replayChecks: [StorageConformance] = [
+        StorageConformance(name: "replay: a transaction id is claimed once") { db in
+            let id = C.transaction(1)
+            try C.require(try await db.claimTransaction(id, until: C.t0 + 300, now: C.t0), "the first claim was refused")
+            try C.require(!(try await db.claimTransaction(id, until: C.t0 + 400, now: C.t0 + 1)), "a second claim was granted")
+            try C.require(try await db.claimTransaction(C.transaction(2), until: C.t0 + 300, now: C.t0), "another id was refused")
+        },
+        StorageConformance(name: "replay: an expired claim is taken over, a live one is not") { db in
+            let id = C.transaction(3)
+            _ = try await db.claimTransaction(id, until: C.t0 + 10, now: C.t0)
+            try C.require(!(try await db.claimTransaction(id, until: C.t0 + 20, now: C.t0 + 9)), "claimed before expiry")
+            try C.require(try await db.claimTransaction(id, until: C.t0 + 20, now: C.t0 + 10), "not claimed at expiry")
+            try C.require(!(try await db.claimTransaction(id, until: C.t0 + 30, now: C.t0 + 19)), "the new expiry was not kept")
+        },
+        StorageConformance(name: "replay: a released claim can be claimed again") { db in
+            let id = C.transaction(4)
+            _ = try await db.claimTransaction(id, until: C.t0 + 300, now: C.t0)
+            try await db.releaseTransaction(id)
+            try C.require(try await db.claimTransaction(id, until: C.t0 + 300, now: C.t0), "a released id was refused")
+            try await db.releaseTransaction(C.transaction(999))  // unknown: no error
+        },
+        StorageConformance(name: "replay: the purge deletes expired rows only, in batches") { db in
+            for n in 10..<13 { _ = try await db.claimTransaction(C.transaction(n), until: C.t0 + 5, now: C.t0) }
+            for n in 13..<15 { _ = try await db.claimTransaction(C.transaction(n), until: C.t0 + 500, now: C.t0) }
+            try C.require(try await db.purgeExpiredTransactions(now: C.t0 + 5, limit: 2) == 2, "the first batch was not 2 rows")
+            try C.require(try await db.purgeExpiredTransactions(now: C.t0 + 5, limit: 2) == 1, "the second batch was not 1 row")
+            try C.require(try await db.purgeExpiredTransactions(now: C.t0 + 5, limit: 2) == 0, "live rows were purged")
+            try C.require(!(try await db.claimTransaction(C.transaction(13), until: C.t0 + 9, now: C.t0 + 6)), "a live row was lost")
+            let counts = try await db.rowCounts()
+            try C.require(counts.first { $0.table == "replay_ledger" }?.rows == 2, "row counts: \(counts)")
+        },
+        StorageConformance(name: "replay: of 40 concurrent claims of one id, exactly one wins") { db in
+            let id = C.transaction(20)
+            let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<40 { group.addTask { try await db.claimTransaction(id, until: C.t0 + 300, now: C.t0) } }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            try C.require(wins == 1, "\(wins) claims won")
+        },
+    ]
+
+    static func registration(_ n: UInt8, expires: TimeInterval = 86_400) -> RegistrationRecord {
+        RegistrationRecord(
+            lookupKey: Array(repeating: n, count: 32), organization: "org-a", paypageID: "pp\(n)", createdAt: t0,
+            expiresAt: t0 + expires, sealed: sealed(n))
+    }
+
+    static let registrationChecks: [StorageConformance] = [
+        StorageConformance(name: "registrations: insert, read, redeem, end") { db in
+            let record = C.registration(1)
+            try await db.insertRegistration(record)
+            try C.require(try await db.registration(lookupKey: record.lookupKey) == record, "read back differs")
+            try await C.requireError(.conflict, "a duplicate registration") { try await db.insertRegistration(record) }
+            let redeemed = try await db.recordRedemption(lookupKey: record.lookupKey, now: C.t0 + 60)
+            try C.require(redeemed?.redemptions == 1, "redemption not counted: \(String(describing: redeemed?.redemptions))")
+            let late = try await db.recordRedemption(lookupKey: record.lookupKey, now: C.t0 + 86_400)
+            try C.require(late?.redemptions == 1 && late?.isLive(at: C.t0 + 86_400) == false, "an expired registration was redeemed")
+            try C.require(try await db.recordRedemption(lookupKey: [9], now: C.t0) == nil, "an unknown key was found")
+            try C.require(try await db.endRegistration(lookupKey: record.lookupKey, at: C.t0 + 120), "ending failed")
+            let ended = try await db.registration(lookupKey: record.lookupKey)
+            try C.require(ended?.sealed == nil && ended?.endedAt == C.t0 + 120, "no tombstone: \(String(describing: ended))")
+            try C.require(!(try await db.endRegistration(lookupKey: record.lookupKey, at: C.t0 + 130)), "ended twice")
+            let after = try await db.recordRedemption(lookupKey: record.lookupKey, now: C.t0 + 140)
+            try C.require(after?.redemptions == 1, "an ended registration was redeemed")
+        },
+        StorageConformance(name: "registrations: the purge destroys expired payloads, then old tombstones") { db in
+            try await db.insertRegistration(C.registration(2, expires: 100))
+            try await db.insertRegistration(C.registration(3, expires: 1000))
+            let first = try await db.purgeRegistrations(now: C.t0 + 100, tombstonesEndedBefore: C.t0)
+            try C.require(first == RegistrationPurge(payloadsDestroyed: 1, tombstonesDeleted: 0), "first purge: \(first)")
+            let tombstone = try await db.registration(lookupKey: C.registration(2).lookupKey)
+            try C.require(tombstone?.sealed == nil && tombstone?.endedAt == C.t0 + 100, "no tombstone after the purge")
+            try C.require(try await db.registration(lookupKey: C.registration(3).lookupKey)?.sealed != nil, "a live payload went")
+            let second = try await db.purgeRegistrations(now: C.t0 + 200, tombstonesEndedBefore: C.t0 + 101)
+            try C.require(second == RegistrationPurge(payloadsDestroyed: 0, tombstonesDeleted: 1), "second purge: \(second)")
+            try C.require(try await db.registration(lookupKey: C.registration(2).lookupKey) == nil, "the tombstone stayed")
+        },
+    ]
+
+    static func token(_ value: String, fingerprint: UInt8, organization: String = "org-a", merchantToken: String? = nil) -> TokenRecord {
+        TokenRecord(
+            organization: organization, token: value, fingerprint: Array(repeating: fingerprint, count: 32), fingerprintKeyID: "hmac-1",
+            accountKind: merchantToken == nil ? .devicePAN : .merchantPAN, merchantTokenID: merchantToken, sealed: sealed(fingerprint),
+            createdAt: t0)
+    }
+
+    static let tokenChecks: [StorageConformance] = [
+        StorageConformance(name: "tokens: one per account number and organisation") { db in
+            let first = C.token("4111110000001112", fingerprint: 1, merchantToken: "DNITHE0001")
+            try C.require(try await db.insertToken(first) == .inserted(first), "the first token was not inserted")
+            let again = C.token("4111110000009998", fingerprint: 1)
+            try C.require(try await db.insertToken(again) == .existing(first), "the same account got a second token")
+            try await C.requireError(.conflict, "a token value taken in the organisation") {
+                _ = try await db.insertToken(C.token("4111110000001112", fingerprint: 2))
+            }
+            let elsewhere = C.token("4111110000001112", fingerprint: 1, organization: "org-b")
+            try C.require(try await db.insertToken(elsewhere) == .inserted(elsewhere), "another organisation was refused")
+            try C.require(try await db.token("4111110000001112", organization: "org-a") == first, "look-up by token")
+            try C.require(try await db.token(fingerprint: first.fingerprint, organization: "org-b") == elsewhere, "look-up by fingerprint")
+            try C.require(try await db.token("4111110000001112", organization: "org-c") == nil, "found in another organisation")
+            try C.require(try await db.tokens(merchantTokenID: "DNITHE0001") == [first], "look-up by merchant token")
+        },
+        StorageConformance(name: "tokens: state and sealed payload are updated together") { db in
+            let record = C.token("5454540000005459", fingerprint: 7)
+            _ = try await db.insertToken(record)
+            let unlinked = try await db.updateToken(record.token, organization: "org-a", state: .unlinked, sealed: nil, at: C.t0 + 5)
+            try C.require(
+                unlinked?.state == .unlinked && unlinked?.sealed == record.sealed, "state update: \(String(describing: unlinked))")
+            let rewrapped = try await db.updateToken(
+                record.token, organization: "org-a", state: .active, sealed: C.sealed(8, key: "kek-2"), at: C.t0 + 6)
+            try C.require(rewrapped?.sealed == C.sealed(8, key: "kek-2") && rewrapped?.updatedAt == C.t0 + 6, "re-wrap")
+            try C.require(try await db.token(record.token, organization: "org-a") == rewrapped, "read back after update")
+            try C.require(
+                try await db.updateToken("0000", organization: "org-a", state: .deleted, sealed: nil, at: C.t0) == nil, "unknown token")
+        },
+    ]
+
+    static let paypageChecks: [StorageConformance] = [
+        StorageConformance(name: "paypages: create, list, disable") { db in
+            let page = PaypageRecord(
+                id: "a1b2", organization: "org-a", merchantIdentifiers: ["merchant.com.example", "merchant.ü"],
+                reportGroups: ["Default", ""],
+                tokenFormat: "T", createdAt: C.t0)
+            try await db.createPaypage(page)
+            try await C.requireError(.conflict, "a duplicate paypage") { try await db.createPaypage(page) }
+            var other = page
+            other.id = "0zz"
+            other.reportGroups = []
+            try await db.createPaypage(other)
+            try C.require(try await db.paypage(id: "a1b2") == page, "read back differs")
+            try C.require(try await db.paypages().map(\.id) == ["0zz", "a1b2"], "not listed by id")
+            try C.require(try await db.setPaypage(id: "a1b2", enabled: false), "disable failed")
+            try C.require(try await db.paypage(id: "a1b2")?.enabled == false, "still enabled")
+            try C.require(!(try await db.setPaypage(id: "nope", enabled: false)), "an unknown paypage was disabled")
+        }
+    ]
+
+    static let eventChecks: [StorageConformance] = [
+        StorageConformance(name: "events: recorded once, listed oldest first, updated") { db in
+            func event(_ id: String, at offset: TimeInterval) -> MerchantTokenEventRecord {
+                MerchantTokenEventRecord(
+                    id: id, merchantIdentifier: "merchant.com.example", merchantTokenID: "DNITHE\(id)", kind: "UNLINK",
+                    receivedAt: C.t0 + offset, detail: Array("{\"k\":1}".utf8))
+            }
+            try C.require(try await db.recordEvent(event("e2", at: 2)), "not recorded")
+            try C.require(!(try await db.recordEvent(event("e2", at: 9))), "recorded twice")
+            _ = try await db.recordEvent(event("e1", at: 1))
+            _ = try await db.recordEvent(event("e3", at: 3))
+            try C.require(try await db.events(state: .pending, limit: 2).map(\.id) == ["e1", "e2"], "not oldest first")
+            try C.require(try await db.updateEvent(id: "e1", state: .failed, attempts: 1, lastError: "HTTP 503", at: C.t0 + 4), "update")
+            let failed = try await db.event(id: "e1")
+            try C.require(failed?.state == .failed && failed?.attempts == 1 && failed?.lastError == "HTTP 503", "update lost")
+            try C.require(failed?.detail == Array("{\"k\":1}".utf8) && failed?.updatedAt == C.t0 + 4, "detail or time lost")
+            try C.require(try await db.events(state: .pending, limit: 10).map(\.id) == ["e2", "e3"], "pending after update")
+            try C.require(!(try await db.updateEvent(id: "none", state: .applied, attempts: 1, lastError: nil, at: C.t0)), "unknown")
+        }
+    ]
+
+    static let migrationChecks: [StorageConformance] = [
+        StorageConformance(name: "migrations: a migrated database is current, and migrating again does nothing") { db in
+            let status = try await db.schemaStatus()
+            try C.require(status.isCurrent && status.version == Schema.migrations.count, "not current: \(status)")
+            try C.require(try await db.migrate().isEmpty, "migrated twice")
+            try C.require(Set(try await db.rowCounts().map(\.table)) == Set(Schema.tables), "tables missing")
+            try await db.checkConnection()
+        }
+    ]
+
+}
