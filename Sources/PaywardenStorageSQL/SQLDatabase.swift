@@ -29,6 +29,8 @@ public final class SQLDatabase<Driver: SQLDriver>: PaywardenDatabase {
         return counts
     }
 
+    public func performMaintenance() async { await engine.performMaintenance() }
+
     public func schemaStatus() async throws(StorageError) -> SchemaStatus { try await engine.schemaStatus() }
     public func migrate() async throws(StorageError) -> [String] { try await engine.migrate() }
 

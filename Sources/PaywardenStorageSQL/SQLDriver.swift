@@ -9,4 +9,10 @@ public protocol SQLDriver: SQLExecutor {
     func migrate() async throws(StorageError) -> [String]
     /// Which of `names` exist as tables.
     func existingTables(_ names: [String]) async throws(StorageError) -> Set<String>
+    /// Housekeeping the service runs every second (SQLite's checkpoint); nothing by default.
+    func performMaintenance() async
+}
+
+extension SQLDriver {
+    public func performMaintenance() async {}
 }

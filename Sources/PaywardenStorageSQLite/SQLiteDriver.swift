@@ -15,6 +15,9 @@ import Synchronization
 public final class SQLiteDriver: SQLDriver {
     public let path: String
     private let pool: DatabasePool
+    /// A connection of its own for checkpoints, so copying the log into the database (and its
+    /// fsync) never runs inside a claim's commit; see ``performMaintenance()``.
+    private let checkpointer: DatabaseQueue
 
     public var driver: String { "sqlite" }
     public var location: String { path }
@@ -37,8 +40,15 @@ public final class SQLiteDriver: SQLDriver {
         configuration.busyMode = .timeout(busyTimeout)
         configuration.maximumReaderCount = readers
         configuration.label = "paywarden"
+        // No checkpoint inside a commit: the automatic one ran in the writer and stalled every
+        // claim behind its fsync (load test p99 153 ms on SQLite against 10 ms in memory).
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            var checkpointing = Configuration()
+            checkpointing.busyMode = .timeout(busyTimeout)
+            checkpointing.label = "paywarden-checkpoint"
+            checkpointer = try DatabaseQueue(path: path, configuration: checkpointing)
         } catch {
             throw Self.storageError(error, opening: path)
         }
@@ -138,6 +148,12 @@ public final class SQLiteDriver: SQLDriver {
         if case .failure(let error) = result { throw Self.storageError(error) }
         let after = try await schemaStatus()
         return after.applied.filter { !before.applied.contains($0) }
+    }
+
+    /// A passive checkpoint: copies what the log holds into the database without waiting for,
+    /// or blocking, the writer and the readers. The service runs it every second.
+    public func performMaintenance() async {
+        _ = try? await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
     }
 
     public func existingTables(_ names: [String]) async throws(StorageError) -> Set<String> {

@@ -50,6 +50,7 @@ public final class TestPostgres: Sendable {
     }
 
     private init() throws {
+        Self.stopAbandonedClusters()
         guard let binaries = Self.findBinaries() else {
             throw StartError(description: "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): `make test` installs it")
         }
@@ -176,6 +177,24 @@ public final class TestPostgres: Sendable {
     // MARK: Helpers
 
     private static var runsAsRoot: Bool { geteuid() == 0 }
+
+    /// Clusters left by test processes that died before their exit handler ran (the directory
+    /// names the process): stopped and removed, so they do not pile up between runs.
+    private static func stopAbandonedClusters() {
+        let temporary = NSTemporaryDirectory()
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
+        for entry in entries where entry.hasPrefix("paywarden-postgres-") {
+            let parts = entry.split(separator: "-")
+            guard parts.count >= 4, let pid = Int32(parts[2]), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let directory = temporary + entry
+            if let pidLine = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+                .split(separator: "\n").first, let server = Int32(pidLine)
+            {
+                kill(server, SIGQUIT)  // PostgreSQL's immediate shutdown
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
 
     private func asClusterUser(_ executable: String, _ arguments: [String]) throws -> ChildProcess.Output {
         let environment = ["PATH": "/usr/bin:/bin", "LC_ALL": "C"]

@@ -82,6 +82,7 @@ final class DatabaseHealthService: Service, Sendable {
             try await database.checkConnection()
             consecutiveFailures.store(0, ordering: .relaxed)
             setAvailable(true, nil)
+            await database.performMaintenance()
         } catch {
             setAvailable(false, error)
         }

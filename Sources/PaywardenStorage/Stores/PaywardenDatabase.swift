@@ -8,4 +8,10 @@ public protocol PaywardenDatabase: ReplayLedger, RegistrationStore, TokenStore, 
     func checkConnection() async throws(StorageError)
     /// The rows in each of ``Schema/tables`` (tables not yet created are left out).
     func rowCounts() async throws(StorageError) -> [(table: String, rows: Int)]
+    /// Housekeeping a running service does every second (SQLite copies its log into the file).
+    func performMaintenance() async
+}
+
+extension PaywardenDatabase {
+    public func performMaintenance() async {}
 }
