@@ -131,8 +131,7 @@ public final class PostgresDriver: SQLDriver, Service {
         guard case .text? = exists.first?.first else { return SchemaStatus(applied: [], unknown: []) }
         let rows = try await execute("SELECT identifier FROM \(PostgresSchema.migrationsTable)", [], writes: false)
         let recorded = Set(rows.compactMap { if case .text(let identifier)? = $0.first { identifier } else { nil } })
-        return SchemaStatus(
-            applied: Schema.migrations.filter(recorded.contains), unknown: recorded.subtracting(Schema.migrations).sorted())
+        return SchemaStatus(recorded: recorded)
     }
 
     public func migrate() async throws(StorageError) -> [String] {
@@ -153,12 +152,9 @@ public final class PostgresDriver: SQLDriver, Service {
                 ).decode(String.self) {
                     recorded.insert(identifier)
                 }
-                let unknown = recorded.subtracting(Schema.migrations)
-                guard unknown.isEmpty else {
-                    throw StorageError(
-                        .schema, "the database has migrations this build does not know (\(unknown.sorted().joined(separator: ", ")))")
-                }
-                let pending = Schema.migrations.filter { !recorded.contains($0) }
+                let status = SchemaStatus(recorded: recorded)
+                try status.refuseIfNewerThanBuild()
+                let pending = status.pending
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 for identifier in pending {
                     for statement in SchemaDDL.statements(identifier, PostgresSchema.types) {

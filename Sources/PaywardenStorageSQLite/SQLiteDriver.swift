@@ -124,8 +124,7 @@ public final class SQLiteDriver: SQLDriver {
         } catch {
             throw Self.storageError(error)
         }
-        return SchemaStatus(
-            applied: Schema.migrations.filter(recorded.contains), unknown: recorded.subtracting(Schema.migrations).sorted())
+        return SchemaStatus(recorded: recorded)
     }
 
     public func migrate() async throws(StorageError) -> [String] {
@@ -135,10 +134,7 @@ public final class SQLiteDriver: SQLDriver {
         let lock = try MigrationLock(path: path + ".migrate-lock")
         defer { lock.release() }
         let before = try await schemaStatus()
-        if before.isNewerThanBuild {
-            throw StorageError(
-                .schema, "the database has migrations this build does not know (\(before.unknown.joined(separator: ", ")))")
-        }
+        try before.refuseIfNewerThanBuild()
         guard !before.pending.isEmpty else { return [] }
         let migrator = SQLiteSchema.migrator
         let pool = self.pool

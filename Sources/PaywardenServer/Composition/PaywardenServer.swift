@@ -74,7 +74,6 @@ public struct PaywardenServer: Sendable {
             if !applied.isEmpty {
                 logger.notice("database migrated", metadata: ["driver": "\(database.database.driver)", "applied": "\(applied)"])
             }
-            try await database.database.checkConnection()
         } catch {
             throw ServerStartError("the \(database.database.driver) database at \(database.database.location) cannot be used: \(error)")
         }

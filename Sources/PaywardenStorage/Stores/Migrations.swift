@@ -22,6 +22,17 @@ public struct SchemaStatus: Sendable, Hashable {
         self.unknown = unknown
     }
 
+    /// The status of a database whose migrations table records `recorded`.
+    public init(recorded: Set<String>) {
+        self.init(applied: Schema.migrations.filter(recorded.contains), unknown: recorded.subtracting(Schema.migrations).sorted())
+    }
+
+    /// Refuses (`.schema`) to migrate a database a newer build migrated.
+    public func refuseIfNewerThanBuild() throws(StorageError) {
+        guard isNewerThanBuild else { return }
+        throw StorageError(.schema, "the database has migrations this build does not know (\(unknown.joined(separator: ", ")))")
+    }
+
     public var version: Int { applied.count }
     public var latestVersion: Int { Schema.migrations.count }
     public var pending: [String] { Schema.migrations.filter { !applied.contains($0) } }
