@@ -34,9 +34,11 @@ build: deps
 
 # The service on the local development token (created once under $(PAYWARDEN_HOME), with a
 # development API key), listening on PAYWARDEN_LISTEN (default 127.0.0.1:8080).
+# API_KEYS: more PAYWARDEN_API_KEYS entries beside the development key (`make run API_KEYS=…`).
 run: build
 	@.build/release/paywarden dev-hsm init >/dev/null
 	@set -a; . "$(PAYWARDEN_HOME)/softhsm/env"; set +a; \
+	  if [ -n "$(API_KEYS)" ]; then export PAYWARDEN_API_KEYS="$$PAYWARDEN_API_KEYS,$(API_KEYS)"; fi; \
 	  .build/release/paywarden hsm status; \
 	  echo; echo "API key (development): $$(cat "$(PAYWARDEN_HOME)/softhsm/dev-api-key")"; \
 	  echo "  curl -H \"Authorization: Bearer \$$(cat $(PAYWARDEN_HOME)/softhsm/dev-api-key)\" --data @token.json http://$${PAYWARDEN_LISTEN:-127.0.0.1:8080}/v1/payment-tokens/decrypt"; \

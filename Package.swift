@@ -81,12 +81,18 @@ let package = Package(
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"), nioCore, nioSSL, serviceLifecycle, logging,
             ]
         ),
+        // The vault: registration IDs, high-value tokens and the envelope encryption of both under
+        // key-encrypting keys in the HSM. Speaks to the stores' protocols, never to a driver.
+        .target(
+            name: "Vault", dependencies: ["PKCS11", "ApplePay", "KeyCustody", "PaywardenStorage", "PaywardenPrimitives", crypto, logging]),
+        // Processor message formats (a leaf): cnpAPI, MercuryPay and Radial models, a strict XML parser.
+        .target(name: "ProcessorMessages"),
         // The HTTP service and the composition root.
         .target(
             name: "PaywardenServer",
             dependencies: [
                 "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres",
+                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -99,7 +105,7 @@ let package = Package(
             name: "PaywardenCLI",
             dependencies: [
                 "PKCS11", "KeyCustody", "ApplePay", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+                "Vault", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ]
         ),
         // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a
@@ -108,7 +114,7 @@ let package = Package(
             name: "PaywardenTesting",
             dependencies: [
                 "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres",
+                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
                 crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioHTTP1, nioSSL, serviceLifecycle,
             ]
         ),
@@ -143,11 +149,21 @@ let package = Package(
                 "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenServer",
             ]
         ),
+        .testTarget(name: "ProcessorMessagesTests", dependencies: ["ProcessorMessages"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "VaultTests",
+            dependencies: [
+                "Vault", "PKCS11", "ApplePay", "PaywardenStorage", "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenTesting",
+                "PaywardenTestTraits",
+                "PaywardenPrimitives", crypto,
+            ]
+        ),
         .testTarget(
             name: "ServerTests",
             dependencies: [
                 "PaywardenServer", "ApplePay", "KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenConfiguration",
-                asyncHTTPClient, nioHTTP1, nioSSL, crypto, x509, asn1, .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "Vault", "ProcessorMessages", "PaywardenStorage", asyncHTTPClient, nioHTTP1, nioSSL, crypto, x509, asn1,
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
     ]

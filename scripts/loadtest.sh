@@ -8,6 +8,12 @@
 #            tokens as fast as the service takes them: tokens/s, latency, errors, RSS;
 #   phase 2: on the last database, an open-loop generator at half its rate, LOADTEST_HALF_RUNS
 #            times (the machine is shared and noisy, so the median p99 is the figure).
+#   vault (LOADTEST_VAULT=0 skips it), on each database but memory: (which lives inside serve,
+#            out of reach of `paywarden paypages create`), after its decrypt runs: wrk posts
+#            LOADTEST_TOKENS more unique tokens as eProtect registration forms (registrations/s, as
+#            a ratio to that database's decrypt rate), then redeems the registration IDs they
+#            returned, round-robin, for LOADTEST_REDEEM_SECONDS (default 15); on the last
+#            database, redemption at half that rate as in phase 2 (median p99).
 set -euo pipefail
 umask 077   # the work directory holds an API key, a database password and tokens
 cd "$(dirname "$0")/.."
@@ -21,7 +27,11 @@ esac
 HALF_SECONDS=${LOADTEST_HALF_SECONDS:-15}
 HALF_RUNS=${LOADTEST_HALF_RUNS:-3}
 [ "$HALF_RUNS" -ge 1 ] || { echo "LOADTEST_HALF_RUNS must be at least 1"; exit 2; }
-BIN=.build/release
+VAULT=${LOADTEST_VAULT:-1}
+REDEEM_SECONDS=${LOADTEST_REDEEM_SECONDS:-15}
+PAYPAGE=loadtestPaypage
+ORGANIZATION=loadtest
+BIN=${LOADTEST_BIN:-.build/release}   # .build/debug: a quick check of the script itself, not figures
 HSM_BENCH=${HSM_BENCH:-.build/hsm-bench/hsm_bench}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/paywarden-loadtest.XXXXXX")
 PORT=${LOADTEST_PORT:-18443}
@@ -47,15 +57,25 @@ echo "$RAW"
 RAW_RATE=$(echo "$RAW" | sed -n 's/.*=> *\([0-9.]*\) ops\/s wall.*/\1/p')
 
 HALF_TOKENS=$(( 5000 * HALF_SECONDS ))
-echo "== forging $TOKENS + $HALF_RUNS x $HALF_TOKENS unique EC_v1 tokens"
-"$BIN/paywarden-bench" loadtest-setup "$WORK" "$TOKENS" $(for _ in $(seq 1 "$HALF_RUNS"); do echo "$HALF_TOKENS"; done)
+# The registration runs need tokens of their own: one database's decrypt runs spent the others.
+VAULT_ARGS=()
+[ "$VAULT" = 0 ] || VAULT_ARGS=(--vault "$PAYPAGE" "$ORGANIZATION" "$TOKENS")
+echo "== forging $TOKENS + $HALF_RUNS x $HALF_TOKENS unique EC_v1 tokens$([ "$VAULT" = 0 ] || echo " + $TOKENS as eProtect forms")"
+"$BIN/paywarden-bench" loadtest-setup "$WORK" "$TOKENS" $(for _ in $(seq 1 "$HALF_RUNS"); do echo "$HALF_TOKENS"; done) "${VAULT_ARGS[@]}"
 
-export PAYWARDEN_API_KEYS="$(cat "$WORK/api-entry")"
+export PAYWARDEN_API_KEYS="$(cat "$WORK/api-entry")$([ "$VAULT" = 0 ] || echo ",$(cat "$WORK/vault-entry")")"
 export PAYWARDEN_TRUST_ROOTS="$WORK/root.pem"
-export PAYWARDEN_SIGNING_TIME_WINDOW=1800   # forging takes minutes; per-token work is unchanged
+# Forging takes minutes, and with DATABASE=all the last registration run spends tokens forged
+# most of an hour before; per-token work is unchanged.
+export PAYWARDEN_SIGNING_TIME_WINDOW=7200
 export PAYWARDEN_LOG_LEVEL=warning
 export PAYWARDEN_LISTEN="127.0.0.1:$PORT"
-awk -v w="$WORK/tokens-1.jsonl" '{ print > (w "." (NR % 2)) }' "$WORK/tokens-1.jsonl"   # one file per wrk thread
+# Every registration comes from one address for one paypage: the production limits (20/s per
+# address, 200/s per paypage) would measure the rate limiter, not the vault.
+export PAYWARDEN_EPROTECT_RATE_PER_PAYPAGE=1000000 PAYWARDEN_EPROTECT_RATE_PER_ADDRESS=1000000
+split_lines() { awk -v w="$1" '{ print > (w "." (NR % 2)) }' "$1"; }   # one file per wrk thread
+split_lines "$WORK/tokens-1.jsonl"
+[ "$VAULT" = 0 ] || split_lines "$WORK/forms.txt"
 
 # A local PostgreSQL like a deployed one (fsync on), as the unprivileged postgres user.
 start_postgres() {
@@ -83,6 +103,11 @@ start_server() {
       export PAYWARDEN_DATABASE_URL="postgres://paywarden@127.0.0.1:$PG_PORT/$name?sslmode=disable"
       export PAYWARDEN_DATABASE_PASSWORD_FILE="$WORK/pg-password" PAYWARDEN_DATABASE_AUTO_MIGRATE=true ;;
   esac
+  # What an admin does before apps post tokens; before serve, which reads the vault keys at start.
+  if [ "$VAULT" != 0 ] && [ "$1" != memory ]; then
+    "$BIN/paywarden" paypages create --paypage-id "$PAYPAGE" --organization "$ORGANIZATION" \
+      --merchant-id "$(cat "$WORK/merchant-id")" > "$WORK/paypage-$1.log" 2>&1 || { cat "$WORK/paypage-$1.log"; exit 1; }
+  fi
   "$BIN/paywarden" serve > "$WORK/server-$1.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.2; done
@@ -91,43 +116,92 @@ start_server() {
 stop_server() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {printf "%d", $2}' || true; }
-answered() { curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^paywarden_decrypt_outcomes_total/ {n += $2} END {print n + 0}'; }
+# The requests to the route $1 the server answered so far, refusals included.
+answered() {
+  curl -s "http://127.0.0.1:$PORT/metrics" |
+    awk -v r="route=\"$1\"" '/^paywarden_http_requests_total/ && index($0, r) { n += $2 } END { print n + 0 }'
+}
+
+# Runs wrk (2 threads, scripts/loadtest.lua in mode $1 over the per-thread halves of $2) into
+# $WORK/wrk-$3.txt until every line was answered: wrk runs for its whole duration, so it is
+# stopped (SIGINT: it reports) once the server's count of answers on the route $4 stops moving.
+# Extra environment for the script comes as further NAME=VALUE arguments. Prints the LOADTEST line.
+wrk_all_lines() {
+  local mode=$1 lines=$2 name=$3 route=$4
+  shift 4
+  env PAYWARDEN_LOADTEST_MODE="$mode" PAYWARDEN_LOADTEST_LINES="$lines" "$@" \
+    wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d3600s --timeout 10s --latency -s scripts/loadtest.lua "http://127.0.0.1:$PORT" \
+    > "$WORK/wrk-$name.txt" 2>&1 &
+  local wrk_pid=$!
+  [ -n "${LOADTEST_PERF:-}" ] && perf record -F 999 -g -p "$SERVER_PID" -o "$LOADTEST_PERF-$name" -- sleep 5 >/dev/null 2>&1 &
+  local last=-1 still=0 now waited=0
+  while kill -0 "$wrk_pid" 2>/dev/null && [ "$still" -lt 2 ]; do
+    sleep 1
+    now=$(answered "$route")
+    if [ "$now" -eq "$last" ] && [ "$now" -gt 0 ]; then still=$((still + 1)); else still=0; fi
+    last=$now
+    waited=$((waited + 1))
+    # Nothing answered for so long is a broken run (or a route the metrics name otherwise), not a slow one.
+    if [ "$now" -eq 0 ] && [ "$waited" -ge 60 ]; then kill "$wrk_pid"; echo "no answers on $route after 60 s" >&2; exit 1; fi
+  done
+  kill -INT "$wrk_pid" 2>/dev/null || true
+  wait "$wrk_pid" || true
+  loadtest_line "$name"
+}
+loadtest_line() {
+  # On stderr: the callers capture stdout, and failures must show.
+  grep FAILED "$WORK/wrk-$1.txt" >&2 || true
+  grep -q LOADTEST "$WORK/wrk-$1.txt" || { cat "$WORK/wrk-$1.txt" >&2; echo "wrk reported nothing" >&2; exit 1; }
+  grep LOADTEST "$WORK/wrk-$1.txt" | sed 's/^LOADTEST //'
+}
 
 # Phase 1 on one database: prints a LOADTEST line (rate, latency, errors) and RSS.
 phase1() {
   echo "== phase 1 ($1): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections, $TOKENS tokens"
   start_server "$1"
   local rss_before; rss_before=$(rss)
-  PAYWARDEN_LOADTEST_TOKENS="$WORK/tokens-1.jsonl" PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/api-key")" \
-    wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d3600s --timeout 10s --latency -s scripts/loadtest.lua "http://127.0.0.1:$PORT" > "$WORK/wrk-$1.txt" 2>&1 &
-  local wrk_pid=$!
-  [ -n "${LOADTEST_PERF:-}" ] && perf record -F 999 -g -p "$SERVER_PID" -o "$LOADTEST_PERF-$1" -- sleep 5 >/dev/null 2>&1 &
-  # wrk runs for its whole duration; stop it (SIGINT: it reports) once every token was answered
-  # (wrk takes one line it never sends, so "all answered" is "the count stopped moving").
-  local last=-1 still=0 now
-  while kill -0 "$wrk_pid" 2>/dev/null && [ "$still" -lt 2 ]; do
-    sleep 1
-    now=$(answered)
-    if [ "$now" -eq "$last" ] && [ "$now" -gt 0 ]; then still=$((still + 1)); else still=0; fi
-    last=$now
-  done
-  kill -INT "$wrk_pid" 2>/dev/null || true
-  wait "$wrk_pid" || true
-  grep -q LOADTEST "$WORK/wrk-$1.txt" || { cat "$WORK/wrk-$1.txt"; echo "wrk reported nothing"; exit 1; }
-  local line; line=$(grep LOADTEST "$WORK/wrk-$1.txt" | sed 's/^LOADTEST //')
+  local line; line=$(wrk_all_lines decrypt "$WORK/tokens-1.jsonl" "$1" /v1/payment-tokens/decrypt \
+    PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/api-key")")
   echo "$line"
   echo "RESULT $1 $line rss_before=$rss_before rss_after=$(rss) recycles=$(metric paywarden_hsm_module_recycles_total)" >> "$WORK/results"
-  [ "$1" = "${LAST_DB}" ] || stop_server
+}
+
+# The vault on the running server's database: registrations of fresh tokens, then redemptions of
+# the IDs they returned (each thread redeems those it registered).
+vault_runs() {
+  [ "$VAULT" != 0 ] && [ "$1" != memory ] || return 0
+  echo "== registration ($1): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections, $TOKENS eProtect forms"
+  rm -f "$WORK/ids.0" "$WORK/ids.1"
+  local line; line=$(wrk_all_lines register "$WORK/forms.txt" "register-$1" /eProtect/paypage \
+    PAYWARDEN_LOADTEST_IDS="$WORK/ids")
+  echo "$line"
+  echo "RESULT register-$1 $line" >> "$WORK/results"
+  cat "$WORK/ids.0" "$WORK/ids.1" > "$WORK/ids"
+  [ -s "$WORK/ids.0" ] && [ -s "$WORK/ids.1" ] || { echo "a wrk thread registered nothing"; exit 1; }
+  echo "== redemption ($1): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections," \
+    "$(wc -l < "$WORK/ids") IDs round-robin for $REDEEM_SECONDS s"
+  PAYWARDEN_LOADTEST_MODE=redeem PAYWARDEN_LOADTEST_LINES="$WORK/ids" PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/vault-key")" \
+    wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d${REDEEM_SECONDS}s --timeout 10s --latency -s scripts/loadtest.lua \
+    "http://127.0.0.1:$PORT" > "$WORK/wrk-redeem-$1.txt" 2>&1 || true
+  line=$(loadtest_line "redeem-$1")
+  echo "$line"
+  echo "RESULT redeem-$1 $line" >> "$WORK/results"
 }
 
 LAST_DB=${DATABASES##* }
-for db in $DATABASES; do phase1 "$db"; done
+for db in $DATABASES; do
+  phase1 "$db"
+  # The last database keeps its server for phase 2, which comes before its vault runs so that the
+  # decrypt figures are measured on the same database as without them.
+  if [ "$db" != "$LAST_DB" ]; then vault_runs "$db"; stop_server; fi
+done
 value() { grep "^RESULT $1 " "$WORK/results" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 rate=$(value "$LAST_DB" rate)
 
 HALF=$(awk -v r="$rate" 'BEGIN { printf "%d", r / 2 }')
 echo "== phase 2 ($LAST_DB): open loop at $HALF tokens/s (half its maximum), $HALF_RUNS runs of $HALF_SECONDS s"
-[ $((HALF * HALF_SECONDS)) -le "$HALF_TOKENS" ] || echo "warning: $HALF_TOKENS tokens per run cover only $((HALF_TOKENS / HALF)) s at $HALF tokens/s"
+[ $((HALF * HALF_SECONDS)) -le "$HALF_TOKENS" ] ||
+  echo "warning: $HALF_TOKENS tokens per run cover only $((HALF_TOKENS / HALF)) s at $HALF tokens/s"
 HALF_LINES=""
 for run in $(seq 1 "$HALF_RUNS"); do
   RUN_OUTPUT=$("$BIN/paywarden-bench" loadgen "http://127.0.0.1:$PORT/v1/payment-tokens/decrypt" "$WORK/api-key" \
@@ -135,11 +209,30 @@ for run in $(seq 1 "$HALF_RUNS"); do
   echo "$RUN_OUTPUT"
   HALF_LINES="$HALF_LINES$(echo "$RUN_OUTPUT" | grep "^open loop")"$'\n'
 done
+# The median p99 of open-loop lines (of an even count, the mean of the middle two), and their errors.
+median_p99() {
+  echo "$1" | sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' | sort -n |
+    awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+errors_of() { echo "$1" | sed -n 's/.*errors \([0-9]*\).*/\1/p' | awk '{ n += $1 } END { print n + 0 }'; }
+HALF_P99=$(median_p99 "$HALF_LINES")
+HALF_ERRORS=$(errors_of "$HALF_LINES")
+
+vault_runs "$LAST_DB"
+if [ "$VAULT" != 0 ]; then
+  REDEEM_HALF=$(awk -v r="$(value "redeem-$LAST_DB" rate)" 'BEGIN { printf "%d", r / 2 }')
+  echo "== redemption half rate ($LAST_DB): open loop at $REDEEM_HALF redemptions/s, $HALF_RUNS runs of $HALF_SECONDS s"
+  REDEEM_LINES=""
+  for run in $(seq 1 "$HALF_RUNS"); do
+    RUN_OUTPUT=$("$BIN/paywarden-bench" loadgen "http://127.0.0.1:$PORT/v1/registrations/{line}/redeem" "$WORK/vault-key" \
+      "$WORK/ids" "$REDEEM_HALF" "$HALF_SECONDS")
+    echo "$RUN_OUTPUT"
+    REDEEM_LINES="$REDEEM_LINES$(echo "$RUN_OUTPUT" | grep "^open loop")"$'\n'
+  done
+  REDEEM_P99=$(median_p99 "$REDEEM_LINES")
+  REDEEM_ERRORS=$(errors_of "$REDEEM_LINES")
+fi
 stop_server
-# The median (of an even count, the mean of the middle two).
-HALF_P99=$(echo "$HALF_LINES" | sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' | sort -n |
-  awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-HALF_ERRORS=$(echo "$HALF_LINES" | sed -n 's/.*errors \([0-9]*\).*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
 
 echo
 echo "== Paywarden load test (loopback, load generator on the same 2 cores), $TOKENS tokens per database"
@@ -152,4 +245,19 @@ for db in $DATABASES; do
     printf "%-9s %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of raw ECDH  %.2f of memory%s  RSS %d -> %d kB\n",
       db ":", r, p50, p99, e, r / raw, r / m, target, a, b }'
 done
-printf "half rate (%s): median p99 %s ms over %s runs of %s s at %s tokens/s (target <= 10 ms), errors %s\n" "$LAST_DB" "$HALF_P99" "$HALF_RUNS" "$HALF_SECONDS" "$HALF" "$HALF_ERRORS"
+printf "half rate (%s): median p99 %s ms over %s runs of %s s at %s tokens/s (target <= 10 ms), errors %s\n" \
+  "$LAST_DB" "$HALF_P99" "$HALF_RUNS" "$HALF_SECONDS" "$HALF" "$HALF_ERRORS"
+[ "$VAULT" != 0 ] || exit 0
+echo "== vault (eProtect registration of $TOKENS fresh tokens, then redemption of their IDs for $REDEEM_SECONDS s)"
+for db in $DATABASES; do
+  [ "$db" != memory ] || continue
+  awk -v db="$db" -v r="$(value "register-$db" rate)" -v d="$(value "$db" rate)" -v p50="$(value "register-$db" p50)" \
+    -v p99="$(value "register-$db" p99)" -v e="$(value "register-$db" errors)" 'BEGIN {
+    target = (db == "sqlite") ? " (target >= 0.80)" : ""
+    printf "%-9s %8.0f registrations/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt%s\n", db ":", r, p50, p99, e, r / d, target }'
+  awk -v db="$db" -v r="$(value "redeem-$db" rate)" -v p50="$(value "redeem-$db" p50)" -v p99="$(value "redeem-$db" p99)" \
+    -v e="$(value "redeem-$db" errors)" 'BEGIN {
+    printf "%-9s %8.0f redemptions/s    p50 %5s ms  p99 %5s ms  errors %s\n", db ":", r, p50, p99, e }'
+done
+printf "half rate redemption (%s): median p99 %s ms over %s runs of %s s at %s redemptions/s (target <= 5 ms), errors %s\n" \
+  "$LAST_DB" "$REDEEM_P99" "$HALF_RUNS" "$HALF_SECONDS" "$REDEEM_HALF" "$REDEEM_ERRORS"

@@ -4,20 +4,24 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 
-/// `paywarden-bench loadgen URL KEYFILE TOKENS RATE SECONDS`: an open-loop load generator. It
-/// sends one token every 1/RATE seconds, whatever the responses do, and measures each latency
+/// `paywarden-bench loadgen URL KEYFILE LINES RATE SECONDS`: an open-loop load generator. It
+/// sends one POST every 1/RATE seconds, whatever the responses do, and measures each latency
 /// from the moment the request was due, so a stalled server shows as latency rather than as a
-/// politely slower client.
+/// politely slower client. Each line of LINES is a JSON body (a token, used once); when URL holds
+/// `{line}`, each line goes there instead (a registration ID to redeem), with no body, and the
+/// lines are reused round-robin, as a route that may be called repeatedly allows.
 enum LoadGenerator {
     static func run(_ arguments: [String]) async throws {
         guard arguments.count == 5, let rate = Double(arguments[3]), let seconds = Double(arguments[4]) else {
-            throw BenchError("usage: paywarden-bench loadgen URL KEYFILE TOKENS RATE SECONDS")
+            throw BenchError("usage: paywarden-bench loadgen URL KEYFILE LINES RATE SECONDS")
         }
         let url = arguments[0]
         let key = try String(contentsOfFile: arguments[1], encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let tokens = try String(contentsOfFile: arguments[2], encoding: .utf8).split(separator: "\n").map { Array($0.utf8) }
-        let total = min(tokens.count, Int(rate * seconds))
-        guard total > 0 else { throw BenchError("no tokens") }
+        let lines = try String(contentsOfFile: arguments[2], encoding: .utf8).split(separator: "\n").map(String.init)
+        let inURL = url.contains("{line}")
+        let total = inURL ? (lines.isEmpty ? 0 : Int(rate * seconds)) : min(lines.count, Int(rate * seconds))
+        guard total > 0 else { throw BenchError("no lines in \(arguments[2])") }
+        let unit = inURL ? "requests/s" : "tokens/s"
 
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
@@ -34,11 +38,14 @@ enum LoadGenerator {
                 group.addTask {
                     let lag = clock.now - due
                     results.lags.withLock { $0.append(Double(lag.components.attoseconds) / 1e15 + Double(lag.components.seconds) * 1000) }
-                    var request = HTTPClientRequest(url: url)
+                    let line = lines[index % lines.count]
+                    var request = HTTPClientRequest(url: inURL ? url.replacingOccurrences(of: "{line}", with: line) : url)
                     request.method = .POST
                     request.headers.add(name: "Authorization", value: "Bearer \(key)")
-                    request.headers.add(name: "Content-Type", value: "application/json")
-                    request.body = .bytes(ByteBuffer(bytes: tokens[index]))
+                    if !inURL {
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.body = .bytes(ByteBuffer(string: line))
+                    }
                     var status = 0
                     do {
                         let response = try await client.execute(request, timeout: .seconds(30))
@@ -69,9 +76,9 @@ enum LoadGenerator {
         print(
             String(
                 format:
-                    "open loop at %.0f tokens/s for %.1f s: %d requests, %.0f done/s, p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f "
+                    "open loop at %.0f %@ for %.1f s: %d requests, %.0f done/s, p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f "
                     + "ms, errors %d %@",
-                rate, wall, sorted.count, Double(sorted.count) / wall, percentile(0.5), percentile(0.9), percentile(0.99),
+                rate, unit, wall, sorted.count, Double(sorted.count) / wall, percentile(0.5), percentile(0.9), percentile(0.99),
                 sorted.last ?? 0, failed.values.reduce(0, +), failed.isEmpty ? "" : "\(failed)"))
     }
 }

@@ -7,15 +7,28 @@ import PaywardenConfiguration
 import PaywardenServer
 import PaywardenTesting
 
-/// `paywarden-bench loadtest-setup DIR COUNT [COUNT…]`: prepares a load test against the token
-/// the environment names: a test PKI (its root in DIR/root.pem, for the trust-roots setting), a
-/// certified EC processing key in the HSM, an API key (DIR/api-key, DIR/api-entry), and for
-/// each COUNT a file DIR/tokens-N.jsonl of that many unique forged EC_v1 tokens, one per line.
+/// `paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--vault PAYPAGE ORGANIZATION FORMS]`: prepares
+/// a load test against the token the environment names: a test PKI (its root in DIR/root.pem, for
+/// the trust-roots setting), a certified EC processing key in the HSM, an API key (DIR/api-key,
+/// DIR/api-entry), and for each COUNT a file DIR/tokens-N.jsonl of that many unique forged EC_v1
+/// tokens, one per line. With `--vault`: the key's merchant identifier (DIR/merchant-id, for
+/// `paywarden paypages create`), a `redeem` API key of ORGANIZATION (DIR/vault-key,
+/// DIR/vault-entry) and DIR/forms.txt, FORMS more unique tokens as eProtect registration forms
+/// for PAYPAGE, one `application/x-www-form-urlencoded` body per line. The forms are forged last:
+/// the registration runs come after the decrypt runs, so their signing times had better be the newest.
 enum LoadTestSetup {
+    static let usage = "usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--vault PAYPAGE ORGANIZATION FORMS]"
+
     static func run(_ arguments: [String]) async throws {
-        guard arguments.count >= 2, let counts = Optional(arguments.dropFirst().compactMap(Int.init)), !counts.isEmpty else {
-            throw BenchError("usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…]")
+        var arguments = arguments
+        var vault: (paypage: String, organization: String, forms: Int)?
+        if let flag = arguments.firstIndex(of: "--vault") {
+            guard arguments.count == flag + 4, let forms = Int(arguments[flag + 3]), forms > 0 else { throw BenchError(usage) }
+            vault = (arguments[flag + 1], arguments[flag + 2], forms)
+            arguments.removeSubrange(flag...)
         }
+        let counts = arguments.dropFirst().compactMap(Int.init)
+        guard arguments.count >= 2, counts.count == arguments.count - 1 else { throw BenchError(usage) }
         let directory = arguments[0]
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let pki = try ApplePayTestPKI(name: "LoadTest", rsaLeaf: false)
@@ -43,6 +56,16 @@ enum LoadTestSetup {
             try await factory.write(count: count, to: path)
             print("\(count) tokens in \(path)")
         }
+        guard let vault else { return }
+        try merchantID.write(toFile: directory + "/merchant-id", atomically: true, encoding: .utf8)
+        let (vaultKey, vaultEntry) = APIKey.generate(name: "loadtest-vault", scopes: [.redeem], organization: vault.organization)
+        try vaultKey.write(toFile: directory + "/vault-key", atomically: true, encoding: .utf8)
+        try vaultEntry.write(toFile: directory + "/vault-entry", atomically: true, encoding: .utf8)
+        let path = directory + "/forms.txt"
+        try await factory.write(count: vault.forms, to: path) { token in
+            try EProtectForms.form(token: token, paypageID: vault.paypage, reportGroup: "loadtest")
+        }
+        print("\(vault.forms) eProtect forms for paypage \(vault.paypage) in \(path)")
     }
 
     private struct Factory: Sendable {
@@ -51,8 +74,9 @@ enum LoadTestSetup {
         let partyV: [UInt8]
         let publicKeyHash: String
 
-        /// Forges on every core, in chunks, appending line by line.
-        func write(count: Int, to path: String) async throws {
+        /// Forges on every core, in chunks, appending line by line: each token as `line` makes it
+        /// (by default the token's JSON itself), which must not hold a newline.
+        func write(count: Int, to path: String, line: @escaping @Sendable ([UInt8]) throws -> [UInt8] = { $0 }) async throws {
             _ = FileManager.default.createFile(atPath: path, contents: nil)
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             defer { try? handle.close() }
@@ -69,11 +93,12 @@ enum LoadTestSetup {
                             for _ in 0..<share {
                                 var options = TokenForge.Options()
                                 options.applicationData = Array(SHA256.hash(data: Data(UUID().uuidString.utf8)))
-                                data += try forge.ecV1(
-                                    payload: PaymentPayloads.threeDSecure(), merchant: merchant, merchantIdentifierHash: partyV,
-                                    options: options
-                                )
-                                .withPublicKeyHash(publicKeyHash)
+                                data += try line(
+                                    forge.ecV1(
+                                        payload: PaymentPayloads.threeDSecure(), merchant: merchant, merchantIdentifierHash: partyV,
+                                        options: options
+                                    )
+                                    .withPublicKeyHash(publicKeyHash))
                                 data.append(0x0A)
                             }
                             return data

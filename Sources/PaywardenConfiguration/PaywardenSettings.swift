@@ -101,6 +101,13 @@ public struct ServerSettings: Sendable {
     public var maxBodyBytes: Int
     public var maxInFlight: Int?
     public var eventLoopThreads: Int
+    /// eProtect registrations per second per `paypageId` and per client address.
+    public var eProtectRatePerPaypage: Int
+    public var eProtectRatePerAddress: Int
+    /// Seconds between the vault's purge and re-wrap steps.
+    public var vaultMaintenanceSeconds: Int
+    /// Seconds a rotated-out vault key outlives its successor's creation.
+    public var vaultRetiredKeyGraceSeconds: Int
 
     /// HTTPS, and optionally mutual TLS. Partial or contradictory settings are refused at load.
     public struct TLS: Sendable {
@@ -130,6 +137,10 @@ public struct ServerSettings: Sendable {
         maxBodyBytes = try reader.integer(defaulted: C.maxBodyBytes)
         maxInFlight = try reader.integer(C.maxInFlight)
         eventLoopThreads = try reader.integer(defaulted: C.eventLoopThreads)
+        eProtectRatePerPaypage = try reader.integer(defaulted: C.eProtectRatePerPaypage)
+        eProtectRatePerAddress = try reader.integer(defaulted: C.eProtectRatePerAddress)
+        vaultMaintenanceSeconds = try reader.integer(defaulted: C.vaultMaintenanceSeconds)
+        vaultRetiredKeyGraceSeconds = try reader.integer(defaulted: C.vaultRetiredKeyGraceSeconds)
     }
 
     /// TLS fails closed: every combination that would serve less than the operator asked for

@@ -78,6 +78,20 @@ public enum SettingCatalog {
         "event_loop_threads", .integer(1...256), default: .value("1"), exposure: .environmentOnly,
         "NIO event loops, which also run every task outside the HSM workers (read before anything else starts)")
 
+    // MARK: Vault
+    public static let eProtectRatePerPaypage = Setting(
+        "eprotect_rate_per_paypage", .integer(1...1_000_000), default: .value("200"),
+        "registrations per second one paypageId may post (bursts of twice that); beyond it, 429 with Retry-After")
+    public static let eProtectRatePerAddress = Setting(
+        "eprotect_rate_per_address", .integer(1...1_000_000), default: .value("20"),
+        "registrations per second one client address may post (bursts of twice that); beyond it, 429 with Retry-After")
+    public static let vaultMaintenanceSeconds = Setting(
+        "vault_maintenance_seconds", .integer(1...3600), default: .value("30"),
+        "how often the service purges expired registrations and moves rows off rotated-out vault keys")
+    public static let vaultRetiredKeyGraceSeconds = Setting(
+        "vault_retired_key_grace_seconds", .integer(0...86_400), default: .value("60"),
+        "how long a rotated-out vault key outlives its successor's creation, so every instance has re-read the keys before it goes")
+
     // MARK: Database
     public static let databaseURL = Setting(
         "database_url", .url, default: .computed("sqlite:$PAYWARDEN_HOME/paywarden.sqlite"),
@@ -104,6 +118,7 @@ public enum SettingCatalog {
         signingTimeWindow, trustRoots,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
         maxBodyBytes, maxInFlight, eventLoopThreads,
+        eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]
 

@@ -66,6 +66,40 @@ extension SQLDatabase: RegistrationStore {
         return RegistrationPurge(payloadsDestroyed: destroyed.count, tombstonesDeleted: deleted.count)
     }
 
+    // MARK: Key rotation
+
+    public func registrations(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [RegistrationRecord] {
+        // A tombstone's key_id is NULL, so ended registrations never match.
+        let rows = try await read(
+            "SELECT \(Self.selectRegistration) FROM registrations WHERE key_id = $1 ORDER BY lookup_key LIMIT $2",
+            [.text(keyID), SQLValue(limit)])
+        var records: [RegistrationRecord] = []
+        for row in rows { records.append(try Self.registration(row)) }
+        return records
+    }
+
+    public func resealRegistration(
+        lookupKey: [UInt8], previousKeyID: String, sealed: SealedPayload
+    ) async throws(StorageError) -> Bool {
+        // Compare-and-set on key_id: a row ended (key_id NULL) or re-wrapped by another instance
+        // meanwhile no longer matches, so its payload is neither revived nor overwritten.
+        let rows = try await write(
+            """
+            UPDATE registrations SET key_id = $3, wrap_path = $4, wrapped_key = $5, ciphertext = $6, payload_version = $7
+            WHERE lookup_key = $1 AND key_id = $2 RETURNING 1
+            """,
+            [
+                .blob(lookupKey), .text(previousKeyID), .text(sealed.keyID), .text(sealed.wrapPath), .blob(sealed.wrappedKey),
+                .blob(sealed.ciphertext), SQLValue(sealed.version),
+            ])
+        return !rows.isEmpty
+    }
+
+    public func registrationCount(createdBefore date: Date) async throws(StorageError) -> Int {
+        let rows = try await read("SELECT count(*) FROM registrations WHERE created_at < $1", [SQLValue(date)])
+        return try SQLRowReader(rows.first ?? [], columns: ["count"], table: "registrations").integer(0)
+    }
+
     static func registration(_ values: [SQLValue]) throws(StorageError) -> RegistrationRecord {
         var row = SQLRowReader(values, columns: registrationColumns, table: "registrations")
         let lookupKey = try row.bytes(0)

@@ -77,6 +77,63 @@ extension SQLDatabase: TokenStore {
         return try rows.first.map { row throws(StorageError) in try Self.token(row) }
     }
 
+    public func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool {
+        let rows = try await write(
+            "DELETE FROM high_value_tokens WHERE organization = $1 AND token = $2 RETURNING 1", [.text(organization), .text(token)])
+        return !rows.isEmpty
+    }
+
+    // MARK: Key rotation
+
+    public func tokens(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord] {
+        try await tokens(where: "key_id", is: keyID, limit: limit)
+    }
+
+    public func resealToken(
+        _ token: String, organization: String, previousKeyID: String, sealed: SealedPayload
+    ) async throws(StorageError) -> Bool {
+        // Compare-and-set on key_id: a token another instance re-wrapped meanwhile is left alone.
+        let rows = try await write(
+            """
+            UPDATE high_value_tokens SET key_id = $4, wrap_path = $5, wrapped_key = $6, ciphertext = $7, payload_version = $8
+            WHERE organization = $1 AND token = $2 AND key_id = $3 RETURNING 1
+            """,
+            [
+                .text(organization), .text(token), .text(previousKeyID), .text(sealed.keyID), .text(sealed.wrapPath),
+                .blob(sealed.wrappedKey), .blob(sealed.ciphertext), SQLValue(sealed.version),
+            ])
+        return !rows.isEmpty
+    }
+
+    public func tokens(fingerprintedWith keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord] {
+        try await tokens(where: "fingerprint_key_id", is: keyID, limit: limit)
+    }
+
+    public func refingerprintToken(
+        _ token: String, organization: String, previousKeyID: String, fingerprint: [UInt8], fingerprintKeyID: String
+    ) async throws(StorageError) -> Bool {
+        // Compare-and-set on fingerprint_key_id. The new fingerprint taken in the organisation is
+        // the (organization, fingerprint) unique violation, which the driver reports as .conflict.
+        let rows = try await write(
+            """
+            UPDATE high_value_tokens SET fingerprint = $4, fingerprint_key_id = $5
+            WHERE organization = $1 AND token = $2 AND fingerprint_key_id = $3 RETURNING 1
+            """,
+            [.text(organization), .text(token), .text(previousKeyID), .blob(fingerprint), .text(fingerprintKeyID)])
+        return !rows.isEmpty
+    }
+
+    /// Up to `limit` tokens whose `column` (a key id column, never caller input) is `keyID`, by
+    /// primary key so a job paging through them sees the same order on every driver.
+    private func tokens(where column: String, is keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord] {
+        let rows = try await read(
+            "SELECT \(Self.selectToken) FROM high_value_tokens WHERE \(column) = $1 ORDER BY organization, token LIMIT $2",
+            [.text(keyID), SQLValue(limit)])
+        var records: [TokenRecord] = []
+        for row in rows { records.append(try Self.token(row)) }
+        return records
+    }
+
     static func token(_ values: [SQLValue]) throws(StorageError) -> TokenRecord {
         var row = SQLRowReader(values, columns: tokenColumns, table: "high_value_tokens")
         let organization = try row.text(0)

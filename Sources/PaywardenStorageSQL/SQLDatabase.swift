@@ -31,6 +31,30 @@ public final class SQLDatabase<Driver: SQLDriver>: PaywardenDatabase {
 
     public func performMaintenance() async { await engine.performMaintenance() }
 
+    public func keyUsage() async throws(StorageError) -> [KeyUsage] {
+        // A tombstone's key_id is NULL: it protects nothing and is left out of the count. Queried
+        // in the uses' declared order; each use's keys are sorted here, not by ORDER BY, whose
+        // text collation PostgreSQL takes from the cluster's locale.
+        let queries: [(use: KeyUsage.Use, table: String, sql: String)] = [
+            (.registrationPayloads, "registrations", "SELECT key_id, count(*) FROM registrations WHERE key_id IS NOT NULL GROUP BY key_id"),
+            (.tokenPayloads, "high_value_tokens", "SELECT key_id, count(*) FROM high_value_tokens GROUP BY key_id"),
+            (
+                .tokenFingerprints, "high_value_tokens",
+                "SELECT fingerprint_key_id, count(*) FROM high_value_tokens GROUP BY fingerprint_key_id"
+            ),
+        ]
+        var usage: [KeyUsage] = []
+        for query in queries {
+            var keys: [KeyUsage] = []
+            for values in try await read(query.sql, []) {
+                let row = SQLRowReader(values, columns: ["key_id", "count"], table: query.table)
+                keys.append(KeyUsage(use: query.use, keyID: try row.text(0), rows: try row.integer(1)))
+            }
+            usage += keys.sorted { $0.keyID < $1.keyID }
+        }
+        return usage
+    }
+
     public func schemaStatus() async throws(StorageError) -> SchemaStatus { try await engine.schemaStatus() }
     public func migrate() async throws(StorageError) -> [String] { try await engine.migrate() }
 

@@ -103,6 +103,14 @@ public enum SchemaDDL {
             )
             """,
             "CREATE INDEX merchant_token_events_state ON merchant_token_events (state, received_at)",
-        ]
+        ],
+        // Key rotation finds rows by the key that sealed or fingerprinted them, and a retired
+        // lookup key's dependants by creation time, without scanning the vault.
+        "0002_vault_key_indexes": [
+            "CREATE INDEX registrations_key ON registrations (key_id)",
+            "CREATE INDEX registrations_created ON registrations (created_at)",
+            "CREATE INDEX high_value_tokens_key ON high_value_tokens (key_id)",
+            "CREATE INDEX high_value_tokens_fingerprint_key ON high_value_tokens (fingerprint_key_id)",
+        ],
     ]
 }

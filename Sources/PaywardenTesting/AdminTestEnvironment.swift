@@ -27,10 +27,14 @@ public struct AdminTestEnvironment: Sendable {
         return AdminTestEnvironment(token: token, home: home, cli: PaywardenProcess(environment: environment))
     }
 
-    /// Runs `paywarden ARGUMENTS`.
+    /// Runs `paywarden ARGUMENTS`, with `environment` added to (or overriding) the operator's.
     @discardableResult
-    public func paywarden(_ arguments: String..., input: Data? = nil) throws -> PaywardenProcess.Output {
-        try cli.run(arguments, input: input)
+    public func paywarden(
+        _ arguments: String..., input: Data? = nil, environment: [String: String] = [:]
+    ) throws -> PaywardenProcess.Output {
+        var cli = cli
+        cli.environment.merge(environment) { $1 }
+        return try cli.run(arguments, input: input)
     }
 
     /// Writes `bytes` to a file in the home and returns its path.

@@ -121,6 +121,156 @@ extension StorageConformance {
         },
     ]
 
+    static let registrationRotationChecks: [StorageConformance] = [
+        StorageConformance(name: "registrations: listed by key, re-sealed once, counted by creation time") { db in
+            var later = C.registration(13)
+            later.createdAt = C.t0 + 100
+            for record in [C.registration(11), C.registration(12), later, C.registration(15)] { try await db.insertRegistration(record) }
+            var other = C.registration(14)
+            other.sealed = C.sealed(14, key: "kek-2")
+            try await db.insertRegistration(other)
+            _ = try await db.endRegistration(lookupKey: C.registration(15).lookupKey, at: C.t0 + 10)
+
+            let firstTwo = try await db.registrations(sealedWith: "kek-1", limit: 2)
+            try C.require(firstTwo == [C.registration(11), C.registration(12)], "limit 2: \(firstTwo.map(\.paypageID))")
+            let all = try await db.registrations(sealedWith: "kek-1", limit: 10)
+            try C.require(
+                all.map(\.paypageID) == ["pp11", "pp12", "pp13"], "an ended row or another key's listed: \(all.map(\.paypageID))")
+            try C.require(try await db.registrations(sealedWith: "kek-2", limit: 10) == [other], "kek-2 not listed")
+
+            let key = C.registration(11).lookupKey
+            let resealed = C.sealed(21, key: "kek-2")
+            try C.require(try await db.resealRegistration(lookupKey: key, previousKeyID: "kek-1", sealed: resealed), "re-seal refused")
+            try C.require(try await db.registration(lookupKey: key)?.sealed == resealed, "re-sealed payload not read back")
+            try C.require(
+                !(try await db.resealRegistration(lookupKey: key, previousKeyID: "kek-1", sealed: C.sealed(22))), "re-sealed twice")
+            try C.require(try await db.registration(lookupKey: key)?.sealed == resealed, "the second re-seal overwrote the first")
+            let twelve = C.registration(12)
+            try C.require(
+                !(try await db.resealRegistration(lookupKey: twelve.lookupKey, previousKeyID: "kek-9", sealed: resealed)),
+                "re-sealed under the wrong previous key")
+            try C.require(try await db.registration(lookupKey: twelve.lookupKey) == twelve, "a refused re-seal changed the row")
+            let ended = C.registration(15).lookupKey
+            try C.require(
+                !(try await db.resealRegistration(lookupKey: ended, previousKeyID: "kek-1", sealed: resealed)), "an ended row re-sealed")
+            try C.require(try await db.registration(lookupKey: ended)?.sealed == nil, "an ended row got a payload back")
+            try C.require(
+                !(try await db.resealRegistration(lookupKey: [9], previousKeyID: "kek-1", sealed: resealed)), "an unknown key re-sealed")
+            let left = try await db.registrations(sealedWith: "kek-1", limit: 10)
+            try C.require(left.map(\.paypageID) == ["pp12", "pp13"], "after the re-seal: \(left.map(\.paypageID))")
+
+            // Strictly before; the tombstone (15) still counts.
+            try C.require(try await db.registrationCount(createdBefore: C.t0) == 0, "created at the date counted")
+            let counted = try await db.registrationCount(createdBefore: C.t0 + 100)
+            try C.require(counted == 4, "\(counted) created before t0 + 100, expected 4 with the tombstone")
+            try C.require(try await db.registrationCount(createdBefore: C.t0 + 101) == 5, "not every row counted")
+        }
+    ]
+
+    static let tokenRotationChecks: [StorageConformance] = [
+        StorageConformance(name: "tokens: deleted, listed by key and re-sealed once") { db in
+            let a = C.token("4000000000000001", fingerprint: 1)
+            let b = C.token("4000000000000002", fingerprint: 2)
+            var c = C.token("4000000000000003", fingerprint: 3)
+            c.sealed = C.sealed(3, key: "kek-2")
+            let d = C.token("4000000000000000", fingerprint: 1, organization: "org-b")
+            for record in [d, c, b, a] { _ = try await db.insertToken(record) }
+
+            try C.require(try await db.tokens(sealedWith: "kek-1", limit: 2) == [a, b], "limit 2, by organisation then token")
+            try C.require(try await db.tokens(sealedWith: "kek-1", limit: 10) == [a, b, d], "kek-1 listing")
+            try C.require(try await db.tokens(sealedWith: "kek-2", limit: 10) == [c], "kek-2 listing")
+
+            let resealed = C.sealed(11, key: "kek-2")
+            try C.require(
+                try await db.resealToken(a.token, organization: "org-a", previousKeyID: "kek-1", sealed: resealed), "re-seal refused")
+            try C.require(try await db.token(a.token, organization: "org-a")?.sealed == resealed, "re-sealed payload not read back")
+            try C.require(
+                !(try await db.resealToken(a.token, organization: "org-a", previousKeyID: "kek-1", sealed: C.sealed(12))),
+                "re-sealed twice")
+            try C.require(
+                !(try await db.resealToken(b.token, organization: "org-a", previousKeyID: "kek-9", sealed: resealed)),
+                "re-sealed under the wrong previous key")
+            try C.require(try await db.token(b.token, organization: "org-a") == b, "a refused re-seal changed the row")
+            try C.require(
+                !(try await db.resealToken(a.token, organization: "org-c", previousKeyID: "kek-2", sealed: resealed)),
+                "re-sealed in another organisation")
+            try C.require(try await db.tokens(sealedWith: "kek-1", limit: 10) == [b, d], "kek-1 listing after the re-seal")
+
+            try C.require(try await db.deleteToken(b.token, organization: "org-a"), "delete failed")
+            try C.require(!(try await db.deleteToken(b.token, organization: "org-a")), "deleted twice")
+            try C.require(!(try await db.deleteToken(d.token, organization: "org-a")), "deleted in the wrong organisation")
+            try C.require(try await db.token(b.token, organization: "org-a") == nil, "a deleted token was found")
+            try C.require(try await db.token(fingerprint: b.fingerprint, organization: "org-a") == nil, "found by fingerprint")
+            let successor = C.token("4000000000000009", fingerprint: 2)
+            try C.require(try await db.insertToken(successor) == .inserted(successor), "the deleted account number got no new token")
+        },
+        StorageConformance(name: "tokens: re-fingerprinted by key, never onto another token's fingerprint") { db in
+            let a = C.token("4000000000000001", fingerprint: 1)
+            let b = C.token("4000000000000002", fingerprint: 2)
+            var c = C.token("4000000000000003", fingerprint: 3)
+            c.fingerprintKeyID = "hmac-2"
+            let d = C.token("4000000000000001", fingerprint: 1, organization: "org-b")
+            for record in [d, c, b, a] { _ = try await db.insertToken(record) }
+
+            try C.require(try await db.tokens(fingerprintedWith: "hmac-1", limit: 1) == [a], "limit 1")
+            try C.require(try await db.tokens(fingerprintedWith: "hmac-1", limit: 10) == [a, b, d], "hmac-1 listing")
+            try C.require(try await db.tokens(fingerprintedWith: "hmac-2", limit: 10) == [c], "hmac-2 listing")
+
+            let new = Array(repeating: UInt8(11), count: 32)
+            try C.require(
+                try await db.refingerprintToken(
+                    a.token, organization: "org-a", previousKeyID: "hmac-1", fingerprint: new, fingerprintKeyID: "hmac-2"),
+                "re-fingerprint refused")
+            var expected = a
+            expected.fingerprint = new
+            expected.fingerprintKeyID = "hmac-2"
+            try C.require(try await db.token(fingerprint: new, organization: "org-a") == expected, "not found by the new fingerprint")
+            try C.require(try await db.token(fingerprint: a.fingerprint, organization: "org-a") == nil, "the old fingerprint stayed")
+            try C.require(
+                !(try await db.refingerprintToken(
+                    a.token, organization: "org-a", previousKeyID: "hmac-1", fingerprint: [7], fingerprintKeyID: "hmac-3")),
+                "re-fingerprinted under the wrong previous key")
+            try C.require(try await db.token(a.token, organization: "org-a") == expected, "a refused re-fingerprint changed the row")
+
+            try await C.requireError(.conflict, "re-fingerprinting onto another token's fingerprint") {
+                _ = try await db.refingerprintToken(
+                    b.token, organization: "org-a", previousKeyID: "hmac-1", fingerprint: c.fingerprint, fingerprintKeyID: "hmac-2")
+            }
+            try C.require(try await db.token(b.token, organization: "org-a") == b, "a conflicting re-fingerprint changed the row")
+            // Fingerprints are unique per organisation only.
+            try C.require(
+                try await db.refingerprintToken(
+                    d.token, organization: "org-b", previousKeyID: "hmac-1", fingerprint: new, fingerprintKeyID: "hmac-2"),
+                "another organisation's fingerprint was a conflict")
+            try C.require(try await db.tokens(fingerprintedWith: "hmac-1", limit: 10) == [b], "hmac-1 listing afterwards")
+            let moved = try await db.tokens(fingerprintedWith: "hmac-2", limit: 10).map(\.token)
+            try C.require(moved == [a.token, c.token, d.token], "hmac-2 listing afterwards: \(moved)")
+        },
+        StorageConformance(name: "key usage: live rows counted by use and key") { db in
+            try C.require(try await db.keyUsage().isEmpty, "an empty database uses keys")
+            var other = C.registration(3)
+            other.sealed = C.sealed(3, key: "kek-2")
+            for record in [C.registration(1), C.registration(2), other, C.registration(4)] { try await db.insertRegistration(record) }
+            _ = try await db.endRegistration(lookupKey: C.registration(4).lookupKey, at: C.t0 + 1)
+            var b = C.token("4000000000000002", fingerprint: 2)
+            b.sealed = C.sealed(2, key: "kek-2")
+            var c = C.token("4000000000000003", fingerprint: 3, organization: "org-b")
+            c.sealed = C.sealed(3, key: "kek-2")
+            c.fingerprintKeyID = "hmac-2"
+            for record in [C.token("4000000000000001", fingerprint: 1), b, c] { _ = try await db.insertToken(record) }
+
+            let usage = try await db.keyUsage()
+            let expected = [
+                KeyUsage(use: .registrationPayloads, keyID: "kek-1", rows: 2),
+                KeyUsage(use: .registrationPayloads, keyID: "kek-2", rows: 1),
+                KeyUsage(use: .tokenPayloads, keyID: "kek-1", rows: 1), KeyUsage(use: .tokenPayloads, keyID: "kek-2", rows: 2),
+                KeyUsage(use: .tokenFingerprints, keyID: "hmac-1", rows: 2),
+                KeyUsage(use: .tokenFingerprints, keyID: "hmac-2", rows: 1),
+            ]
+            try C.require(usage == expected, "key usage: \(usage.map { "\($0.use.rawValue) \($0.keyID) \($0.rows)" })")
+        },
+    ]
+
     static let paypageChecks: [StorageConformance] = [
         StorageConformance(name: "paypages: create, list, disable") { db in
             let page = PaypageRecord(

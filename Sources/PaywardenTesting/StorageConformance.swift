@@ -49,6 +49,6 @@ public struct StorageConformance: Sendable, CustomStringConvertible {
 
     /// Every check, by name.
     public static let all: [StorageConformance] =
-        replayChecks + registrationChecks + tokenChecks + paypageChecks + eventChecks
-        + migrationChecks
+        replayChecks + registrationChecks + registrationRotationChecks + tokenChecks + tokenRotationChecks + paypageChecks
+        + eventChecks + migrationChecks
 }

@@ -146,6 +146,15 @@ public final class TestPostgres: Sendable {
         return name
     }
 
+    /// `pg_dump` of `database`, as a thief with the database's credentials would take it.
+    public func dump(database: String) throws -> String {
+        let output = try ChildProcess.run(
+            binaries + "/pg_dump", ["-h", "127.0.0.1", "-p", "\(port)", "-U", username, "--data-only", database],
+            environment: ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"])
+        try Self.check(output, "pg_dump")
+        return output.stdout
+    }
+
     /// The URL an operator would set (the password comes from ``passwordFile``).
     public func url(database: String) -> String {
         "postgres://\(username)@127.0.0.1:\(port)/\(database)?sslmode=disable"

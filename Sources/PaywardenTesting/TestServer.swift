@@ -12,6 +12,7 @@ import PaywardenConfiguration
 import PaywardenServer
 import ServiceLifecycle
 import Synchronization
+import Vault
 
 /// Runs `body` against a real Paywarden server on loopback (see ``TestServer``) and stops the
 /// server and destroys its token afterwards, whether `body` returns or throws.
@@ -47,6 +48,12 @@ public final class TestServer: Sendable {
     public let decryptKey: String
     /// A key without the `decrypt` scope.
     public let redeemOnlyKey: String
+    /// `redeem` and `detokenize` for the organisation `example`, whose paypage `examplePaypage`
+    /// allows the EC and RSA merchants' keys.
+    public let vaultKey: String
+    /// `redeem` and `detokenize` for another organisation, `rival`, whose paypage `rivalPaypage`
+    /// allows only a merchant identifier with no key here.
+    public let rivalKey: String
     public let logs: CapturedLog
     private let serverTask: Task<Void, any Error>
 
@@ -88,13 +95,21 @@ public final class TestServer: Sendable {
 
         let (decryptKey, decryptEntry) = APIKey.generate(name: "payments", scopes: [.decrypt])
         let (redeemKey, redeemEntry) = APIKey.generate(name: "checkout", scopes: [.redeem], organization: "example")
+        let (vaultKey, vaultEntry) = APIKey.generate(name: "merchant-server", scopes: [.redeem, .detokenize], organization: "example")
+        let (rivalKey, rivalEntry) = APIKey.generate(name: "rival-server", scopes: [.redeem, .detokenize], organization: "rival")
         self.decryptKey = decryptKey
         self.redeemOnlyKey = redeemKey
+        self.vaultKey = vaultKey
+        self.rivalKey = rivalKey
         // The catalog's defaults (no environment, no file), then the test token and test values.
         var configuration = try ServerConfiguration(settings: await PaywardenSettings.load(environment: [:]))
         configuration.hsm = token.configuration
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
-        configuration.apiKeys = APIKeyRegistry(keys: [try APIKey(entry: decryptEntry), try APIKey(entry: redeemEntry)])
+        configuration.apiKeys = APIKeyRegistry(
+            keys: try [decryptEntry, redeemEntry, vaultEntry, rivalEntry].map { entry in try APIKey(entry: entry) })
+        // The registration limits of production would throttle the tests' bursts.
+        configuration.eProtectRatePerAddress = 100_000
+        configuration.eProtectRatePerPaypage = 100_000
         configuration.trustAnchors = TrustAnchors(certificates: [DecryptionTestEnvironment.sharedPKI.root], source: "test root")
         configuration.keyRefreshInterval = .milliseconds(250)
         // A database of its own (a real SQLite file), removed when the test ends.
@@ -139,7 +154,17 @@ public final class TestServer: Sendable {
         }
         port = bound[.api] ?? 0
         operationsPort = bound[.operations] ?? port
+        // What an admin sets up with `paywarden paypages create` before apps post tokens.
+        _ = try await server.vault.createPaypage(
+            id: Self.examplePaypage, organization: "example", merchantIdentifiers: [ecMerchant, rsaMerchant].compactMap(\.merchantID),
+            reportGroups: [], tokenFormat: .t)
+        _ = try await server.vault.createPaypage(
+            id: Self.rivalPaypage, organization: "rival", merchantIdentifiers: ["merchant.com.rival"], reportGroups: ["rival"],
+            tokenFormat: .d)
     }
+
+    public static let examplePaypage = "examplePaypage"
+    public static let rivalPaypage = "rivalPaypage"
 
     static func certified(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)

@@ -11,4 +11,17 @@ public struct DecryptedPaymentToken: Sendable {
     public let keyID: String
     /// Lowercase hex SHA-256 of the merchant identifier.
     public let merchantIdentifierHash: String
+
+    public init(
+        paymentData: [UInt8], version: PaymentTokenVersion, transactionID: String, publicKeyHash: String, signingTime: Date,
+        keyID: String, merchantIdentifierHash: String
+    ) {
+        self.paymentData = paymentData
+        self.version = version
+        self.transactionID = transactionID
+        self.publicKeyHash = publicKeyHash
+        self.signingTime = signingTime
+        self.keyID = keyID
+        self.merchantIdentifierHash = merchantIdentifierHash
+    }
 }

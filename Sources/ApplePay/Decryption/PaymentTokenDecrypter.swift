@@ -27,11 +27,17 @@ public final class PaymentTokenDecrypter: Sendable {
 
     /// Decrypts a `PKPaymentToken` or its `paymentData` (UTF-8 JSON).
     /// - Parameter at: evaluate the signature as of this time instead of now (`--at`).
-    public func decrypt(json: [UInt8], at: Date? = nil) async throws(PaymentTokenError) -> DecryptedPaymentToken {
-        try await decrypt(try PaymentToken(json: json), at: at)
+    /// - Parameter merchantIdentifierHashes: when given, a token whose key belongs to any other
+    ///   merchant identifier is refused after verification and before its transaction id is claimed.
+    public func decrypt(
+        json: [UInt8], at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil
+    ) async throws(PaymentTokenError) -> DecryptedPaymentToken {
+        try await decrypt(try PaymentToken(json: json), at: at, merchantIdentifierHashes: merchantIdentifierHashes)
     }
 
-    public func decrypt(_ token: PaymentToken, at: Date? = nil) async throws(PaymentTokenError) -> DecryptedPaymentToken {
+    public func decrypt(
+        _ token: PaymentToken, at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil
+    ) async throws(PaymentTokenError) -> DecryptedPaymentToken {
         let now = at ?? clock()
         let verification = await verifier.verify(token, now: now)
         if let failure = verification.failure { throw failure }
@@ -49,6 +55,12 @@ public final class PaymentTokenDecrypter: Sendable {
                 .decryptionFailed,
                 "publicKeyHash \(token.publicKeyHashBase64) names a \(key.version == .ecV1 ? "EC" : "RSA") key, but the token is "
                     + "\(token.version.rawValue)"
+            )
+        }
+
+        if let merchantIdentifierHashes, !merchantIdentifierHashes.contains(Hex.encode(key.merchantIdentifierHash)) {
+            throw PaymentTokenError(
+                .merchantNotAuthorized, "the token is encrypted to a key of a merchant identifier this paypage or organisation does not use"
             )
         }
 

@@ -15,6 +15,8 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
         case overloaded = "overloaded"
         /// The replay ledger could not be reached, so the token was not decrypted.
         case databaseUnavailable = "database_unavailable"
+        /// The token is encrypted to a key the caller may not use (another merchant organisation's).
+        case merchantNotAuthorized = "merchant_not_authorized"
     }
 
     public let code: Code

@@ -14,6 +14,9 @@ struct AdminAction {
     private(set) var home = PaywardenHome(path: "Keys")
     /// The settings of this run, once read.
     private(set) var settings: PaywardenSettings?
+    /// What the action had done when it failed (keys it created, say): the audit record keeps it
+    /// before the failure's message, so a failure part-way does not hide what changed.
+    var progress: String?
 
     init(_ name: String, keyID: String? = nil, merchantID: String? = nil, mutates: Bool = true) {
         self.name = name
@@ -30,6 +33,12 @@ struct AdminAction {
 
     /// `body` returns what to audit on success (it may name the key it created).
     func run(hsm options: HSMOptions, _ body: (MerchantKeyStore, inout AdminAction) async throws -> String?) async throws {
+        try await run(hsm: options, probeCapabilities: false) { hsm, action in try await body(MerchantKeyStore(hsm: hsm), &action) }
+    }
+
+    /// The same with the HSM itself, its capabilities probed when `probeCapabilities` (what
+    /// generating vault keys needs; merchant keys do without the probe's cost).
+    func run(hsm options: HSMOptions, probeCapabilities: Bool, _ body: (HSM, inout AdminAction) async throws -> String?) async throws {
         var action = self
         var outcome = "ok"
         var detail: String?
@@ -52,9 +61,9 @@ struct AdminAction {
             action.settings = settings
             auditLog = action.home.auditLog
             let lock = mutates ? try AdminLock(path: action.home.adminLock) : nil
-            let hsm = try await HSM.open(options.configuration(settings), probeCapabilities: false)
+            let hsm = try await HSM.open(options.configuration(settings), probeCapabilities: probeCapabilities)
             do {
-                detail = try await body(MerchantKeyStore(hsm: hsm), &action)
+                detail = try await body(hsm, &action)
                 await hsm.close()
             } catch {
                 await hsm.close()
@@ -64,7 +73,7 @@ struct AdminAction {
         } catch {
             let failure = CommandFailure(describing: error)
             outcome = failure.status == .refused ? "refused" : "failed"
-            detail = failure.message
+            detail = [action.progress, failure.message].compactMap { $0 }.joined(separator: "; ")
             failure.report()
             throw failure.exitCode
         }

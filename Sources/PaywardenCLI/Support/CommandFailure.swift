@@ -8,6 +8,7 @@ import PaywardenConfiguration
 import PaywardenServer
 import PaywardenStorage
 import Synchronization
+import Vault
 
 /// A failure reported as one line on stderr with a stable exit status: what was wrong and what
 /// to do about it.
@@ -64,6 +65,18 @@ struct CommandFailure: Error, CustomStringConvertible {
         self.init(status, "the database: \(error)")
     }
 
+    /// The vault's messages say what to do. A database outage exits as a `StorageError`'s does, and
+    /// an unreadable record as the corrupt storage it mostly reports.
+    init(_ error: VaultError) {
+        let status: Status =
+            switch error.code {
+            case .hsmUnavailable, .databaseUnavailable: .unavailable
+            case .recordUnreadable: .misconfiguration
+            default: .refused
+            }
+        self.init(status, error.message)
+    }
+
     /// Any error a command can meet, as a one-line failure.
     init(describing error: any Error) {
         switch error {
@@ -74,6 +87,7 @@ struct CommandFailure: Error, CustomStringConvertible {
         case let error as ConfigurationError: self.init(.misconfiguration, error.message)
         case let error as ServerStartError: self.init(.misconfiguration, error.description)
         case let error as StorageError: self.init(error)
+        case let error as VaultError: self.init(error)
         default: self.init(.refused, "\(error)")
         }
     }

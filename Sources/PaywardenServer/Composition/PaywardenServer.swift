@@ -10,6 +10,7 @@ import PKCS11
 import PaywardenConfiguration
 import PaywardenStorage
 import ServiceLifecycle
+import Vault
 
 /// The composition root of `paywarden serve`: opens the HSM, builds the services, the routes, TLS
 /// and the listeners from a configuration, and runs them until a termination signal, finishing
@@ -22,6 +23,8 @@ public struct PaywardenServer: Sendable {
     let decryption: DecryptionService
     let maintenance: HSMMaintenanceService
     let databaseHealth: DatabaseHealthService
+    let vaultService: VaultService
+    let vaultMaintenance: VaultMaintenanceService
     let logger: Logger
 
     /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
@@ -61,9 +64,18 @@ public struct PaywardenServer: Sendable {
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )
         await maintenance.refresh()
+        let keyring = VaultKeyring(hsm: hsm)
+        let vaultCore = Vault(
+            database: database.database, keyring: keyring, policy: configuration.vaultPolicy, clock: configuration.vaultClock)
+        let vault = VaultService(
+            vault: vaultCore, decryption: decryption, metrics: metrics, audit: configuration.auditLogPath.map(AuditLog.init(path:)),
+            logger: logger)
+        let vaultMaintenance = VaultMaintenanceService(
+            vault: vaultCore, database: databaseHealth, metrics: metrics, interval: configuration.vaultMaintenanceInterval, logger: logger)
         return PaywardenServer(
             configuration: configuration, hsm: hsm, metrics: metrics, database: database, decryption: decryption,
-            maintenance: maintenance, databaseHealth: databaseHealth, logger: logger)
+            maintenance: maintenance, databaseHealth: databaseHealth, vaultService: vault, vaultMaintenance: vaultMaintenance,
+            logger: logger)
     }
 
     /// Before the API listens: the schema is checked (and migrated when allowed), which is also
@@ -78,7 +90,29 @@ public struct PaywardenServer: Sendable {
             throw ServerStartError("the \(database.database.driver) database at \(database.database.location) cannot be used: \(error)")
         }
         databaseHealth.started()
+        await prepareVaultKeys()
     }
+
+    /// The vault's keys: read from the HSM, and the first of each purpose generated when the HSM
+    /// has none (a new deployment), which the audit log records. Without them the vault routes
+    /// answer 503 and the log says why; decryption does not need them.
+    private func prepareVaultKeys() async {
+        let keyring = vault.keyring
+        do {
+            for key in try await keyring.createMissing() {
+                logger.notice("vault key generated in the HSM", metadata: ["purpose": "\(key.purpose.rawValue)", "key": "\(key.id)"])
+                try? configuration.auditLogPath.map(AuditLog.init(path:))?.append(
+                    AuditLog.Record(
+                        time: Date(), user: AuditLog.currentUser, action: "vault-key-create", keyID: key.id.hex, merchantID: nil,
+                        result: "ok", detail: "first \(key.purpose.rawValue) key, generated at start-up"))
+            }
+        } catch {
+            logger.error("the vault keys are not usable; vault routes answer 503 until they are", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The vault this server serves (paypages, registrations, tokens), for admin work in process.
+    public var vault: Vault { vaultService.vault }
 
     /// Whether the HSM is logged in and the key map loaded.
     public var isReady: Bool { maintenance.isReady }
@@ -97,7 +131,7 @@ public struct PaywardenServer: Sendable {
         // The database's services (PostgreSQL's pool) come first, so they stop last.
         var api = try application(
             router: apiRouter(includingOperations: !separateOperations), address: configuration.listen, tls: configuration.tls,
-            services: database.services + [databaseHealth, maintenance], onRunning: { await onListening(.api, $0) }
+            services: database.services + [databaseHealth, maintenance, vaultMaintenance], onRunning: { await onListening(.api, $0) }
         )
         api.beforeServerStarts { try await prepareDatabase() }
         guard let operationsAddress = configuration.operationsListen else { return [api] }
@@ -140,7 +174,27 @@ public struct PaywardenServer: Sendable {
         router.group("/v1/payment-tokens")
             .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .decrypt))
             .post("/decrypt", use: decrypt.decrypt)
+        addVaultRoutes(to: router)
         return router
+    }
+
+    private func addVaultRoutes(to router: Router<PaywardenRequestContext>) {
+        let eProtect = EProtectController(
+            service: vaultService, perPaypage: RateLimiter(ratePerSecond: configuration.eProtectRatePerPaypage),
+            perAddress: RateLimiter(ratePerSecond: configuration.eProtectRatePerAddress), maxBodyBytes: configuration.maxBodyBytes)
+        router.post("/eProtect/paypage", use: eProtect.register)
+        let controller = VaultController(service: vaultService)
+        router.group("/v1/registrations")
+            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .redeem))
+            .post("/{id}/redeem", use: controller.redeem)
+            .delete("/{id}", use: controller.endRegistration)
+        router.group("/v1/tokens")
+            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .detokenize))
+            .post("/{token}/detokenize", use: controller.detokenize)
+            .delete("/{token}", use: controller.deleteToken)
+        let cnp = CnpController(service: vaultService, registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes)
+        router.post("/vap/communicator/online", use: cnp.online)
+        router.post("/cnpAPI", use: cnp.online)
     }
 
     private func operationsRouter() -> Router<PaywardenRequestContext> {

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import PKCS11
 import PaywardenConfiguration
+import Vault
 
 /// What `paywarden serve` runs with: plain values, built from ``PaywardenSettings`` by
 /// ``init(settings:)`` (which checks what the configuration module cannot: API-key scopes, trust
@@ -19,6 +20,15 @@ public struct ServerConfiguration: Sendable {
     public var keyRefreshInterval: Duration
     public var hsm: HSMConfiguration
     public var database: DatabaseSettings
+    /// eProtect registrations per second per `paypageId` and per client address.
+    public var eProtectRatePerPaypage: Int
+    public var eProtectRatePerAddress: Int
+    public var vaultMaintenanceInterval: Duration
+    public var vaultPolicy: VaultPolicy
+    /// The vault's clock (registration expiry, purge); tests move it.
+    public var vaultClock: @Sendable () -> Date = { Date() }
+    /// The admin audit log, which detokenizations and deletions are written to as well.
+    public var auditLogPath: String?
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -39,6 +49,12 @@ public struct ServerConfiguration: Sendable {
         recycleEvery = settings.hsm.recycleEvery
         keyRefreshInterval = settings.hsm.keyRefreshInterval
         database = settings.database
+        eProtectRatePerPaypage = server.eProtectRatePerPaypage
+        eProtectRatePerAddress = server.eProtectRatePerAddress
+        vaultMaintenanceInterval = .seconds(server.vaultMaintenanceSeconds)
+        vaultPolicy = VaultPolicy(retiredKeyGrace: TimeInterval(server.vaultRetiredKeyGraceSeconds))
+        // The same file the admin commands append to (`PaywardenHome.auditLog`).
+        auditLogPath = settings.home + "/audit/audit.jsonl"
     }
 
     /// The embedded Apple root, or the files `PAYWARDEN_TRUST_ROOTS` names.

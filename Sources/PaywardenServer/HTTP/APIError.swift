@@ -10,6 +10,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public let code: String
     public let message: String
     public var headers: HTTPFields = [:]
+    /// The eProtect or cnpAPI response code beside the stable one (vault routes).
+    public var eProtectCode: String?
 
     public init(_ status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
         self.status = status
@@ -26,6 +28,8 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             self.init(.badRequest, code: error.code.rawValue, message: error.message)
         case .hsmUnavailable, .overloaded, .databaseUnavailable:
             self.init(.serviceUnavailable, code: error.code.rawValue, message: error.message, headers: [.retryAfter: "1"])
+        case .merchantNotAuthorized:
+            self.init(.forbidden, code: error.code.rawValue, message: error.message)
         default:
             self.init(.unprocessableContent, code: error.code.rawValue, message: error.message)
         }
@@ -52,12 +56,14 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         struct Detail: Encodable {
             let code: String
             let message: String
+            let eProtectCode: String?
         }
         let error: Detail
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = try JSONResponses.encoder.encode(Body(error: .init(code: code, message: message)), from: request, context: context)
+        var response = try JSONResponses.encoder.encode(
+            Body(error: .init(code: code, message: message, eProtectCode: eProtectCode)), from: request, context: context)
         response.status = status
         response.headers.append(contentsOf: headers)
         return response

@@ -42,7 +42,9 @@ public final class DecryptionService: Sendable {
 
     /// Verifies and decrypts `body`. The work runs on the HSM's worker threads, so verification
     /// and the key operation share them and never wait for a hop between threads.
-    func decrypt(_ body: [UInt8]) async throws(PaymentTokenError) -> DecryptedPaymentToken {
+    /// - Parameter merchantIdentifierHashes: the merchants whose keys may open it (the vault's
+    ///   organisation check); nil for the decrypt endpoint, where any configured key may.
+    func decrypt(_ body: [UInt8], merchantIdentifierHashes: Set<String>? = nil) async throws(PaymentTokenError) -> DecryptedPaymentToken {
         guard hsmAvailable.load(ordering: .relaxed) else {
             throw PaymentTokenError(.hsmUnavailable, "the HSM is unavailable; Paywarden is re-establishing the session, retry shortly")
         }
@@ -62,7 +64,7 @@ public final class DecryptionService: Sendable {
         let decrypter = self.decrypter
         let result: Result<DecryptedPaymentToken, PaymentTokenError> = await withTaskExecutorPreference(hsm.executor) {
             do throws(PaymentTokenError) {
-                return .success(try await decrypter.decrypt(json: body))
+                return .success(try await decrypter.decrypt(json: body, merchantIdentifierHashes: merchantIdentifierHashes))
             } catch {
                 return .failure(error)
             }

@@ -17,6 +17,13 @@ public final class ServerMetrics: Sendable {
     /// registry's name-and-labels key building.
     private let requestCounters = Mutex<[RequestLabels: Counter]>([:])
     private let outcomeCounters = Mutex<[String: Counter]>([:])
+    private let vaultCounters = Mutex<[VaultLabels: Counter]>([:])
+    private let vaultDuration: DurationHistogram
+
+    private struct VaultLabels: Hashable {
+        let operation: String
+        let outcome: String
+    }
 
     private struct RequestLabels: Hashable {
         let route: String
@@ -37,6 +44,12 @@ public final class ServerMetrics: Sendable {
         inFlight = registry.makeGauge(descriptor: Self.name("decrypt", unit: "in_flight", "Decryptions admitted and not yet finished"))
         databaseAvailable = registry.makeGauge(
             descriptor: Self.name("database", unit: "available", "1 when the database answered its last check"))
+        vaultDuration = registry.makeDurationHistogram(
+            descriptor: Self.name("vault_duration", unit: "seconds", "Time for one vault operation, successful or not"),
+            buckets: [
+                .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+                .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
+            ])
         replayPurged = registry.makeCounter(
             descriptor: Self.name("replay_ledger_purged", unit: "total", "Expired transaction ids deleted from the replay ledger"))
     }
@@ -78,6 +91,26 @@ public final class ServerMetrics: Sendable {
             counters[labels] = counter
             return counter
         }
+    }
+
+    /// A vault operation (register, redeem, detokenize, …) by outcome: ok or the stable error code.
+    func vault(operation: String, outcome: String, duration: Duration) {
+        Self.counter(in: vaultCounters, for: VaultLabels(operation: operation, outcome: outcome)) {
+            registry.makeCounter(
+                descriptor: Self.name("vault_operations", unit: "total", "Vault operations by operation and outcome"),
+                labels: [("operation", operation), ("outcome", outcome)])
+        }.increment()
+        vaultDuration.record(duration)
+    }
+
+    /// What the vault's maintenance did: registration payloads destroyed and tombstones deleted
+    /// by the purge, rows moved off rotated-out keys, keys destroyed.
+    func vaultMaintenance(_ what: String, _ count: Int) {
+        guard count > 0 else { return }
+        registry.makeCounter(
+            descriptor: Self.name("vault_maintenance", unit: "total", "Vault purge and rotation work done, by kind"),
+            labels: [("kind", what)]
+        ).increment(by: Int64(count))
     }
 
     func recycled() { recycles.increment() }

@@ -39,6 +39,21 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
+    public func keyUsage() async throws(StorageError) -> [KeyUsage] {
+        state.withLock { state in
+            // Tombstones have no payload, so no key: they protect nothing.
+            let counts: [(KeyUsage.Use, [String])] = [
+                (.registrationPayloads, state.registrations.values.compactMap { $0.sealed?.keyID }),
+                (.tokenPayloads, state.tokens.values.map(\.sealed.keyID)),
+                (.tokenFingerprints, state.tokens.values.map(\.fingerprintKeyID)),
+            ]
+            return counts.flatMap { use, keyIDs in
+                Dictionary(grouping: keyIDs) { $0 }.map { KeyUsage(use: use, keyID: $0.key, rows: $0.value.count) }
+                    .sorted { $0.keyID < $1.keyID }
+            }
+        }
+    }
+
     // MARK: Migrations
 
     public func schemaStatus() async throws(StorageError) -> SchemaStatus {
@@ -128,6 +143,31 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
+    public func registrations(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [RegistrationRecord] {
+        state.withLock { state in
+            // By lookup key, bytewise, as the SQL drivers order their primary key.
+            Array(
+                state.registrations.values.filter { $0.sealed?.keyID == keyID }
+                    .sorted { $0.lookupKey.lexicographicallyPrecedes($1.lookupKey) }
+                    .prefix(limit))
+        }
+    }
+
+    public func resealRegistration(
+        lookupKey: [UInt8], previousKeyID: String, sealed: SealedPayload
+    ) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            // A tombstone's nil payload never matches: ending wins over a re-wrap in flight.
+            guard state.registrations[lookupKey]?.sealed?.keyID == previousKeyID else { return false }
+            state.registrations[lookupKey]?.sealed = sealed
+            return true
+        }
+    }
+
+    public func registrationCount(createdBefore date: Date) async throws(StorageError) -> Int {
+        state.withLock { state in state.registrations.values.count { $0.createdAt < date } }
+    }
+
     // MARK: TokenStore
 
     public func insertToken(_ record: TokenRecord) async throws(StorageError) -> TokenInsertion {
@@ -173,6 +213,56 @@ public final class InMemoryDatabase: PaywardenDatabase {
             record.updatedAt = now
             state.tokens[key] = record
             return record
+        }
+    }
+
+    public func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool {
+        state.withLock { $0.tokens.removeValue(forKey: TokenKey(organization: organization, token: token)) != nil }
+    }
+
+    public func tokens(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord] {
+        Array(sortedTokens { $0.sealed.keyID == keyID }.prefix(limit))
+    }
+
+    public func resealToken(
+        _ token: String, organization: String, previousKeyID: String, sealed: SealedPayload
+    ) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            let key = TokenKey(organization: organization, token: token)
+            guard state.tokens[key]?.sealed.keyID == previousKeyID else { return false }
+            state.tokens[key]?.sealed = sealed
+            return true
+        }
+    }
+
+    public func tokens(fingerprintedWith keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord] {
+        Array(sortedTokens { $0.fingerprintKeyID == keyID }.prefix(limit))
+    }
+
+    public func refingerprintToken(
+        _ token: String, organization: String, previousKeyID: String, fingerprint: [UInt8], fingerprintKeyID: String
+    ) async throws(StorageError) -> Bool {
+        try state.withLock { state throws(StorageError) in
+            let key = TokenKey(organization: organization, token: token)
+            guard var record = state.tokens[key], record.fingerprintKeyID == previousKeyID else { return false }
+            // The (organization, fingerprint) uniqueness the SQL drivers' constraint enforces.
+            let taken = state.tokens.values.contains { other in
+                other.token != token && other.organization == organization && other.fingerprint == fingerprint
+            }
+            if taken {
+                throw StorageError(.conflict, "the organisation has a token for the fingerprint", table: "high_value_tokens")
+            }
+            record.fingerprint = fingerprint
+            record.fingerprintKeyID = fingerprintKeyID
+            state.tokens[key] = record
+            return true
+        }
+    }
+
+    /// The tokens `matching`, by organisation then token: the SQL drivers' primary-key order.
+    private func sortedTokens(where matching: (TokenRecord) -> Bool) -> [TokenRecord] {
+        state.withLock { state in
+            state.tokens.values.filter(matching).sorted { ($0.organization, $0.token) < ($1.organization, $1.token) }
         }
     }
 

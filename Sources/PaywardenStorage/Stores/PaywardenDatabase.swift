@@ -10,6 +10,8 @@ public protocol PaywardenDatabase: ReplayLedger, RegistrationStore, TokenStore, 
     func rowCounts() async throws(StorageError) -> [(table: String, rows: Int)]
     /// Housekeeping a running service does every second (SQLite copies its log into the file).
     func performMaintenance() async
+    /// How many rows each key still protects: what rotation must re-wrap before a key can go.
+    func keyUsage() async throws(StorageError) -> [KeyUsage]
 }
 
 extension PaywardenDatabase {

@@ -13,6 +13,18 @@ public protocol RegistrationStore: Sendable {
     /// The active purge: destroys the payloads of registrations expired at `now` (keeping their
     /// tombstones) and deletes tombstones that ended before `tombstonesEndedBefore`.
     func purgeRegistrations(now: Date, tombstonesEndedBefore: Date) async throws(StorageError) -> RegistrationPurge
+
+    // MARK: Key rotation
+
+    /// Up to `limit` registrations whose payload the key-encrypting key `keyID` sealed (ended ones
+    /// have no payload and never appear), for the re-wrap job.
+    func registrations(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [RegistrationRecord]
+    /// Replaces the sealed payload, only while the row is still sealed under `previousKeyID` (a
+    /// row ended or re-wrapped meanwhile is left alone); false when nothing was replaced.
+    func resealRegistration(lookupKey: [UInt8], previousKeyID: String, sealed: SealedPayload) async throws(StorageError) -> Bool
+    /// Rows, tombstones included, created before `date`: what still depends on a lookup key
+    /// retired at `date`.
+    func registrationCount(createdBefore date: Date) async throws(StorageError) -> Int
 }
 
 /// What a purge did.

@@ -13,4 +13,22 @@ public protocol TokenStore: Sendable {
     func updateToken(
         _ token: String, organization: String, state: TokenRecord.State, sealed: SealedPayload?, at now: Date
     ) async throws(StorageError) -> TokenRecord?
+    /// Deletes the row, and with it the sealed account number; false when unknown.
+    func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool
+
+    // MARK: Key rotation
+
+    /// Up to `limit` tokens whose account number the key-encrypting key `keyID` sealed.
+    func tokens(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord]
+    /// Replaces the sealed payload, only while it is still sealed under `previousKeyID`.
+    func resealToken(
+        _ token: String, organization: String, previousKeyID: String, sealed: SealedPayload
+    ) async throws(StorageError) -> Bool
+    /// Up to `limit` tokens whose fingerprint the HMAC key `keyID` computed.
+    func tokens(fingerprintedWith keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord]
+    /// Replaces the fingerprint, only while it is still computed under `previousKeyID`;
+    /// `.conflict` when the organisation already has a token with the new fingerprint.
+    func refingerprintToken(
+        _ token: String, organization: String, previousKeyID: String, fingerprint: [UInt8], fingerprintKeyID: String
+    ) async throws(StorageError) -> Bool
 }

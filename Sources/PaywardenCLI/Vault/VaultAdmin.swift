@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+import PaywardenConfiguration
+import PaywardenServer
+import Synchronization
+import Vault
+
+/// Runs one vault command as an ``AdminAction`` (the admin lock when it mutates, one audit record
+/// whatever the outcome, failures reported) with a ``Vault`` over the HSM and the database.
+struct VaultAdmin {
+    let name: String
+    let mutates: Bool
+
+    init(_ name: String, mutates: Bool = true) {
+        self.name = name
+        self.mutates = mutates
+    }
+
+    /// `body` notes what to audit on `audit` as it goes, so a failure part-way still records what
+    /// changed before it.
+    func run(
+        hsm options: HSMOptions, _ body: @Sendable (_ vault: Vault, _ settings: PaywardenSettings, _ audit: VaultAudit) async throws -> Void
+    ) async throws {
+        let audit = VaultAudit()
+        // Vault keys are generated as the token allows (key wrap or AES-GCM): only the probe says which.
+        try await AdminAction(name, mutates: mutates).run(hsm: options, probeCapabilities: true) { hsm, action in
+            defer {
+                action.keyID = audit.keyID
+                action.progress = audit.detail
+            }
+            guard let settings = action.settings else { preconditionFailure("AdminAction reads the settings before its body") }
+            let connection = try DatabaseConnection.open(settings.database, create: true, logger: Logger(label: "paywarden"))
+            let policy = VaultPolicy(retiredKeyGrace: TimeInterval(settings.server.vaultRetiredKeyGraceSeconds))
+            try await connection.withServices { database in
+                _ = try await connection.prepareSchema(migratingAutomatically: settings.database.autoMigrate)
+                let keyring = VaultKeyring(hsm: hsm)
+                try await keyring.refresh()
+                try await body(Vault(database: database, keyring: keyring, policy: policy), settings, audit)
+            }
+            return audit.detail
+        }
+    }
+}
+
+/// What a vault command's audit record says besides its outcome: the vault key it concerns and
+/// notes without secrets (paypage ids, organisations, key ids, counts).
+final class VaultAudit: Sendable {
+    private let state = Mutex<(keyID: String?, notes: [String])>((nil, []))
+
+    func note(_ text: String) {
+        state.withLock { $0.notes.append(text) }
+    }
+
+    /// The record's key id: the key the command made.
+    func concerns(_ key: VaultKey) {
+        state.withLock { $0.keyID = key.id.hex }
+    }
+
+    var keyID: String? { state.withLock { $0.keyID } }
+
+    var detail: String? {
+        state.withLock { $0.notes.isEmpty ? nil : $0.notes.joined(separator: "; ") }
+    }
+}
+
+/// A vault key as the CLI names it.
+extension VaultKey {
+    var summary: String { "\(purpose.rawValue) key \(id.hex) (\(kind.rawValue))" }
+}

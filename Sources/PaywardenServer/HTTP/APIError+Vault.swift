@@ -1,0 +1,32 @@
+import HTTPTypes
+import Vault
+
+extension APIError {
+    /// The response for a failed vault request: the stable code with its HTTP status, and the
+    /// eProtect or cnpAPI code in the body.
+    init(_ failure: VaultFailure) {
+        switch failure {
+        case .token(let error):
+            self.init(error)
+        case .vault(let error):
+            let status: HTTPResponse.Status =
+                switch error.code {
+                case .registrationNotFound, .tokenNotFound: .notFound
+                case .registrationExpired, .tokenUnlinked: .gone
+                case .merchantNotAuthorized, .reportGroupInvalid: .forbidden
+                case .invalidAccountNumber: .unprocessableContent
+                case .invalidRequest: .badRequest
+                case .databaseUnavailable, .hsmUnavailable: .serviceUnavailable
+                case .recordUnreadable: .internalServerError
+                }
+            if error.code == .recordUnreadable {
+                self = .internalError
+            } else {
+                self.init(
+                    status, code: error.code.rawValue, message: error.message,
+                    headers: status == .serviceUnavailable ? [.retryAfter: "1"] : [:])
+            }
+        }
+        eProtectCode = EProtectResponseCode(paywardenCode: failure.code).rawValue
+    }
+}

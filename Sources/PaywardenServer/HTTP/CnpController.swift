@@ -1,0 +1,118 @@
+import ApplePay
+import Foundation
+import Hummingbird
+import NIOCore
+import ProcessorMessages
+import Vault
+
+/// `POST /vap/communicator/online` (and `/cnpAPI`): cnpAPI XML in either namespace. This issue's
+/// transaction is `registerTokenRequest`, with a paypage registration ID or an Apple Pay token;
+/// the reply is a `registerTokenResponse` in the request's namespace. The XML parser refuses
+/// DTDs, entities and processing instructions and caps size, depth and element counts.
+///
+/// Authentication: `<authentication>` carries the API key's name as `user` and the key itself
+/// as `password`; an `Authorization: Bearer` header, when sent, must be the same key. The key
+/// needs the `redeem` scope and acts for its organisation.
+struct CnpController {
+    let service: VaultService
+    let registry: APIKeyRegistry
+    let maxBodyBytes: Int
+
+    func online(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let body = try await RequestBody.collect(request, limit: maxBodyBytes)
+        let parsed: CnpOnlineRequest
+        do throws(ProcessorMessageError) {
+            parsed = try CnpOnlineRequest.parse(body)
+        } catch {
+            return Self.xml(CnpOnlineResponse.errorEnvelope(answering: body, refusing: error))
+        }
+        guard let key = authenticate(parsed, header: request.headers[.authorization]), key.scopes.contains(.redeem),
+            let organization = key.organization
+        else {
+            return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: .invalidCredentials))
+        }
+        guard case .registerToken(let registration) = parsed.transaction else {
+            // authorization and sale are relayed to an upstream, which this build does not configure.
+            let status = CnpEnvelopeStatus.schemaValidationFailed(
+                "Paywarden answers registerTokenRequest here; \(parsed.transaction.name) needs a configured upstream, and none is")
+            return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: status))
+        }
+        let response = await register(registration, organization: organization)
+        return Self.xml(
+            CnpOnlineResponse.envelope(dialect: parsed.dialect, version: parsed.version, transactions: [response.element(parsed.dialect)]))
+    }
+
+    private func register(_ registration: CnpRegisterTokenRequest, organization: String) async -> CnpRegisterTokenResponse {
+        let transactionID = UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999)
+        var response = CnpRegisterTokenResponse(
+            attributes: registration.attributes, transactionId: transactionID, response: .registrationError, responseTime: service.vault.now
+        )
+        do throws(VaultFailure) {
+            let issued: IssuedToken
+            switch registration.source {
+            case .paypageRegistrationId(let id):
+                issued = try await service.redeem(id, organization: organization).highValueToken
+            case .applePay(let token):
+                let policy = try await service.organizationPolicy(organization)
+                let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
+                issued = try await service.issueToken(for: decrypted, policy: policy)
+                response.applePay = Self.applePayResponse(decrypted.paymentData)
+            }
+            response.response = issued.isNew ? .registered : .previouslyRegistered
+            response.token = issued.token
+            response.bin = issued.firstSix
+            response.type = issued.network.rawValue.isEmpty ? nil : issued.network.rawValue
+        } catch {
+            response.response = Self.responseCode(error)
+        }
+        return response
+    }
+
+    /// The key named by `<authentication>`, when its password is that key and any Bearer header agrees.
+    private func authenticate(_ request: CnpOnlineRequest, header: String?) -> APIKey? {
+        guard let key = registry.authenticate(request.password), key.name == request.user else { return nil }
+        if let header {
+            guard header.lowercased().hasPrefix("bearer "),
+                registry.authenticate(header.dropFirst(7).trimmingCharacters(in: .whitespaces))?.name == key.name
+            else { return nil }
+        }
+        return key
+    }
+
+    /// cnpAPI's token codes, with eProtect's for registration IDs; the reason after the words.
+    static func responseCode(_ failure: VaultFailure) -> CnpTokenResponseCode {
+        let base: CnpTokenResponseCode =
+            switch failure.code {
+            case "registration_not_found": CnpTokenResponseCode(code: "877", message: "Invalid paypage registration id")
+            case "registration_expired": CnpTokenResponseCode(code: "878", message: "Expired paypage registration id")
+            case "invalid_account_number": .invalidAccountNumber
+            case "merchant_not_authorized": .merchantNotAuthorized
+            default: .registrationError
+            }
+        return CnpTokenResponseCode(code: base.code, message: "\(base.message) (\(failure.code))")
+    }
+
+    /// `applepayResponse`: the decrypted fields cnpAPI names, without the account number.
+    static func applePayResponse(_ paymentData: [UInt8]) -> CnpApplePayResponse? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(paymentData)) as? [String: Any] else { return nil }
+        let inner = object["paymentData"] as? [String: Any]
+        func text(_ value: Any?) -> String? {
+            switch value {
+            case let string as String: string
+            case let number as NSNumber: number.stringValue
+            default: nil
+            }
+        }
+        return CnpApplePayResponse(
+            applicationExpirationDate: text(object["applicationExpirationDate"]), currencyCode: text(object["currencyCode"]),
+            transactionAmount: text(object["transactionAmount"]), cardholderName: text(object["cardholderName"]),
+            deviceManufacturerIdentifier: text(object["deviceManufacturerIdentifier"]), paymentDataType: text(object["paymentDataType"]),
+            onlinePaymentCryptogram: text(inner?["onlinePaymentCryptogram"]), eciIndicator: text(inner?["eciIndicator"]))
+    }
+
+    static func xml(_ document: ProcessorXML.Document) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/xml; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: ProcessorXML.serialize(document))))
+    }
+}

@@ -1,0 +1,151 @@
+import ApplePay
+import Foundation
+import Hummingbird
+import Vault
+
+/// The merchant server's vault routes: redeem and end registration IDs (scope `redeem`),
+/// detokenize and delete high-value tokens (scope `detokenize`). Every one acts for the API key's
+/// organisation only; a key without one is refused.
+struct VaultController {
+    let service: VaultService
+
+    func redeem(_ request: Request, context: PaywardenRequestContext) async throws -> VerbatimJSONResponse<RedemptionFacts> {
+        let target = try Target(context, parameter: "id")
+        let redemption = try await Self.answer { () async throws(VaultFailure) in
+            try await service.redeem(target.value, organization: target.organization)
+        }
+        return VerbatimJSONResponse(key: "paymentData", verbatim: redemption.paymentData, envelope: RedemptionFacts(redemption))
+    }
+
+    func endRegistration(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let target = try Target(context, parameter: "id")
+        try await Self.answer { () async throws(VaultFailure) in
+            try await service.endRegistration(target.value, key: target.key, organization: target.organization)
+        }
+        return Response(status: .noContent)
+    }
+
+    func detokenize(_ request: Request, context: PaywardenRequestContext) async throws -> DetokenizedAccountBody {
+        let target = try Target(context, parameter: "token")
+        return DetokenizedAccountBody(
+            try await Self.answer { () async throws(VaultFailure) in
+                try await service.detokenize(target.value, key: target.key, organization: target.organization)
+            })
+    }
+
+    func deleteToken(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let target = try Target(context, parameter: "token")
+        try await Self.answer { () async throws(VaultFailure) in
+            try await service.deleteToken(target.value, key: target.key, organization: target.organization)
+        }
+        return Response(status: .noContent)
+    }
+
+    /// The vault's failure as the HTTP error with its status and eProtect code.
+    private static func answer<Value>(_ body: () async throws(VaultFailure) -> Value) async throws -> Value {
+        do {
+            return try await body()
+        } catch {
+            throw APIError(error)
+        }
+    }
+
+    /// The path parameter, the API key, and the organisation the key acts for.
+    private struct Target {
+        let value: String
+        let key: APIKey
+        let organization: String
+
+        init(_ context: PaywardenRequestContext, parameter: String) throws {
+            guard let key = context.apiKey else { throw APIError.unauthorized("send an API key as Authorization: Bearer KEY") }
+            guard let organization = key.organization else {
+                throw APIError.forbidden(
+                    "API key \(key.name) has no organisation; vault routes need NAME:SHA256HEX:SCOPES:ORGANIZATION "
+                        + "(paywarden apikeys create --organization)")
+            }
+            self.value = context.parameters.get(parameter) ?? ""
+            self.key = key
+            self.organization = organization
+        }
+    }
+}
+
+/// The redemption's body besides the verbatim `paymentData`.
+struct RedemptionFacts: Encodable, Sendable {
+    struct Token: Encodable, Sendable {
+        let version: String
+        let transactionId: String
+        let publicKeyHash: String
+        let signingTime: String
+    }
+
+    struct HighValueToken: Encodable, Sendable {
+        let token: String
+        let format: String
+        let responseCode: String
+        let message: String
+        let kind: String
+        let recurringEligible: Bool
+        let merchantTokenIdentifier: String?
+
+        enum CodingKeys: CodingKey { case token, format, responseCode, message, kind, recurringEligible, merchantTokenIdentifier }
+
+        /// `merchantTokenIdentifier` is always present, null for a DPAN, so clients see one shape.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(token, forKey: .token)
+            try container.encode(format, forKey: .format)
+            try container.encode(responseCode, forKey: .responseCode)
+            try container.encode(message, forKey: .message)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(recurringEligible, forKey: .recurringEligible)
+            try container.encode(merchantTokenIdentifier, forKey: .merchantTokenIdentifier)
+        }
+    }
+
+    struct RegistrationFacts: Encodable, Sendable {
+        let redemptions: Int
+        let expiresAt: String
+    }
+
+    let token: Token
+    let highValueToken: HighValueToken
+    let registration: RegistrationFacts
+
+    init(_ redemption: Redemption) {
+        token = Token(
+            version: redemption.version, transactionId: redemption.transactionId, publicKeyHash: redemption.publicKeyHash,
+            signingTime: RFC3339.string(from: redemption.signingTime))
+        let issued = redemption.highValueToken
+        highValueToken = HighValueToken(
+            token: issued.token, format: issued.format.rawValue, responseCode: issued.responseCode, message: issued.message,
+            kind: issued.kind.rawValue, recurringEligible: issued.kind.recurringEligible,
+            merchantTokenIdentifier: issued.merchantTokenIdentifier)
+        registration = RegistrationFacts(redemptions: redemption.redemptions, expiresAt: RFC3339.string(from: redemption.expiresAt))
+    }
+}
+
+/// `{"accountNumber","expirationDate","kind","merchantTokenIdentifier"}`: never a cryptogram.
+struct DetokenizedAccountBody: ResponseEncodable, Sendable {
+    let accountNumber: String
+    let expirationDate: String
+    let kind: String
+    let merchantTokenIdentifier: String?
+
+    enum CodingKeys: CodingKey { case accountNumber, expirationDate, kind, merchantTokenIdentifier }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accountNumber, forKey: .accountNumber)
+        try container.encode(expirationDate, forKey: .expirationDate)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(merchantTokenIdentifier, forKey: .merchantTokenIdentifier)
+    }
+
+    init(_ account: DetokenizedAccount) {
+        accountNumber = account.accountNumber.revealed
+        expirationDate = account.expirationDate
+        kind = account.kind.rawValue
+        merchantTokenIdentifier = account.merchantTokenIdentifier
+    }
+}

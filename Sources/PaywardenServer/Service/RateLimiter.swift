@@ -1,0 +1,53 @@
+import Foundation
+import Synchronization
+
+/// Token buckets by key (a `paypageId`, a client address): `rate` requests a second with bursts
+/// of `burst`. Memory is bounded: past `maximumKeys` buckets, the full ones (idle keys) are
+/// dropped first, and if every bucket is in use the limiter refuses new keys until some refill,
+/// rather than growing without bound under a flood of addresses.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+
+    let rate: Double
+    let burst: Double
+    let maximumKeys: Int
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    init(ratePerSecond: Int, burst: Int? = nil, maximumKeys: Int = 100_000) {
+        self.rate = Double(ratePerSecond)
+        self.burst = Double(burst ?? ratePerSecond * 2)
+        self.maximumKeys = maximumKeys
+    }
+
+    /// Takes one request's token for `key`: nil when allowed, else how long until one is available.
+    func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
+        buckets.withLock { buckets in
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
+            bucket.tokens = min(burst, bucket.tokens + rate * Self.seconds(now - bucket.updated))
+            bucket.updated = now
+            guard bucket.tokens >= 1 else {
+                buckets[key] = bucket
+                return .seconds((1 - bucket.tokens) / rate)
+            }
+            if buckets[key] == nil, buckets.count >= maximumKeys {
+                Self.dropIdle(&buckets, burst: burst, rate: rate, now: now)
+                guard buckets.count < maximumKeys else { return .seconds(1) }
+            }
+            bucket.tokens -= 1
+            buckets[key] = bucket
+            return nil
+        }
+    }
+
+    private static func dropIdle(_ buckets: inout [String: Bucket], burst: Double, rate: Double, now: ContinuousClock.Instant) {
+        buckets = buckets.filter { $0.value.tokens + rate * seconds(now - $0.value.updated) < burst }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,156 @@
+import ApplePay
+import Foundation
+import KeyCustody
+import Logging
+import PaywardenStorage
+import Vault
+
+/// The vault's HTTP-facing work: registration (the token decrypted now, through the decryption
+/// service and its replay ledger), redemption, detokenization and deletion, each counted by
+/// outcome, the sensitive ones audited.
+final class VaultService: Sendable {
+    let vault: Vault
+    let decryption: DecryptionService
+    let metrics: ServerMetrics
+    let audit: AuditLog?
+    let logger: Logger
+
+    init(vault: Vault, decryption: DecryptionService, metrics: ServerMetrics, audit: AuditLog?, logger: Logger) {
+        self.vault = vault
+        self.decryption = decryption
+        self.metrics = metrics
+        self.audit = audit
+        self.logger = logger
+    }
+
+    /// Verifies and decrypts `token` (JSON) for a token registration of `policy`'s organisation:
+    /// a key of a merchant the organisation does not use is refused before its transaction id is claimed.
+    func decrypt(_ token: [UInt8], policy: OrganizationPolicy) async throws(VaultFailure) -> DecryptedPaymentToken {
+        do {
+            return try await decryption.decrypt(token, merchantIdentifierHashes: policy.merchantIdentifierHashes)
+        } catch {
+            throw .token(error)
+        }
+    }
+
+    /// The organisation's token format and merchants (its enabled paypages).
+    func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy {
+        try await vaulted { () async throws(VaultError) in try await vault.organizationPolicy(organization) }
+    }
+
+    /// eProtect registration: the paypage checked, the token decrypted, a registration ID issued.
+    func register(token: [UInt8], paypageID: String, reportGroup: String) async throws(VaultFailure) -> Registration {
+        try await measured("register") { () async throws(VaultFailure) in
+            let paypage = try await vaulted { () async throws(VaultError) in
+                try await vault.authorizePaypage(paypageID, reportGroup: reportGroup)
+            }
+            guard let policy = OrganizationPolicy(paypage: paypage) else {
+                throw .vault(VaultError(.merchantNotAuthorized, "the paypage's token format is not T or D"))
+            }
+            let decrypted = try await decrypt(token, policy: policy)
+            return try await vaulted { () async throws(VaultError) in try await vault.register(decrypted, paypage: paypage) }
+        }
+    }
+
+    func redeem(_ id: String, organization: String) async throws(VaultFailure) -> Redemption {
+        try await measured("redeem") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in try await vault.redeem(id, organization: organization) }
+        }
+    }
+
+    func endRegistration(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) {
+        try await measured("end_registration") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in try await vault.endRegistration(id, organization: organization) }
+        }
+    }
+
+    /// A high-value token for a token decrypted for `policy`'s organisation (cnpAPI `registerTokenRequest`).
+    func issueToken(for token: DecryptedPaymentToken, policy: OrganizationPolicy) async throws(VaultFailure) -> IssuedToken {
+        try await measured("issue_token") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in
+                try await vault.issueToken(for: try AccountFacts(paymentData: token.paymentData), policy: policy)
+            }
+        }
+    }
+
+    func detokenize(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) -> DetokenizedAccount {
+        do {
+            let account = try await measured("detokenize") { () async throws(VaultFailure) in
+                try await vaulted { () async throws(VaultError) in try await vault.detokenize(token, organization: organization) }
+            }
+            record(action: "detokenize", key: key, organization: organization, result: "ok", detail: "token \(account.reference)")
+            return account
+        } catch {
+            record(action: "detokenize", key: key, organization: organization, result: "refused", detail: error.code)
+            throw error
+        }
+    }
+
+    func deleteToken(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) {
+        do {
+            let reference = try await measured("delete_token") { () async throws(VaultFailure) in
+                try await vaulted { () async throws(VaultError) in try await vault.deleteToken(token, organization: organization) }
+            }
+            record(action: "delete-token", key: key, organization: organization, result: "ok", detail: "token \(reference)")
+        } catch {
+            record(action: "delete-token", key: key, organization: organization, result: "refused", detail: error.code)
+            throw error
+        }
+    }
+
+    /// One audit line: who (the API key's name), what, for which organisation, and a reference
+    /// to the token that is neither the token nor its account number.
+    private func record(action: String, key: APIKey, organization: String, result: String, detail: String) {
+        guard let audit else { return }
+        let record = AuditLog.Record(
+            time: vault.now, user: "api-key:\(key.name)", action: action, keyID: nil, merchantID: organization, result: result,
+            detail: detail)
+        do {
+            try audit.append(record)
+        } catch {
+            logger.error("the audit log could not be written", metadata: ["action": "\(action)", "error": "\(error)"])
+        }
+    }
+
+    private func vaulted<Value>(_ body: () async throws(VaultError) -> Value) async throws(VaultFailure) -> Value {
+        do {
+            return try await body()
+        } catch {
+            if error.code == .recordUnreadable { logger.error("vault record unreadable", metadata: ["reason": "\(error.message)"]) }
+            throw .vault(error)
+        }
+    }
+
+    private func measured<Value>(_ operation: String, _ body: () async throws(VaultFailure) -> Value) async throws(VaultFailure) -> Value {
+        let start = ContinuousClock.now
+        do {
+            let value = try await body()
+            metrics.vault(operation: operation, outcome: "ok", duration: ContinuousClock.now - start)
+            return value
+        } catch {
+            metrics.vault(operation: operation, outcome: error.code, duration: ContinuousClock.now - start)
+            throw error
+        }
+    }
+}
+
+/// Why a vault request failed: the token (verification, decryption) or the vault.
+enum VaultFailure: Error, Sendable {
+    case token(PaymentTokenError)
+    case vault(VaultError)
+
+    /// The stable code.
+    var code: String {
+        switch self {
+        case .token(let error): error.code.rawValue
+        case .vault(let error): error.code.rawValue
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .token(let error): error.message
+        case .vault(let error): error.message
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// Hard declines Paywarden answers itself, without calling the upstream, when an `authorization` or
+/// `sale` names a registration ID it cannot redeem. Worldpay lists both as hard declines with these
+/// `response`/`message` values (vault.md §2, eProtect codes).
+public enum CnpLocalDecline: String, Sendable, Hashable, CaseIterable {
+    /// 877: unknown, malformed (fails MOD 10+1), or another organisation's registration ID.
+    case invalidRegistrationId = "877"
+    /// 878: the registration ID expired (its tombstone is still known).
+    case expiredRegistrationId = "878"
+
+    public var message: String {
+        switch self {
+        case .invalidRegistrationId: "Invalid Paypage Registration Id"
+        case .expiredRegistrationId: "Expired Paypage Registration Id"
+        }
+    }
+
+    /// The `authorizationResponse`/`saleResponse` element: txn id, orderId, response, responseTime,
+    /// message (both schemas list these as required members of the response's `xs:all`).
+    public func responseElement(
+        for transaction: CnpPaymentTransaction, dialect: CnpDialect, transactionId: UInt64, responseTime: Date
+    ) -> ProcessorXML.Element {
+        var element = dialect.element(transaction.kind.responseName)
+        transaction.attributes.apply(to: &element)
+        let fields: [(String, String)] =
+            transaction.kind == .sale
+            ? [
+                (dialect.transactionIdName, String(transactionId)), ("response", rawValue), ("orderId", transaction.orderId ?? ""),
+                ("responseTime", XSDateTime.cnp(responseTime)), ("message", message),
+            ]
+            : [
+                (dialect.transactionIdName, String(transactionId)), ("orderId", transaction.orderId ?? ""), ("response", rawValue),
+                ("responseTime", XSDateTime.cnp(responseTime)), ("message", message),
+            ]
+        for (name, value) in fields { element.appendChild(dialect.element(name, text: value)) }
+        return element
+    }
+
+    /// The whole response document for a request Paywarden declines locally.
+    public func response(
+        to request: CnpOnlineRequest, transactionId: UInt64, responseTime: Date
+    ) throws(ProcessorMessageError) -> ProcessorXML.Document {
+        switch request.transaction {
+        case .authorization(let transaction), .sale(let transaction):
+            let element = responseElement(
+                for: transaction, dialect: request.dialect, transactionId: transactionId, responseTime: responseTime)
+            return CnpOnlineResponse.envelope(dialect: request.dialect, version: request.version, transactions: [element])
+        case .registerToken, .other:
+            throw ProcessorMessageError(
+                .cnpAPI, .unsupportedTransaction, field: request.transaction.name,
+                "877/878 declines answer authorization and sale only")
+        }
+    }
+}

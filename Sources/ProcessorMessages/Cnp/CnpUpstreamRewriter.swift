@@ -1,0 +1,153 @@
+/// Rewrites an `authorization` or `sale` for the upstream, Worldpay's "merchant decryption" form
+/// (Worldpay cnpAPI reference, "Merchant Decryption of Apple Pay PKPaymentToken": populate `number`
+/// with the device PAN, `expDate` with the expiry, `authenticationValue` with the cryptogram, and set
+/// `orderSource` to `applepay`).
+///
+/// Positions follow the schema's sequence for `authorization`/`sale` (cnpTransaction_v12.10.xsd,
+/// litleTransaction_v10.8.xsd):
+///
+///     orderId, amount, secondaryAmount?, surchargeAmount?, orderSource, customerInfo?, billToAddress?,
+///     shipToAddress?, (mpos | card | paypal | token | paypage | applepay | …),
+///     billMeLaterRequest? (litle), cardholderAuthentication? (sale: or fraudCheck?),
+///     processingInstructions?, pos?, customBilling?, taxType?, enhancedData?, …
+///
+/// - `card` {`type`, `number`, `expDate`, `cardValidationNum`?} replaces `paypage`/`applepay` in place
+///   (cardType is `type, number?, expDate?` then `cardValidationNum?`, `pin?`); a paypage's
+///   `cardValidationNum` moves into it.
+/// - `orderSource` keeps its position; its value becomes `applepay`.
+/// - `cardholderAuthentication` goes right after `card` (and after a litle `billMeLaterRequest`).
+///   An existing one keeps its other children and gets `authenticationValue` first (its content is
+///   an `xs:all`). A sale's `fraudCheck` (same type, "not used in the mapping" says the XSD) is
+///   renamed `cardholderAuthentication` so the cryptogram is where Worldpay reads it.
+///
+/// ECI: cnpAPI has no element for an ECI on a card-not-present authorization. `fraudCheckType` holds
+/// `authenticationValue`, `authenticationTransactionId` (a 3-D Secure XID / Visa TAVV or Mastercard
+/// directory-server id), `customerIpAddress`, `authenticatedByMerchant` (later versions add
+/// `authenticationProtocolVersion`, `tokenAuthenticationValue`); `networkTransactionId` is the
+/// network's id for merchant-initiated follow-ups. None of them is an ECI, and Worldpay derives the
+/// wallet ECI itself from `orderSource` = `applepay` ("Worldpay detects that this is an Apple Pay
+/// transaction and submits the transaction with the appropriate information"). So the ECI is not
+/// sent; it appears only in a `registerTokenResponse`'s `applepayResponse/eciIndicator`.
+///
+/// Everything else in the message, unknown elements and foreign namespaces included, is untouched.
+public enum CnpUpstreamRewriter {
+    /// The upstream's own credentials and merchant, when they differ from the client's.
+    public struct UpstreamAccount: Sendable, Hashable {
+        public var merchantId: String?
+        public var user: String
+        public var password: String
+
+        public init(merchantId: String? = nil, user: String, password: String) {
+            self.merchantId = merchantId
+            self.user = user
+            self.password = password
+        }
+    }
+
+    /// The request document for the upstream, with `card` data in place of the paypage or token.
+    public static func upstreamRequest(
+        _ request: CnpOnlineRequest,
+        card: ForwardedCardData,
+        account: UpstreamAccount? = nil
+    ) throws(ProcessorMessageError) -> ProcessorXML.Document {
+        let transaction: CnpPaymentTransaction
+        switch request.transaction {
+        case .authorization(let value), .sale(let value): transaction = value
+        case .registerToken, .other:
+            throw ProcessorMessageError(
+                .cnpAPI, .unsupportedTransaction, field: request.transaction.name,
+                "only authorization and sale are rewritten for the upstream")
+        }
+        guard transaction.needsCardData else {
+            throw ProcessorMessageError(
+                .cnpAPI, .unsupportedPaymentSource, field: transaction.kind.rawValue,
+                "\(transaction.kind.rawValue) has no paypage or applepay to replace")
+        }
+        var element = transaction.element
+        try substituteCard(in: &element, dialect: request.dialect, card: card, paypageType: paypageType(transaction))
+        var document = request.document
+        let namespace = request.dialect.namespaceURI
+        guard let index = document.root.childIndices(named: transaction.kind.rawValue, namespaceURI: namespace).first else {
+            throw ProcessorMessageError(.cnpAPI, .missingField, field: transaction.kind.rawValue, "the transaction element is missing")
+        }
+        document.root.children[index] = .element(element)
+        if let account {
+            if let merchantId = account.merchantId { document.root.setAttribute("merchantId", value: merchantId) }
+            document.root.withFirstChild(named: "authentication", namespaceURI: namespace) { authentication in
+                authentication.withFirstChild(named: "user", namespaceURI: namespace) { $0.setText(account.user) }
+                authentication.withFirstChild(named: "password", namespaceURI: namespace) { $0.setText(account.password) }
+            }
+        }
+        return document
+    }
+
+    private static func paypageType(_ transaction: CnpPaymentTransaction) -> String? {
+        if case .paypage(let paypage) = transaction.paymentSource, let type = paypage.type, !type.isEmpty { return type }
+        return nil
+    }
+
+    static func substituteCard(
+        in element: inout ProcessorXML.Element, dialect: CnpDialect, card: ForwardedCardData, paypageType: String?
+    ) throws(ProcessorMessageError) {
+        let namespace = dialect.namespaceURI
+        guard
+            let sourceIndex = element.children.firstIndex(where: { node in
+                guard let child = node.element, child.name.namespaceURI == namespace else { return false }
+                return child.name.localName == "paypage" || child.name.localName == "applepay"
+            }), let source = element.children[sourceIndex].element
+        else {
+            throw ProcessorMessageError(
+                .cnpAPI, .unsupportedPaymentSource, field: element.name.localName, "no paypage or applepay to replace")
+        }
+        guard let type = card.resolvedNetwork?.cnpCode ?? paypageType else {
+            throw ProcessorMessageError(
+                .cnpAPI, .invalidCardData, field: "card/type", "the card network could not be determined from the BIN")
+        }
+        var cardElement = source.makeChild("card")
+        cardElement.appendChild(source.makeChild("type", text: type))
+        cardElement.appendChild(source.makeChild("number", text: card.accountNumber))
+        cardElement.appendChild(source.makeChild("expDate", text: card.expirationMMYY))
+        if let cvv = source.firstChild(named: "cardValidationNum", namespaceURI: namespace) { cardElement.appendChild(cvv) }
+        element.children[sourceIndex] = .element(cardElement)
+
+        element.withFirstChild(named: "orderSource", namespaceURI: namespace) { $0.setText("applepay") }
+        guard let cryptogram = card.cryptogram else { return }
+        try placeCryptogram(cryptogram, in: &element, after: sourceIndex, template: source, namespace: namespace)
+    }
+
+    private static func placeCryptogram(
+        _ cryptogram: String, in element: inout ProcessorXML.Element, after cardIndex: Int,
+        template: ProcessorXML.Element, namespace: String
+    ) throws(ProcessorMessageError) {
+        let value = template.makeChild("authenticationValue", text: cryptogram)
+        for name in ["cardholderAuthentication", "fraudCheck"] {
+            guard let index = element.childIndices(named: name, namespaceURI: namespace).first,
+                var existing = element.children[index].element
+            else { continue }
+            existing.name.localName = "cardholderAuthentication"
+            existing.removeChildren(named: "authenticationValue", namespaceURI: namespace)
+            existing.insertChild(.element(value), at: 0)
+            element.children[index] = .element(existing)
+            return
+        }
+        var holder = template.makeChild("cardholderAuthentication")
+        holder.appendChild(value)
+        var insertAt = cardIndex + 1
+        while insertAt < element.children.count {
+            switch element.children[insertAt] {
+            case .element(let child)
+            where child.name.namespaceURI == namespace
+                && CnpSchema.betweenPaymentSourceAndCardholderAuthentication.contains(child.name.localName):
+                insertAt += 1
+            case .text(let text) where text.allSatisfy(\.isWhitespace):
+                insertAt += 1
+            case .comment:
+                insertAt += 1
+            default:
+                element.insertChild(.element(holder), at: insertAt)
+                return
+            }
+        }
+        element.insertChild(.element(holder), at: insertAt)
+    }
+}

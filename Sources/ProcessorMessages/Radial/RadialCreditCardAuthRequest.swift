@@ -1,0 +1,183 @@
+/// A digital-wallet `CreditCardAuthRequest` (`/payments/creditcard/auth/DW.xml`) carrying an Apple
+/// Pay token in `WalletPaymentInformation`, validated against seed 003's element table
+/// (processor-apis.md §3) and the 1.0 schema. The document is kept for forwarding; elements this
+/// type does not know stay where they are.
+public struct RadialCreditCardAuthRequest: Sendable, Hashable {
+    public var requestId: String
+    public var wallet: RadialApplePayBlob
+    public var orderId: String
+    public var amount: String
+    public var currencyCode: String
+    public var billingFirstName: String
+    public var billingLastName: String
+    public var billingPhoneNo: String
+    public var billingAddress: RadialAddress
+    public var customerEmail: String
+    public var customerIPAddress: String
+    public var shipToFirstName: String
+    public var shipToLastName: String
+    public var shipToPhoneNo: String?
+    public var shippingAddress: RadialAddress
+    public var schemaVersion: String?
+    public var document: ProcessorXML.Document
+
+    public static func parse(
+        _ bytes: [UInt8], limits: ProcessorXML.Limits = .default
+    ) throws(ProcessorMessageError) -> RadialCreditCardAuthRequest {
+        let reader = RadialSchema.reader
+        let document = try reader.parse(bytes, limits: limits)
+        let root = document.root
+        guard root.name.matches("CreditCardAuthRequest", namespaceURI: RadialSchema.namespaceURI) else {
+            throw ProcessorMessageError(
+                .radial, .unexpectedRoot, field: root.name.localName,
+                "the root element must be CreditCardAuthRequest in \(RadialSchema.namespaceURI)")
+        }
+        let path = "CreditCardAuthRequest"
+        let requestId = try reader.requiredAttribute(root, "requestId", path: path, max: RadialSchema.requestIdMaximum)
+        try checkOrder(root, path: path)
+        let rules = reader.rules
+        func text(_ name: String, _ range: ClosedRange<Int>) throws(ProcessorMessageError) -> String {
+            try reader.requiredValue(root, name, path: path, min: range.lowerBound, max: range.upperBound)
+        }
+        let wallet = try parseWallet(
+            try reader.requiredChild(root, "WalletPaymentInformation", path: path), path: "\(path)/WalletPaymentInformation")
+        let orderId = try text("OrderId", RadialSchema.orderIdRange)
+        let amountElement = try reader.requiredChild(root, "Amount", path: path)
+        let amount = try reader.value(amountElement, path: "\(path)/Amount")
+        try checkAmount(amount, field: "\(path)/Amount")
+        let currency = try reader.requiredAttribute(amountElement, "currencyCode", path: "\(path)/Amount", min: 3, max: 3)
+        guard currency.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) }) else {
+            throw ProcessorMessageError(
+                .radial, .invalidFormat, field: "\(path)/Amount/@currencyCode", "currencyCode must be three capital letters (ISO 4217)")
+        }
+        let billingPhone = try text("BillingPhoneNo", RadialSchema.phoneRange)
+        try checkPhone(billingPhone, field: "\(path)/BillingPhoneNo")
+        let shipToPhone = try reader.optionalValue(root, "ShipToPhoneNo", path: path, max: RadialSchema.phoneRange.upperBound)
+        if let shipToPhone { try checkPhone(shipToPhone, field: "\(path)/ShipToPhoneNo") }
+        let email = try text("CustomerEmail", RadialSchema.emailRange)
+        try checkEmail(email, field: "\(path)/CustomerEmail")
+        let address = try text("CustomerIPAddress", 7...15)
+        guard isDottedQuad(address) else {
+            throw ProcessorMessageError(
+                .radial, .invalidFormat, field: "\(path)/CustomerIPAddress", "CustomerIPAddress must be an IPv4 dotted quad")
+        }
+        let schemaVersion = try reader.optionalValue(root, "SchemaVersion", path: path, max: 10)
+        if let schemaVersion {
+            let parts = schemaVersion.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCIIDigit) }) else {
+                throw ProcessorMessageError(
+                    .radial, .invalidFormat, field: "\(path)/SchemaVersion", "SchemaVersion must be major.minor, like 1.2")
+            }
+        }
+        if let flag = try reader.optionalValue(root, "isRequestToCorrectCVVOrAVSError", path: path, max: 5) {
+            try rules.oneOf(flag, "\(path)/isRequestToCorrectCVVOrAVSError", ["true", "false", "1", "0"])
+        }
+        return RadialCreditCardAuthRequest(
+            requestId: requestId, wallet: wallet, orderId: orderId, amount: amount, currencyCode: currency,
+            billingFirstName: try text("BillingFirstName", RadialSchema.nameRange),
+            billingLastName: try text("BillingLastName", RadialSchema.nameRange),
+            billingPhoneNo: billingPhone,
+            billingAddress: try RadialAddress.parse(
+                try reader.requiredChild(root, "BillingAddress", path: path), path: "\(path)/BillingAddress"),
+            customerEmail: email, customerIPAddress: address,
+            shipToFirstName: try text("ShipToFirstName", RadialSchema.nameRange),
+            shipToLastName: try text("ShipToLastName", RadialSchema.nameRange),
+            shipToPhoneNo: shipToPhone,
+            shippingAddress: try RadialAddress.parse(
+                try reader.requiredChild(root, "ShippingAddress", path: path), path: "\(path)/ShippingAddress"),
+            schemaVersion: schemaVersion, document: document
+        )
+    }
+
+    /// Known elements in the table's order, each at most once, every required one present (named
+    /// when missing). Unknown elements may stand anywhere.
+    private static func checkOrder(_ root: ProcessorXML.Element, path: String) throws(ProcessorMessageError) {
+        let reader = RadialSchema.reader
+        var lastRank = -1
+        var seen: Set<String> = []
+        for child in try reader.elements(of: root, path: path, allowForeign: true) {
+            let name = child.name.localName
+            if name == "PaymentContext" {
+                throw ProcessorMessageError(
+                    .radial, .unexpectedField, field: "\(path)/PaymentContext",
+                    "a wallet authorization carries WalletPaymentInformation, not PaymentContext")
+            }
+            guard let rank = RadialSchema.walletRequestOrder.firstIndex(of: name) else { continue }
+            guard seen.insert(name).inserted else { throw reader.rules.duplicate("\(path)/\(name)") }
+            guard rank > lastRank else {
+                throw ProcessorMessageError(.radial, .outOfOrder, field: "\(path)/\(name)", "\(path)/\(name) is out of the schema's order")
+            }
+            lastRank = rank
+        }
+        for name in RadialSchema.walletRequestOrder where RadialSchema.walletRequestRequired.contains(name) && !seen.contains(name) {
+            throw reader.rules.missing("\(path)/\(name)")
+        }
+    }
+
+    /// `WalletPaymentInformation` {ApplePayTransactionId, EphemeralPublicKey, PublicKeyHash, Version,
+    /// Data, Signature} (docs.radial.com DW sample). Other wallets (e.g. `PazeData`) are not served.
+    private static func parseWallet(_ element: ProcessorXML.Element, path: String) throws(ProcessorMessageError) -> RadialApplePayBlob {
+        let reader = RadialSchema.reader
+        let order = ["ApplePayTransactionId", "EphemeralPublicKey", "PublicKeyHash", "Version", "Data", "Signature"]
+        let children = try reader.elements(of: element, path: path)
+        if let other = children.first(where: { !order.contains($0.name.localName) }) {
+            let field = "\(path)/\(other.name.localName)"
+            throw ProcessorMessageError(
+                .radial, .unsupportedPaymentSource, field: field, "\(field) is not an Apple Pay field; only Apple Pay is served")
+        }
+        try reader.checkSequence(element, order, optional: [], path: path)
+        let blob = RadialApplePayBlob(
+            transactionId: try RadialApplePayBlob.field(
+                element, "ApplePayTransactionId", path: path, range: 1...CnpSchema.applePayTransactionIdMaximum),
+            ephemeralPublicKey: try RadialApplePayBlob.field(
+                element, "EphemeralPublicKey", path: path, range: 1...CnpSchema.applePayEphemeralPublicKeyMaximum),
+            publicKeyHash: try RadialApplePayBlob.field(
+                element, "PublicKeyHash", path: path, range: 1...CnpSchema.applePayPublicKeyHashMaximum),
+            version: try RadialApplePayBlob.field(element, "Version", path: path, range: CnpSchema.applePayVersionRange),
+            data: try RadialApplePayBlob.field(element, "Data", path: path, range: 1...CnpSchema.applePayDataMaximum),
+            signature: try RadialApplePayBlob.field(element, "Signature", path: path, range: 1...CnpSchema.applePaySignatureMaximum)
+        )
+        for (value, name) in [
+            (blob.ephemeralPublicKey, "EphemeralPublicKey"), (blob.publicKeyHash, "PublicKeyHash"),
+            (blob.data, "Data"), (blob.signature, "Signature"),
+        ] {
+            try RadialApplePayBlob.checkBase64(value, "\(path)/\(name)")
+        }
+        return blob
+    }
+
+    private static func checkAmount(_ value: String, field: String) throws(ProcessorMessageError) {
+        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, (1...RadialSchema.amountIntegerDigitsMaximum).contains(parts[0].count), parts[1].count == 2,
+            parts.allSatisfy({ $0.allSatisfy(\.isASCIIDigit) })
+        else {
+            throw ProcessorMessageError(
+                .radial, .invalidFormat, field: field, "\(field) must be a decimal with two places (AmountBaseType)")
+        }
+    }
+
+    private static func checkPhone(_ value: String, field: String) throws(ProcessorMessageError) {
+        guard value.contains(where: \.isASCIIDigit), value.allSatisfy({ $0.isASCIIDigit || " +-().".contains($0) }) else {
+            throw ProcessorMessageError(.radial, .invalidFormat, field: field, "\(field) must be digits, spaces and + - ( ) .")
+        }
+    }
+
+    private static func checkEmail(_ value: String, field: String) throws(ProcessorMessageError) {
+        let parts = value.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
+            !value.contains(where: { $0.isWhitespace || $0 == "<" || $0 == ">" })
+        else {
+            throw ProcessorMessageError(.radial, .invalidFormat, field: field, "\(field) must be an e-mail address (an @ and a dot)")
+        }
+    }
+
+    /// IPv4Address: `((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(…)`, so no leading zeros.
+    static func isDottedQuad(_ value: String) -> Bool {
+        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4
+            && parts.allSatisfy { part in
+                guard (1...3).contains(part.count), part.allSatisfy(\.isASCIIDigit), let number = Int(part) else { return false }
+                return number <= 255 && (part.count == 1 || part.first != "0")
+            }
+    }
+}

@@ -1,0 +1,33 @@
+/// Why the vault refused or failed, with one of Paywarden's stable codes. Messages never hold an
+/// account number, a cryptogram, a registration ID or a token value.
+public struct VaultError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        case registrationNotFound = "registration_not_found"
+        case registrationExpired = "registration_expired"
+        case tokenNotFound = "token_not_found"
+        case tokenUnlinked = "token_unlinked"
+        case merchantNotAuthorized = "merchant_not_authorized"
+        /// eProtect 880: the paypage does not allow the `reportGroup`.
+        case reportGroupInvalid = "report_group_invalid"
+        /// The decrypted payload holds no usable account number (cnpAPI 820).
+        case invalidAccountNumber = "invalid_account_number"
+        /// An admin request that cannot be carried out as asked (a duplicate paypage, a bad field).
+        case invalidRequest = "invalid_request"
+        case databaseUnavailable = "database_unavailable"
+        /// The HSM cannot serve the vault's keys now, or they are missing.
+        case hsmUnavailable = "hsm_unavailable"
+        /// A stored record does not open: altered, moved between rows, or its key destroyed. No
+        /// request's fault; the server answers 500 and logs it.
+        case recordUnreadable = "internal_error"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}

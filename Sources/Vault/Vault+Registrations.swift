@@ -1,0 +1,98 @@
+import ApplePay
+import Foundation
+import PaywardenPrimitives
+import PaywardenStorage
+
+/// Registration IDs: made from a token decrypted at registration, redeemed by their organisation.
+extension Vault {
+    /// Stores `token` (already verified and decrypted) for `paypage`'s organisation and returns a
+    /// new registration ID for it.
+    public func register(_ token: DecryptedPaymentToken, paypage: PaypageRecord) async throws(VaultError) -> Registration {
+        let facts = try AccountFacts(paymentData: token.paymentData)
+        let contents = try SealedCoding.encode(RegistrationContents(token))
+        let (sealKey, lookup) = (try keyring.current(.registrations), try keyring.current(.fingerprint))
+        let created = now
+        let expires = created.addingTimeInterval(policy.registrationLifetime)
+        // A collision of 18 random digits is rare; the database refuses it and a new ID is drawn.
+        for _ in 0..<8 {
+            let id = RegistrationID.generate()
+            let lookupKey = try await lookupKey(id.value, key: lookup)
+            let context = SealContext(kind: .registration, organization: paypage.organization, recordID: lookupKey)
+            let sealed = try await sealer.seal(contents, under: sealKey, context: context)
+            let record = RegistrationRecord(
+                lookupKey: lookupKey, organization: paypage.organization, paypageID: paypage.id, createdAt: created, expiresAt: expires,
+                sealed: sealed)
+            do {
+                try await database.insertRegistration(record)
+                return Registration(id: id, firstSix: facts.firstSix, lastFour: facts.lastFour, network: facts.network, expiresAt: expires)
+            } catch  where error.category == .conflict {
+                continue
+            } catch {
+                _ = try await storage { () async throws(StorageError) in throw error }
+            }
+        }
+        throw VaultError(.databaseUnavailable, "no unused registration ID was found in 8 draws; retry")
+    }
+
+    /// The payload, the token's facts and the high-value token for a live registration of
+    /// `organization`. Another organisation's ID is unknown to it (877), never expired (878).
+    public func redeem(_ presented: String, organization: String) async throws(VaultError) -> Redemption {
+        let found = try await liveRegistration(presented, organization: organization)
+        guard
+            let counted = try await storage({ () async throws(StorageError) in
+                try await database.recordRedemption(lookupKey: found.lookupKey, now: now)
+            }), counted.isLive(at: now), let sealed = counted.sealed
+        else { throw Self.expired }
+        let key = try await key(.registrations, id: sealed.keyID)
+        let context = SealContext(kind: .registration, organization: organization, recordID: found.lookupKey)
+        let contents = try SealedCoding.decode(RegistrationContents.self, try await sealer.open(sealed, with: key, context: context))
+        let paymentData = Array(contents.paymentData)
+        let paypage = try await storage { () async throws(StorageError) in try await database.paypage(id: found.paypageID) }
+        guard let paypage, let policy = OrganizationPolicy(paypage: paypage) else {
+            throw VaultError(.merchantNotAuthorized, "the paypage this ID was registered through no longer exists")
+        }
+        let issued = try await issueToken(for: try AccountFacts(paymentData: paymentData), policy: policy)
+        return Redemption(
+            paymentData: paymentData, version: contents.version, transactionId: contents.transactionId,
+            publicKeyHash: contents.publicKeyHash, signingTime: contents.signingTime, highValueToken: issued,
+            redemptions: counted.redemptions, expiresAt: counted.expiresAt)
+    }
+
+    /// Ends a registration early: its payload is destroyed now, its tombstone kept.
+    public func endRegistration(_ presented: String, organization: String) async throws(VaultError) {
+        let found = try await liveRegistration(presented, organization: organization)
+        guard
+            try await storage({ () async throws(StorageError) in try await database.endRegistration(lookupKey: found.lookupKey, at: now) })
+        else { throw Self.expired }
+    }
+
+    /// The active purge: payloads of expired registrations destroyed, old tombstones deleted.
+    public func purgeRegistrations() async throws(VaultError) -> RegistrationPurge {
+        let now = self.now
+        return try await storage { () async throws(StorageError) in
+            try await database.purgeRegistrations(now: now, tombstonesEndedBefore: now.addingTimeInterval(-policy.tombstoneRetention))
+        }
+    }
+
+    /// The registration row `presented` names for `organization`, live; 877 or 878 otherwise.
+    private func liveRegistration(_ presented: String, organization: String) async throws(VaultError) -> RegistrationRecord {
+        // Anything but 19 digits MOD 10+1 was never issued here: 877 without a look-up.
+        guard presented.utf8.count <= RegistrationID.maximumPresentedLength, RegistrationID.isWellFormed(presented) else {
+            throw Self.notFound
+        }
+        // The newest look-up key first; older ones only while a rotation of the HMAC key is under way.
+        for key in keyring.keys(.fingerprint) {
+            let lookupKey = try await lookupKey(presented, key: key)
+            guard let record = try await storage({ () async throws(StorageError) in try await database.registration(lookupKey: lookupKey) })
+            else { continue }
+            guard record.organization == organization else { throw Self.notFound }
+            guard record.isLive(at: now) else { throw Self.expired }
+            return record
+        }
+        if keyring.keys(.fingerprint).isEmpty { _ = try keyring.current(.fingerprint) }
+        throw Self.notFound
+    }
+
+    static let notFound = VaultError(.registrationNotFound, "the registration ID is not known to this organisation")
+    static let expired = VaultError(.registrationExpired, "the registration ID has expired or was ended")
+}

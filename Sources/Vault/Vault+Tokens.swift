@@ -1,0 +1,106 @@
+import Foundation
+import PaywardenPrimitives
+import PaywardenStorage
+
+/// High-value tokens: one per account number per organisation, found by a keyed fingerprint.
+extension Vault {
+    /// The organisation's token for the account in `facts`: the existing one (802) or a new one (801).
+    public func issueToken(for facts: AccountFacts, policy: OrganizationPolicy) async throws(VaultError) -> IssuedToken {
+        let organization = policy.organization
+        let fingerprintKeys = keyring.keys(.fingerprint)
+        guard let current = fingerprintKeys.first else {
+            _ = try keyring.current(.fingerprint)
+            throw Self.notFound
+        }
+        let fingerprint = try await fingerprint(facts.accountNumber.revealed, organization: organization, key: current)
+        // Under the current key first; under an older one only while a fingerprint-key rotation runs.
+        for key in fingerprintKeys {
+            let candidate =
+                key == current
+                ? fingerprint : try await self.fingerprint(facts.accountNumber.revealed, organization: organization, key: key)
+            if let existing = try await storage({ () async throws(StorageError) in
+                try await database.token(fingerprint: candidate, organization: organization)
+            }) {
+                return issued(existing, isNew: false, facts: facts, format: policy.tokenFormat)
+            }
+        }
+        let sealKey = try keyring.current(.tokens)
+        let contents = try SealedCoding.encode(
+            TokenContents(accountNumber: facts.accountNumber.revealed, expirationDate: facts.expirationDate))
+        guard let digits = Luhn.digits(facts.accountNumber.revealed) else { throw VaultError(.invalidAccountNumber, "not digits") }
+        let created = now
+        // Formats keep the first six and last four, so few digits are random (5 for a 16-digit
+        // format T token): a value already taken in the organisation is refused and redrawn.
+        for _ in 0..<32 {
+            let token = RandomDigits.string(policy.tokenFormat.generate(for: digits))
+            let context = SealContext(kind: .token, organization: organization, recordID: Array(token.utf8))
+            let record = TokenRecord(
+                organization: organization, token: token, fingerprint: fingerprint, fingerprintKeyID: current.id.hex,
+                accountKind: facts.kind, merchantTokenID: facts.merchantTokenIdentifier,
+                sealed: try await sealer.seal(contents, under: sealKey, context: context), createdAt: created)
+            do {
+                switch try await database.insertToken(record) {
+                case .inserted(let stored): return issued(stored, isNew: true, facts: facts, format: policy.tokenFormat)
+                case .existing(let stored): return issued(stored, isNew: false, facts: facts, format: policy.tokenFormat)
+                }
+            } catch  where error.category == .conflict {
+                continue
+            } catch {
+                _ = try await storage { () async throws(StorageError) in throw error }
+            }
+        }
+        throw VaultError(.databaseUnavailable, "no unused token value was found in 32 draws for this account's first six and last four")
+    }
+
+    private func issued(_ record: TokenRecord, isNew: Bool, facts: AccountFacts, format: HighValueTokenFormat) -> IssuedToken {
+        IssuedToken(
+            token: record.token, format: format, isNew: isNew, kind: record.accountKind, merchantTokenIdentifier: record.merchantTokenID,
+            firstSix: facts.firstSix, network: facts.network)
+    }
+
+    /// The account number and expiry behind `token`, for `organization` only.
+    public func detokenize(_ token: String, organization: String) async throws(VaultError) -> DetokenizedAccount {
+        let record = try await activeToken(token, organization: organization)
+        let key = try await key(.tokens, id: record.sealed.keyID)
+        let context = SealContext(kind: .token, organization: organization, recordID: Array(record.token.utf8))
+        let contents = try SealedCoding.decode(TokenContents.self, try await sealer.open(record.sealed, with: key, context: context))
+        return DetokenizedAccount(
+            accountNumber: Sensitive(contents.accountNumber, hint: "account number"), expirationDate: contents.expirationDate,
+            kind: record.accountKind, merchantTokenIdentifier: record.merchantTokenID, reference: Self.reference(record.fingerprint))
+    }
+
+    /// Deletes `token` and its sealed account number; returns the audit reference.
+    @discardableResult
+    public func deleteToken(_ token: String, organization: String) async throws(VaultError) -> String {
+        guard Self.isWellFormedToken(token),
+            let record = try await storage({ () async throws(StorageError) in try await database.token(token, organization: organization) }
+            ),
+            try await storage({ () async throws(StorageError) in try await database.deleteToken(token, organization: organization) })
+        else { throw Self.tokenNotFound }
+        return Self.reference(record.fingerprint)
+    }
+
+    private func activeToken(_ token: String, organization: String) async throws(VaultError) -> TokenRecord {
+        guard Self.isWellFormedToken(token),
+            let record = try await storage({ () async throws(StorageError) in try await database.token(token, organization: organization) })
+        else { throw Self.tokenNotFound }
+        switch record.state {
+        case .active: return record
+        case .unlinked: throw VaultError(.tokenUnlinked, "the merchant token behind this token was unlinked; it can no longer be used")
+        case .deleted: throw Self.tokenNotFound
+        }
+    }
+
+    /// 13 to 19 digits, MOD 10+1: anything else was never issued here.
+    public static func isWellFormedToken(_ token: String) -> Bool {
+        HighValueTokenFormat.accountNumberLengths.contains(token.utf8.count) && Luhn.isModTenPlusOne(token)
+    }
+
+    /// The first 8 bytes of a keyed fingerprint, in hex: names a token in audit lines and logs
+    /// without revealing it (the token keeps the account number's first six and last four).
+    static func reference(_ fingerprint: [UInt8]) -> String {
+        "fp:" + Hex.encode(fingerprint.prefix(8))
+    }
+
+    static let tokenNotFound = VaultError(.tokenNotFound, "the token is not known to this organisation")
+}

@@ -1,0 +1,50 @@
+import Testing
+import Vault
+
+/// MOD 10+1 and the OmniToken formats.
+struct IdentifierTests {
+    @Test func worldpaysCertificationTokensPassTheCheckAndCardNumbersFailIt() {
+        for token in ["1111000276870123", "1712000118270196", "1711000103054242", "1111000194360009", "5760311187832973287"] {
+            #expect(Luhn.isModTenPlusOne(token), "\(token)")
+        }
+        for card in ["4457119922390123", "4111111111111111", "5555555555554444", "378282246310005", "6011111111111117"] {
+            #expect(Luhn.isValid(card) && !Luhn.isModTenPlusOne(card), "\(card)")
+            #expect(!Vault.isWellFormedToken(card))
+        }
+        #expect(!Luhn.isModTenPlusOne("") && !Luhn.isModTenPlusOne("12a4") && !Luhn.isModTenPlusOne("１２"))
+    }
+
+    @Test func registrationIDsAreNineteenDigitsModTenPlusOneAndDistinct() {
+        let ids = (0..<2000).map { _ in RegistrationID.generate().value }
+        #expect(Set(ids).count == ids.count)
+        for id in ids {
+            #expect(id.count == 19 && RegistrationID.isWellFormed(id) && !Luhn.isValid(id))
+        }
+        // Every first digit appears: the digits are not biased toward a prefix.
+        #expect(Set(ids.map(\.first)).count == 10)
+        let shown = "\(RegistrationID.generate())"
+        #expect(!shown.contains { $0.isNumber })
+    }
+
+    @Test func formatsRefuseWhatIsNotAnAccountNumber() {
+        for bad in ["411111111111", "41111111111111111111", "4111a11111111111", ""] {
+            #expect(HighValueTokenFormat.t.newToken(for: bad) == nil && HighValueTokenFormat.d.newToken(for: bad) == nil)
+        }
+    }
+
+    @Test(arguments: 13...19)
+    func formatsTAndDKeepFirstSixAndLastFourForEveryLength(_ length: Int) {
+        let pan = String("4111111111111111111".prefix(length - 1)) + "7"
+        for format in HighValueTokenFormat.allCases {
+            for _ in 0..<50 {
+                guard let token = format.newToken(for: pan) else {
+                    Issue.record("no token for \(length) digits")
+                    return
+                }
+                #expect(token.count == (format == .t ? length : max(16, length)), "\(format) \(length)")
+                #expect(token.hasPrefix(pan.prefix(6)) && token.hasSuffix(pan.suffix(4)))
+                #expect(Luhn.isModTenPlusOne(token) && !Luhn.isValid(token) && token != pan)
+            }
+        }
+    }
+}

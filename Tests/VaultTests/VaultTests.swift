@@ -1,0 +1,196 @@
+import ApplePay
+import Foundation
+import PKCS11
+import PaywardenStorage
+import PaywardenStorageSQL
+import PaywardenStorageSQLite
+import PaywardenTestTraits
+import PaywardenTesting
+import Synchronization
+import Testing
+import Vault
+
+/// The vault on a real SoftHSM token and a real SQLite file: static tokens, organisations,
+/// sealed records bound to their rows, and key rotation while redemptions run.
+@Suite(.serialized, .releasesTestResources)
+struct VaultTests {
+    /// A vault on a fresh token and database, with a clock the test moves.
+    final class Environment: Sendable {
+        let token: SoftHSMTestToken
+        let hsm: HSM
+        let database: SQLDatabase<SQLiteDriver>
+        let vault: Vault
+        let clock = MovableClock()
+
+        init() async throws {
+            token = try await SoftHSMTestToken.make(labelPrefix: "vault")
+            hsm = try await token.open()
+            let directory = NSTemporaryDirectory() + "paywarden-vault-\(UUID().uuidString.prefix(8))"
+            TestResources.track(directory: directory)
+            database = try SQLiteDriver.open(path: directory + "/vault.sqlite")
+            _ = try await database.migrate()
+            let clock = self.clock
+            vault = Vault(
+                database: database, keyring: VaultKeyring(hsm: hsm), policy: VaultPolicy(retiredKeyGrace: 0), clock: { clock.now })
+            _ = try await vault.keyring.createMissing()
+            for (id, organization, format) in [("paypageA", "alpha", HighValueTokenFormat.t), ("paypageB", "beta", .d)] {
+                _ = try await vault.createPaypage(
+                    id: id, organization: organization, merchantIdentifiers: ["merchant.com.\(organization)"], reportGroups: [],
+                    tokenFormat: format)
+            }
+        }
+
+        func close() async {
+            await hsm.close()
+            token.destroy()
+        }
+
+        func paypage(_ id: String) async throws -> PaypageRecord {
+            try #require(try await database.paypage(id: id))
+        }
+
+        /// A decrypted token as the engine hands it over, with `payload`.
+        static func decrypted(_ payload: [UInt8]) -> DecryptedPaymentToken {
+            DecryptedPaymentToken(
+                paymentData: payload, version: .ecV1, transactionID: String(repeating: "ab", count: 32),
+                publicKeyHash: "LbsUwAT6w1JV9tFXocU813TCHks+LSuFF0R/eBkrWnQ=", signingTime: Date(), keyID: "00",
+                merchantIdentifierHash: String(repeating: "0", count: 64))
+        }
+    }
+
+    func withEnvironment(_ body: (Environment) async throws -> Void) async throws {
+        let environment = try await Environment()
+        do {
+            try await body(environment)
+            await environment.close()
+        } catch {
+            await environment.close()
+            throw error
+        }
+    }
+
+    @Test func tokensAreStaticPerAccountNumberAndOrganisation() async throws {
+        try await withEnvironment { environment in
+            let vault = environment.vault
+            let alpha = try #require(OrganizationPolicy(paypage: try await environment.paypage("paypageA")))
+            let beta = try #require(OrganizationPolicy(paypage: try await environment.paypage("paypageB")))
+            let dpan = try AccountFacts(paymentData: PaymentPayloads.threeDSecure(pan: "4111111111111111"))
+            let first = try await vault.issueToken(for: dpan, policy: alpha)
+            let second = try await vault.issueToken(for: dpan, policy: alpha)
+            #expect(first.responseCode == "801" && second.responseCode == "802" && first.token == second.token)
+            #expect(first.kind == .devicePAN && !first.kind.recurringEligible)
+            // Another organisation gets its own token for the same account number, in its own format.
+            let other = try await vault.issueToken(for: dpan, policy: beta)
+            #expect(other.responseCode == "801" && other.token != first.token && other.format == .d)
+            // A new expiry is the same account: the fingerprint is of the account number alone.
+            let renewed = try AccountFacts(
+                paymentData: Array(
+                    String(decoding: PaymentPayloads.threeDSecure(), as: UTF8.self)
+                        .replacingOccurrences(of: "291231", with: "311231").utf8))
+            #expect(try await vault.issueToken(for: renewed, policy: alpha).token == first.token)
+            // A merchant token is an MPAN, with its identifier kept.
+            let mpan = try AccountFacts(paymentData: PaymentPayloads.merchantToken())
+            let merchantToken = try await vault.issueToken(for: mpan, policy: alpha)
+            #expect(merchantToken.kind == .merchantPAN && merchantToken.merchantTokenIdentifier == "DNITHE302409093402145671")
+            let account = try await vault.detokenize(merchantToken.token, organization: "alpha")
+            #expect(account.accountNumber.revealed == "5204245250001488" && account.expirationDate == "300531")
+            #expect("\(account.accountNumber)" == "<redacted account number>")
+            do {
+                _ = try await vault.detokenize(merchantToken.token, organization: "beta")
+                Issue.record("another organisation detokenized a token")
+            } catch {
+                #expect((error as? VaultError)?.code == .tokenNotFound)
+            }
+        }
+    }
+
+    @Test func aSealedRecordMovedToAnotherRowDoesNotOpen() async throws {
+        try await withEnvironment { environment in
+            let vault = environment.vault
+            let alpha = try #require(OrganizationPolicy(paypage: try await environment.paypage("paypageA")))
+            let one = try await vault.issueToken(
+                for: try AccountFacts(paymentData: PaymentPayloads.threeDSecure(pan: "4111111111111111")), policy: alpha)
+            let two = try await vault.issueToken(
+                for: try AccountFacts(paymentData: PaymentPayloads.threeDSecure(pan: "5555555555554444")), policy: alpha)
+            let donor = try #require(try await environment.database.token(two.token, organization: "alpha"))
+            _ = try await environment.database.updateToken(
+                one.token, organization: "alpha", state: .active, sealed: donor.sealed, at: Date())
+            do {
+                _ = try await vault.detokenize(one.token, organization: "alpha")
+                Issue.record("a ciphertext moved between rows opened")
+            } catch {
+                #expect((error as? VaultError)?.code == .recordUnreadable)
+            }
+            #expect(try await vault.detokenize(two.token, organization: "alpha").accountNumber.revealed == "5555555555554444")
+        }
+    }
+
+    @Test func rotatingEveryKeyWhileRedeeming() async throws {
+        try await withEnvironment { environment in
+            let vault = environment.vault
+            let paypage = try await environment.paypage("paypageA")
+            let pans = (0..<12).map { "41111111111\(String(format: "%05d", $0))" }
+            var ids: [String] = []
+            for pan in pans + pans {
+                ids.append(
+                    try await vault.register(Environment.decrypted(PaymentPayloads.threeDSecure(pan: pan)), paypage: paypage).id.value)
+            }
+            var tokens: [String: String] = [:]
+            for (index, pan) in pans.enumerated() {
+                tokens[pan] = try await vault.redeem(ids[index], organization: "alpha").highValueToken.token
+            }
+            let before = Dictionary(uniqueKeysWithValues: VaultKeyPurpose.allCases.map { ($0, vault.keyring.keys($0)) })
+            for purpose in VaultKeyPurpose.allCases { try await vault.keyring.create(purpose) }
+
+            // The re-wrap job in small steps, and every registration redeemed meanwhile.
+            let steps = Task {
+                var moved = 0
+                for _ in 0..<50 {
+                    let step = try await vault.rotationStep(batch: 3)
+                    moved += step.moved
+                    if step.moved == 0 && !step.destroyed.isEmpty { break }
+                }
+                return moved
+            }
+            for (index, id) in ids.enumerated() {
+                let redemption = try await vault.redeem(id, organization: "alpha")
+                #expect(redemption.highValueToken.token == tokens[pans[index % pans.count]])
+                #expect(redemption.highValueToken.responseCode == "802")
+            }
+            #expect(try await steps.value == 24 + 12 + 12)
+
+            let status = try await vault.status()
+            for purpose in status.purposes {
+                #expect(purpose.pending == 0, "\(purpose.purpose)")
+            }
+            // The old KEKs are gone; the old HMAC key stays while registrations hashed with it live.
+            for purpose in [VaultKeyPurpose.registrations, .tokens] {
+                #expect(vault.keyring.keys(purpose).count == 1 && vault.keyring.keys(purpose).first != before[purpose]?.first)
+            }
+            let fingerprint = try #require(status.purposes.first { $0.purpose == "fingerprint" })
+            #expect(fingerprint.keys.count == 2 && fingerprint.keys.last?.registrationsHashed == 24)
+            for (pan, token) in tokens {
+                #expect(try await vault.detokenize(token, organization: "alpha").accountNumber.revealed == pan)
+            }
+            // Once those registrations and their tombstones are purged, the old HMAC key goes too.
+            environment.clock.offset = 86_400 + 7 * 86_400 + 120
+            _ = try await vault.purgeRegistrations()
+            environment.clock.offset = 2 * (86_400 + 7 * 86_400 + 120)
+            #expect(try await vault.purgeRegistrations().tombstonesDeleted == 24)
+            #expect(try await vault.rotationStep().destroyed.map(\.purpose) == [.fingerprint])
+            #expect(vault.keyring.keys(.fingerprint).count == 1)
+        }
+    }
+}
+
+/// Now, moved forward by `offset` seconds.
+final class MovableClock: Sendable {
+    private let seconds = Mutex<TimeInterval>(0)
+
+    var offset: TimeInterval {
+        get { seconds.withLock { $0 } }
+        set { seconds.withLock { $0 = newValue } }
+    }
+
+    var now: Date { Date().addingTimeInterval(offset) }
+}
