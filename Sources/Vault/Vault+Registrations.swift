@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import PKCS11
 import PaywardenPrimitives
 import PaywardenStorage
 
@@ -55,15 +56,22 @@ extension Vault {
         return Redemption(
             paymentData: paymentData, version: contents.version, transactionId: contents.transactionId,
             publicKeyHash: contents.publicKeyHash, signingTime: contents.signingTime, highValueToken: issued,
-            redemptions: counted.redemptions, expiresAt: counted.expiresAt)
+            redemptions: counted.redemptions, expiresAt: counted.expiresAt, reference: Self.registrationReference(found.lookupKey))
     }
 
-    /// Ends a registration early: its payload is destroyed now, its tombstone kept.
-    public func endRegistration(_ presented: String, organization: String) async throws(VaultError) {
+    /// Ends a registration early: its payload is destroyed now, its tombstone kept. Returns the
+    /// audit reference.
+    @discardableResult
+    public func endRegistration(_ presented: String, organization: String) async throws(VaultError) -> String {
         let found = try await liveRegistration(presented, organization: organization)
         guard
             try await storage({ () async throws(StorageError) in try await database.endRegistration(lookupKey: found.lookupKey, at: now) })
         else { throw Self.expired }
+        return Self.registrationReference(found.lookupKey)
+    }
+
+    static func registrationReference(_ lookupKey: [UInt8]) -> String {
+        "reg:" + Hex.encode(lookupKey.prefix(8))
     }
 
     /// The active purge: payloads of expired registrations destroyed, old tombstones deleted.
@@ -81,13 +89,19 @@ extension Vault {
             throw Self.notFound
         }
         // The newest look-up key first; older ones only while a rotation of the HMAC key is under way.
-        for key in keyring.keys(.fingerprint) {
-            let lookupKey = try await lookupKey(presented, key: key)
-            guard let record = try await storage({ () async throws(StorageError) in try await database.registration(lookupKey: lookupKey) })
-            else { continue }
-            guard record.organization == organization else { throw Self.notFound }
-            guard record.isLive(at: now) else { throw Self.expired }
-            return record
+        // A miss re-reads the keys (at most once a second): the ID may be hashed under a key another
+        // instance created since this one last looked.
+        var tried: Set<KeyIdentifier> = []
+        for attempt in 0..<2 {
+            if attempt == 1 { try await keyring.refreshIfOlder(than: .seconds(1)) }
+            for key in keyring.keys(.fingerprint) where tried.insert(key.id).inserted {
+                let lookupKey = try await lookupKey(presented, key: key)
+                let found = try await storage { () async throws(StorageError) in try await database.registration(lookupKey: lookupKey) }
+                guard let record = found else { continue }
+                guard record.organization == organization else { throw Self.notFound }
+                guard record.isLive(at: now) else { throw Self.expired }
+                return record
+            }
         }
         if keyring.keys(.fingerprint).isEmpty { _ = try keyring.current(.fingerprint) }
         throw Self.notFound

@@ -26,8 +26,11 @@ extension Vault {
                 try await database.registrations(sealedWith: old.id.hex, limit: batch)
             }
             for row in rows {
-                guard let sealed = row.sealed else { continue }
-                let rewrapped = try await sealer.rewrap(sealed, from: old, to: current)
+                guard let sealed = row.sealed,
+                    let rewrapped = try await unlessUnreadable({ () async throws(VaultError) in
+                        try await sealer.rewrap(sealed, from: old, to: current)
+                    })
+                else { continue }
                 if try await storage({ () async throws(StorageError) in
                     try await database.resealRegistration(lookupKey: row.lookupKey, previousKeyID: old.id.hex, sealed: rewrapped)
                 }) {
@@ -45,7 +48,11 @@ extension Vault {
             let rows = try await storage { () async throws(StorageError) in try await database.tokens(sealedWith: old.id.hex, limit: batch)
             }
             for row in rows {
-                let rewrapped = try await sealer.rewrap(row.sealed, from: old, to: current)
+                guard
+                    let rewrapped = try await unlessUnreadable({ () async throws(VaultError) in
+                        try await sealer.rewrap(row.sealed, from: old, to: current)
+                    })
+                else { continue }
                 if try await storage({ () async throws(StorageError) in
                     try await database.resealToken(row.token, organization: row.organization, previousKeyID: old.id.hex, sealed: rewrapped)
                 }) {
@@ -58,16 +65,24 @@ extension Vault {
 
     /// Fingerprints cannot be re-wrapped: each token's account number is opened and hashed anew.
     private func refingerprintTokens(batch: Int) async throws(VaultError) -> Int {
-        guard let current = keyring.keys(.fingerprint).first else { return 0 }
+        guard let current = keyring.keys(.fingerprint).first,
+            // Until every instance has read the new key, one that has not would miss a moved
+            // fingerprint and issue a second token for the account: the grace comes first.
+            now.timeIntervalSince(current.createdAt) >= policy.retiredKeyGrace
+        else { return 0 }
         var moved = 0
         for old in keyring.keys(.fingerprint).dropFirst() {
             let rows = try await storage { () async throws(StorageError) in
                 try await database.tokens(fingerprintedWith: old.id.hex, limit: batch)
             }
             for row in rows {
-                let key = try await key(.tokens, id: row.sealed.keyID)
                 let context = SealContext(kind: .token, organization: row.organization, recordID: Array(row.token.utf8))
-                let contents = try SealedCoding.decode(TokenContents.self, try await sealer.open(row.sealed, with: key, context: context))
+                guard
+                    let contents = try await unlessUnreadable({ () async throws(VaultError) in
+                        let key = try await key(.tokens, id: row.sealed.keyID)
+                        return try SealedCoding.decode(TokenContents.self, try await sealer.open(row.sealed, with: key, context: context))
+                    })
+                else { continue }
                 let fingerprint = try await fingerprint(contents.accountNumber, organization: row.organization, key: current)
                 do {
                     if try await database.refingerprintToken(
@@ -86,6 +101,17 @@ extension Vault {
             }
         }
         return moved
+    }
+
+    /// `body`'s value, or nil when the row it works on is unreadable: the row stays where it is
+    /// (its key then stays too, and `vault status` counts it), so one bad row never stops the
+    /// rotation of every other.
+    private func unlessUnreadable<Value>(_ body: () async throws(VaultError) -> Value) async throws(VaultError) -> Value? {
+        do {
+            return try await body()
+        } catch  where error.code == .recordUnreadable {
+            return nil
+        }
     }
 
     /// Destroys each rotated-out key nothing uses any more, once every instance has had time to
@@ -108,6 +134,9 @@ extension Vault {
                     }
                     guard waiting == 0 else { continue }
                 }
+                // Counted again just before: a row sealed since the first count keeps its key.
+                let recount = try await storage { () async throws(StorageError) in try await database.keyUsage() }
+                guard !recount.contains(where: { $0.keyID == old.id.hex && $0.rows > 0 }) else { continue }
                 try await keyring.destroy(old)
                 destroyed.append(old)
             }

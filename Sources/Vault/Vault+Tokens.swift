@@ -7,6 +7,9 @@ extension Vault {
     /// The organisation's token for the account in `facts`: the existing one (802) or a new one (801).
     public func issueToken(for facts: AccountFacts, policy: OrganizationPolicy) async throws(VaultError) -> IssuedToken {
         let organization = policy.organization
+        // Before a new token can be issued every HMAC key must be known, or an account fingerprinted
+        // under a key another instance just created would get a second token.
+        try await keyring.refreshIfOlder(than: .seconds(1))
         let fingerprintKeys = keyring.keys(.fingerprint)
         guard let current = fingerprintKeys.first else {
             _ = try keyring.current(.fingerprint)
@@ -21,6 +24,7 @@ extension Vault {
             if let existing = try await storage({ () async throws(StorageError) in
                 try await database.token(fingerprint: candidate, organization: organization)
             }) {
+                try await keepExpiryCurrent(existing, facts: facts)
                 return issued(existing, isNew: false, facts: facts, format: policy.tokenFormat)
             }
         }
@@ -50,6 +54,21 @@ extension Vault {
             }
         }
         throw VaultError(.databaseUnavailable, "no unused token value was found in 32 draws for this account's first six and last four")
+    }
+
+    /// A known account number registered again with a new expiry: the token keeps the newest one
+    /// (Worldpay's tokens lose the expiry otherwise), re-sealed under the current key.
+    private func keepExpiryCurrent(_ record: TokenRecord, facts: AccountFacts) async throws(VaultError) {
+        let context = SealContext(kind: .token, organization: record.organization, recordID: Array(record.token.utf8))
+        let stored = try SealedCoding.decode(
+            TokenContents.self,
+            try await sealer.open(record.sealed, with: try await key(.tokens, id: record.sealed.keyID), context: context))
+        guard stored.expirationDate != facts.expirationDate else { return }
+        let contents = try SealedCoding.encode(TokenContents(accountNumber: stored.accountNumber, expirationDate: facts.expirationDate))
+        let sealed = try await sealer.seal(contents, under: try keyring.current(.tokens), context: context)
+        _ = try await storage { () async throws(StorageError) in
+            try await database.updateToken(record.token, organization: record.organization, state: record.state, sealed: sealed, at: now)
+        }
     }
 
     private func issued(_ record: TokenRecord, isNew: Bool, facts: AccountFacts, format: HighValueTokenFormat) -> IssuedToken {

@@ -69,6 +69,12 @@ public final class Vault: Sendable {
         return key
     }
 
+    /// Fails unless every vault key is there: checked before a token is decrypted, so a vault that
+    /// cannot store it does not claim (and so burn) the token's transaction id.
+    public func requireKeys() throws(VaultError) {
+        for purpose in VaultKeyPurpose.allCases { _ = try keyring.current(purpose) }
+    }
+
     /// Runs a store call, turning its failures into the vault's.
     func storage<Value>(_ body: () async throws(StorageError) -> Value) async throws(VaultError) -> Value {
         do {

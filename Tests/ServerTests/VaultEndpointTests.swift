@@ -96,6 +96,7 @@ struct VaultEndpointTests {
                     && Set(detokenized.keys) == ["accountNumber", "expirationDate", "kind", "merchantTokenIdentifier"])
             let audit = try String(contentsOfFile: try #require(server.server.configuration.auditLogPath), encoding: .utf8)
             #expect(audit.contains("\"action\":\"detokenize\"") && audit.contains("api-key:merchant-server"))
+            #expect(audit.contains("\"action\":\"redeem\"") && audit.contains("registration reg:"))
             #expect(!audit.contains(pan) && !audit.contains(value) && !audit.contains(id))
 
             // Ending the registration destroys its payload: 878 from then on, not 877.
@@ -139,7 +140,7 @@ struct VaultEndpointTests {
             let tampered = try server.ecToken().flippingByte(of: "signature", at: 80)
             #expect(code(try await register(server, token: tampered)).hasPrefix("888 "))
             let noPAN = Array(#"{"applicationExpirationDate":"291231","paymentDataType":"3DSecure","paymentData":{}}"#.utf8)
-            #expect(code(try await register(server, token: try server.ecToken(payload: noPAN))) == "820 invalid_account_number")
+            #expect(code(try await register(server, token: try server.ecToken(payload: noPAN))) == "889 invalid_account_number")
             // A form without its Apple Pay fields, and one with a field twice.
             let missing = try await server.send(
                 .POST, "/eProtect/paypage", body: EProtectForms.encode([("paypageId", TestServer.examplePaypage), ("id", "x")]),

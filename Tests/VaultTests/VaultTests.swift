@@ -88,6 +88,8 @@ struct VaultTests {
                     String(decoding: PaymentPayloads.threeDSecure(), as: UTF8.self)
                         .replacingOccurrences(of: "291231", with: "311231").utf8))
             #expect(try await vault.issueToken(for: renewed, policy: alpha).token == first.token)
+            // …and the token keeps the newest expiry.
+            #expect(try await vault.detokenize(first.token, organization: "alpha").expirationDate == "311231")
             // A merchant token is an MPAN, with its identifier kept.
             let mpan = try AccountFacts(paymentData: PaymentPayloads.merchantToken())
             let merchantToken = try await vault.issueToken(for: mpan, policy: alpha)

@@ -8,6 +8,8 @@ extension APIError {
         switch failure {
         case .token(let error):
             self.init(error)
+        case .rateLimited(let wait, let who):
+            self = EProtectController.rateLimited(wait, who)
         case .vault(let error):
             let status: HTTPResponse.Status =
                 switch error.code {

@@ -37,12 +37,12 @@ struct CnpController {
                 "Paywarden answers registerTokenRequest here; \(parsed.transaction.name) needs a configured upstream, and none is")
             return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: status))
         }
-        let response = await register(registration, organization: organization)
+        let response = await register(registration, key: key, organization: organization)
         return Self.xml(
             CnpOnlineResponse.envelope(dialect: parsed.dialect, version: parsed.version, transactions: [response.element(parsed.dialect)]))
     }
 
-    private func register(_ registration: CnpRegisterTokenRequest, organization: String) async -> CnpRegisterTokenResponse {
+    private func register(_ registration: CnpRegisterTokenRequest, key: APIKey, organization: String) async -> CnpRegisterTokenResponse {
         let transactionID = UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999)
         var response = CnpRegisterTokenResponse(
             attributes: registration.attributes, transactionId: transactionID, response: .registrationError, responseTime: service.vault.now
@@ -51,7 +51,7 @@ struct CnpController {
             let issued: IssuedToken
             switch registration.source {
             case .paypageRegistrationId(let id):
-                issued = try await service.redeem(id, organization: organization).highValueToken
+                issued = try await service.redeem(id, key: key, organization: organization).highValueToken
             case .applePay(let token):
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)

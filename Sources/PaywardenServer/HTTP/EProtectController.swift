@@ -14,8 +14,7 @@ struct EProtectController {
     let maxBodyBytes: Int
 
     func register(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        let address = context.remoteAddress?.ipAddress ?? "unknown"
-        if let wait = perAddress.acquire(address) { throw Self.rateLimited(wait, "this client address") }
+        if let wait = perAddress.acquire(Self.clientKey(context.remoteAddress)) { throw Self.rateLimited(wait, "this client address") }
         let body = try await RequestBody.collect(request, limit: maxBodyBytes)
         let now = service.vault.now
         let form: EProtectForm
@@ -28,19 +27,39 @@ struct EProtectController {
                     echo: error.partial, response: code, message: "\(code.message): \(error.message)", paywardenCode: "malformed_token",
                     now: now))
         }
-        if let wait = perPaypage.acquire(form.paypageID) { throw Self.rateLimited(wait, "this paypageId") }
         let echo = EProtectForm.Echo(id: form.id, orderID: form.orderID, reportGroup: form.reportGroup)
         let outcome: EProtectReply
         do throws(VaultFailure) {
-            let registration = try await service.register(token: form.tokenJSON, paypageID: form.paypageID, reportGroup: form.reportGroup)
+            // Counted per paypage only once the paypage is known to exist, so made-up ids cannot fill the limiter.
+            let registration = try await service.register(token: form.tokenJSON, paypageID: form.paypageID, reportGroup: form.reportGroup) {
+                paypage throws(VaultFailure) in
+                if let wait = perPaypage.acquire(paypage.id) { throw .rateLimited(wait, "this paypageId") }
+            }
             outcome = EProtectReply(registration: registration, form: form, now: now)
         } catch {
-            let code = EProtectResponseCode(paywardenCode: error.code)
-            // eProtect's words first, then Paywarden's reason, which never holds a secret.
-            outcome = EProtectReply(
-                echo: echo, response: code, message: "\(code.message): \(error.message)", paywardenCode: error.code, now: now)
+            if case .rateLimited(let wait, let who) = error { throw Self.rateLimited(wait, who) }
+            let code = EProtectResponseCode(eProtectFor: error.code)
+            // eProtect's words first, then Paywarden's reason, which never holds a secret; what is
+            // the service's own trouble is not detailed to an unauthenticated caller (the log has it).
+            let reason =
+                Self.internalCodes.contains(error.code) ? "Paywarden cannot register tokens right now; retry shortly" : error.message
+            outcome = EProtectReply(echo: echo, response: code, message: "\(code.message): \(reason)", paywardenCode: error.code, now: now)
         }
         return try reply(outcome)
+    }
+
+    static let internalCodes: Set<String> = ["hsm_unavailable", "database_unavailable", "internal_error", "overloaded"]
+
+    /// What the per-address limit counts by: an IPv4 address, or an IPv6 /64 (a client controls the
+    /// rest of its /64, so counting /128s would let it step around the limit).
+    static func clientKey(_ address: SocketAddress?) -> String {
+        switch address {
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0.prefix(8)) }
+            return "v6:" + bytes.map { String($0, radix: 16) }.joined(separator: ":")
+        case .some(let other): return other.ipAddress ?? "unknown"
+        case nil: return "unknown"
+        }
     }
 
     private func reply(_ reply: EProtectReply) throws -> Response {

@@ -88,6 +88,16 @@ enum EProtectResponseCode: String, Sendable {
         }
     }
 
+    /// The code the eProtect endpoint answers: eProtect's own set (870–889), so a token-level code
+    /// such as 820 becomes 889 there, with Paywarden's stable code beside it.
+    init(eProtectFor code: String) {
+        let mapped = EProtectResponseCode(paywardenCode: code)
+        switch mapped {
+        case .invalidCardNumber, .tokenNotFound, .tokenInvalid: self = .failure
+        default: self = mapped
+        }
+    }
+
     /// eProtect's own words for the code.
     var message: String {
         switch self {

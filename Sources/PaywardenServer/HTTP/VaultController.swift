@@ -12,7 +12,7 @@ struct VaultController {
     func redeem(_ request: Request, context: PaywardenRequestContext) async throws -> VerbatimJSONResponse<RedemptionFacts> {
         let target = try Target(context, parameter: "id")
         let redemption = try await Self.answer { () async throws(VaultFailure) in
-            try await service.redeem(target.value, organization: target.organization)
+            try await service.redeem(target.value, key: target.key, organization: target.organization)
         }
         return VerbatimJSONResponse(key: "paymentData", verbatim: redemption.paymentData, envelope: RedemptionFacts(redemption))
     }

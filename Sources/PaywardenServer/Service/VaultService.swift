@@ -26,6 +26,7 @@ final class VaultService: Sendable {
     /// Verifies and decrypts `token` (JSON) for a token registration of `policy`'s organisation:
     /// a key of a merchant the organisation does not use is refused before its transaction id is claimed.
     func decrypt(_ token: [UInt8], policy: OrganizationPolicy) async throws(VaultFailure) -> DecryptedPaymentToken {
+        try vaultedNow { () throws(VaultError) in try vault.requireKeys() }
         do {
             return try await decryption.decrypt(token, merchantIdentifierHashes: policy.merchantIdentifierHashes)
         } catch {
@@ -39,11 +40,15 @@ final class VaultService: Sendable {
     }
 
     /// eProtect registration: the paypage checked, the token decrypted, a registration ID issued.
-    func register(token: [UInt8], paypageID: String, reportGroup: String) async throws(VaultFailure) -> Registration {
+    /// `admit` runs once the paypage is known to exist (its rate limit), before any decryption.
+    func register(
+        token: [UInt8], paypageID: String, reportGroup: String, admit: (PaypageRecord) throws(VaultFailure) -> Void
+    ) async throws(VaultFailure) -> Registration {
         try await measured("register") { () async throws(VaultFailure) in
             let paypage = try await vaulted { () async throws(VaultError) in
                 try await vault.authorizePaypage(paypageID, reportGroup: reportGroup)
             }
+            try admit(paypage)
             guard let policy = OrganizationPolicy(paypage: paypage) else {
                 throw .vault(VaultError(.merchantNotAuthorized, "the paypage's token format is not T or D"))
             }
@@ -52,15 +57,29 @@ final class VaultService: Sendable {
         }
     }
 
-    func redeem(_ id: String, organization: String) async throws(VaultFailure) -> Redemption {
-        try await measured("redeem") { () async throws(VaultFailure) in
-            try await vaulted { () async throws(VaultError) in try await vault.redeem(id, organization: organization) }
+    /// Every redemption is audited: who, for which organisation, and a keyed reference to the ID.
+    func redeem(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) -> Redemption {
+        do {
+            let redemption = try await measured("redeem") { () async throws(VaultFailure) in
+                try await vaulted { () async throws(VaultError) in try await vault.redeem(id, organization: organization) }
+            }
+            record(action: "redeem", key: key, organization: organization, result: "ok", detail: "registration \(redemption.reference)")
+            return redemption
+        } catch {
+            record(action: "redeem", key: key, organization: organization, result: "refused", detail: error.code)
+            throw error
         }
     }
 
     func endRegistration(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) {
-        try await measured("end_registration") { () async throws(VaultFailure) in
-            try await vaulted { () async throws(VaultError) in try await vault.endRegistration(id, organization: organization) }
+        do {
+            let reference = try await measured("end_registration") { () async throws(VaultFailure) in
+                try await vaulted { () async throws(VaultError) in try await vault.endRegistration(id, organization: organization) }
+            }
+            record(action: "end-registration", key: key, organization: organization, result: "ok", detail: "registration \(reference)")
+        } catch {
+            record(action: "end-registration", key: key, organization: organization, result: "refused", detail: error.code)
+            throw error
         }
     }
 
@@ -112,6 +131,14 @@ final class VaultService: Sendable {
         }
     }
 
+    private func vaultedNow<Value>(_ body: () throws(VaultError) -> Value) throws(VaultFailure) -> Value {
+        do {
+            return try body()
+        } catch {
+            throw .vault(error)
+        }
+    }
+
     private func vaulted<Value>(_ body: () async throws(VaultError) -> Value) async throws(VaultFailure) -> Value {
         do {
             return try await body()
@@ -138,12 +165,15 @@ final class VaultService: Sendable {
 enum VaultFailure: Error, Sendable {
     case token(PaymentTokenError)
     case vault(VaultError)
+    /// Over a registration rate limit: retry after the duration.
+    case rateLimited(Duration, String)
 
     /// The stable code.
     var code: String {
         switch self {
         case .token(let error): error.code.rawValue
         case .vault(let error): error.code.rawValue
+        case .rateLimited: "rate_limited"
         }
     }
 
@@ -151,6 +181,7 @@ enum VaultFailure: Error, Sendable {
         switch self {
         case .token(let error): error.message
         case .vault(let error): error.message
+        case .rateLimited(_, let who): "too many registrations from \(who)"
         }
     }
 }

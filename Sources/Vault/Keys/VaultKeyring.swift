@@ -8,6 +8,7 @@ import Synchronization
 public final class VaultKeyring: Sendable {
     public let hsm: HSM
     private let keys = Mutex<[VaultKeyPurpose: [VaultKey]]>([:])
+    private let lastRefresh = Mutex<ContinuousClock.Instant?>(nil)
 
     public init(hsm: HSM) {
         self.hsm = hsm
@@ -25,6 +26,14 @@ public final class VaultKeyring: Sendable {
         for key in objects.compactMap(VaultKey.init) { byPurpose[key.purpose, default: []].append(key) }
         for purpose in byPurpose.keys { byPurpose[purpose]?.sort(by: VaultKey.newestFirst) }
         keys.withLock { $0 = byPurpose }
+        lastRefresh.withLock { $0 = .now }
+    }
+
+    /// Re-reads the keys when the last read is older than `age`: a look-up that missed may have
+    /// missed because another instance or the CLI rotated a key since.
+    public func refreshIfOlder(than age: Duration) async throws(VaultError) {
+        guard lastRefresh.withLock({ $0.map { ContinuousClock.now - $0 > age } ?? true }) else { return }
+        try await refresh()
     }
 
     /// Every key of `purpose`, newest first.

@@ -37,6 +37,8 @@ public struct Redemption: Sendable {
     public let highValueToken: IssuedToken
     public let redemptions: Int
     public let expiresAt: Date
+    /// Names the registration in audit lines without being its ID: the start of its keyed look-up key.
+    public let reference: String
 }
 
 /// A detokenized high-value token: the account number and expiry, never a cryptogram.

@@ -64,6 +64,9 @@ struct EnvelopeSealer: Sendable {
         }
         do {
             return try await hsm.unwrapDataKey(key.id, wrapped: WrappedDataKey(path: path, bytes: sealed.wrappedKey))
+        } catch  where error.category == .badInput {
+            // The HSM refused the wrapped key itself (altered, or wrapped under another key): no retry helps.
+            throw VaultError(.recordUnreadable, "a sealed record's data key does not unwrap under its own key (altered or moved)")
         } catch {
             throw VaultError(
                 .hsmUnavailable, "the HSM could not unwrap a data key with \(key.purpose.rawValue) key \(key.id.hex): \(error)")
