@@ -26,7 +26,7 @@ final class VaultService: Sendable {
     /// Verifies and decrypts `token` (JSON) for a token registration of `policy`'s organisation:
     /// a key of a merchant the organisation does not use is refused before its transaction id is claimed.
     func decrypt(_ token: [UInt8], policy: OrganizationPolicy) async throws(VaultFailure) -> DecryptedPaymentToken {
-        try vaultedNow { () throws(VaultError) in try vault.requireKeys() }
+        try await vaulted { () async throws(VaultError) in try vault.requireKeys() }
         do {
             return try await decryption.decrypt(token, merchantIdentifierHashes: policy.merchantIdentifierHashes)
         } catch {
@@ -59,27 +59,14 @@ final class VaultService: Sendable {
 
     /// Every redemption is audited: who, for which organisation, and a keyed reference to the ID.
     func redeem(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) -> Redemption {
-        do {
-            let redemption = try await measured("redeem") { () async throws(VaultFailure) in
-                try await vaulted { () async throws(VaultError) in try await vault.redeem(id, organization: organization) }
-            }
-            record(action: "redeem", key: key, organization: organization, result: "ok", detail: "registration \(redemption.reference)")
-            return redemption
-        } catch {
-            record(action: "redeem", key: key, organization: organization, result: "refused", detail: error.code)
-            throw error
+        try await audited("redeem", key: key, organization: organization, naming: { "registration \($0.reference)" }) {
+            () async throws(VaultError) in try await vault.redeem(id, organization: organization)
         }
     }
 
     func endRegistration(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) {
-        do {
-            let reference = try await measured("end_registration") { () async throws(VaultFailure) in
-                try await vaulted { () async throws(VaultError) in try await vault.endRegistration(id, organization: organization) }
-            }
-            record(action: "end-registration", key: key, organization: organization, result: "ok", detail: "registration \(reference)")
-        } catch {
-            record(action: "end-registration", key: key, organization: organization, result: "refused", detail: error.code)
-            throw error
+        _ = try await audited("end-registration", key: key, organization: organization, naming: { "registration \($0)" }) {
+            () async throws(VaultError) in try await vault.endRegistration(id, organization: organization)
         }
     }
 
@@ -93,26 +80,31 @@ final class VaultService: Sendable {
     }
 
     func detokenize(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) -> DetokenizedAccount {
-        do {
-            let account = try await measured("detokenize") { () async throws(VaultFailure) in
-                try await vaulted { () async throws(VaultError) in try await vault.detokenize(token, organization: organization) }
-            }
-            record(action: "detokenize", key: key, organization: organization, result: "ok", detail: "token \(account.reference)")
-            return account
-        } catch {
-            record(action: "detokenize", key: key, organization: organization, result: "refused", detail: error.code)
-            throw error
+        try await audited("detokenize", key: key, organization: organization, naming: { "token \($0.reference)" }) {
+            () async throws(VaultError) in try await vault.detokenize(token, organization: organization)
         }
     }
 
     func deleteToken(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) {
+        _ = try await audited("delete-token", key: key, organization: organization, naming: { "token \($0)" }) {
+            () async throws(VaultError) in try await vault.deleteToken(token, organization: organization)
+        }
+    }
+
+    /// Runs a vault operation an API key asked for, measured under `action` and audited whatever
+    /// the outcome; `naming` gives the audit detail of a success (a keyed reference, never the
+    /// ID or token), a refusal records its stable code.
+    private func audited<Value>(
+        _ action: String, key: APIKey, organization: String, naming: (Value) -> String, _ body: () async throws(VaultError) -> Value
+    ) async throws(VaultFailure) -> Value {
         do {
-            let reference = try await measured("delete_token") { () async throws(VaultFailure) in
-                try await vaulted { () async throws(VaultError) in try await vault.deleteToken(token, organization: organization) }
+            let value = try await measured(action.replacingOccurrences(of: "-", with: "_")) { () async throws(VaultFailure) in
+                try await vaulted(body)
             }
-            record(action: "delete-token", key: key, organization: organization, result: "ok", detail: "token \(reference)")
+            record(action: action, key: key, organization: organization, result: "ok", detail: naming(value))
+            return value
         } catch {
-            record(action: "delete-token", key: key, organization: organization, result: "refused", detail: error.code)
+            record(action: action, key: key, organization: organization, result: "refused", detail: error.code)
             throw error
         }
     }
@@ -128,14 +120,6 @@ final class VaultService: Sendable {
             try audit.append(record)
         } catch {
             logger.error("the audit log could not be written", metadata: ["action": "\(action)", "error": "\(error)"])
-        }
-    }
-
-    private func vaultedNow<Value>(_ body: () throws(VaultError) -> Value) throws(VaultFailure) -> Value {
-        do {
-            return try body()
-        } catch {
-            throw .vault(error)
         }
     }
 
