@@ -85,6 +85,14 @@ let package = Package(
         // key-encrypting keys in the HSM. Speaks to the stores' protocols, never to a driver.
         .target(
             name: "Vault", dependencies: ["PKCS11", "ApplePay", "KeyCustody", "PaywardenStorage", "PaywardenPrimitives", crypto, logging]),
+        // Apple's servers over mutual TLS signed by the HSM-held identity key: merchant-token events,
+        // unlink, metadata updates and payment sessions, behind a host allow-list (merchant-tokens.md §3).
+        .target(
+            name: "OutboundTLS",
+            dependencies: [
+                "PKCS11", "KeyCustody", "PaywardenPrimitives", crypto, asn1, x509, logging, nioCore, nioHTTP1, nioSSL, asyncHTTPClient,
+            ]
+        ),
         // Processor message formats (a leaf): cnpAPI, MercuryPay and Radial models, a strict XML parser.
         .target(name: "ProcessorMessages"),
         // The HTTP service and the composition root.
@@ -92,7 +100,7 @@ let package = Package(
             name: "PaywardenServer",
             dependencies: [
                 "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
+                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages", "OutboundTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -105,17 +113,19 @@ let package = Package(
             name: "PaywardenCLI",
             dependencies: [
                 "PKCS11", "KeyCustody", "ApplePay", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "Vault", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+                "Vault", "OutboundTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ]
         ),
         // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a
-        // software `MerchantKeyOperations`, and a `withServer {}` harness that always shuts down.
+        // software `MerchantKeyOperations`, a `withServer {}` harness that always shuts down, and a
+        // stand-in for Apple's gateway (real mutual TLS on loopback).
         .target(
             name: "PaywardenTesting",
             dependencies: [
                 "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
                 "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
-                crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioHTTP1, nioSSL, serviceLifecycle,
+                "OutboundTLS", crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL,
+                serviceLifecycle,
             ]
         ),
         // The Swift Testing trait that releases what a test opened; test targets only.
@@ -139,6 +149,12 @@ let package = Package(
         ),
         .testTarget(
             name: "KeyCustodyTests", dependencies: ["KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", crypto, x509]),
+        .testTarget(
+            name: "OutboundTLSTests",
+            dependencies: [
+                "OutboundTLS", "PKCS11", "KeyCustody", "PaywardenTesting", "PaywardenTestTraits", asyncHTTPClient, nioSSL, x509, crypto,
+            ]
+        ),
         .testTarget(
             name: "ConfigurationTests",
             dependencies: ["PaywardenConfiguration", "PaywardenServer", "PaywardenTesting", "PaywardenTestTraits"]),

@@ -12,6 +12,7 @@ public struct PaywardenSettings: Sendable {
     public var verification: VerificationSettings
     public var server: ServerSettings
     public var database: DatabaseSettings
+    public var merchantTokens: MerchantTokenSettings
     /// What `config show` prints: each setting's effective value and where it came from.
     public let effective: [EffectiveSetting]
 
@@ -29,6 +30,7 @@ public struct PaywardenSettings: Sendable {
         )
         server = try ServerSettings(&reader)
         database = try DatabaseSettings(&reader, home: home)
+        merchantTokens = try MerchantTokenSettings(&reader)
         effective = reader.effective
     }
 

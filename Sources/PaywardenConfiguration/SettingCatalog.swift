@@ -92,6 +92,34 @@ public enum SettingCatalog {
         "vault_retired_key_grace_seconds", .integer(0...86_400), default: .value("60"),
         "how long a rotated-out vault key outlives its successor's creation, so every instance has re-read the keys before it goes")
 
+    // MARK: Merchant tokens and Apple's gateway
+    public static let applePayGateway = Setting(
+        "apple_pay_gateway", .url, default: .value("https://apple-pay-gateway.apple.com"),
+        "base URL of Apple's gateway for merchant-token events, unlink and update calls (its host must be on merchant_validation_hosts)")
+    public static let applePayGatewayCA = Setting(
+        "apple_pay_gateway_ca", .list, "PEM files of extra trust roots for the gateway, beside the system's (tests and sandboxes)")
+    public static let applePayGatewayTimeoutSeconds = Setting(
+        "apple_pay_gateway_timeout_seconds", .integer(1...120), default: .value("20"),
+        "how long one call to Apple's gateway may take, the TLS handshake included")
+    public static let merchantValidationHosts = Setting(
+        "merchant_validation_hosts", .list,
+        default: .value(
+            "apple-pay-gateway.apple.com,apple-pay-gateway-nc-pod*.apple.com,apple-pay-gateway-pr-pod*.apple.com,"
+                + "apple-pay-gateway-cert.apple.com,apple-pay-gateway-stage.apple.com,cn-apple-pay-gateway.apple.com"),
+        "the only hosts (HOST or HOST:PORT; * within the first label) Paywarden connects to for Apple: the gateway and validationURL")
+    public static let merchantTokenAllowedSources = Setting(
+        "merchant_token_allowed_sources", .list, default: .value("17.58.0.0/18,17.58.192.0/18"),
+        "CIDRs allowed to send merchant-token notifications (Apple's ranges); others get 403")
+    public static let trustedProxies = Setting(
+        "trusted_proxies", .list,
+        "CIDRs of reverse proxies whose X-Forwarded-For is believed for the notification allow-list (default: none, the peer address)")
+    public static let merchantTokenPendingLimit = Setting(
+        "merchant_token_pending_limit", .integer(1...1_000_000), default: .value("10000"),
+        "merchant-token events waiting to be fetched at most; beyond it notifications are answered 503 and Apple retries")
+    public static let merchantTokenPollSeconds = Setting(
+        "merchant_token_poll_seconds", .integer(1...3600), default: .value("10"),
+        "how often the service looks for merchant-token events due for a fetch (a notification wakes it at once)")
+
     // MARK: Database
     public static let databaseURL = Setting(
         "database_url", .url, default: .computed("sqlite:$PAYWARDEN_HOME/paywarden.sqlite"),
@@ -119,6 +147,8 @@ public enum SettingCatalog {
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
         maxBodyBytes, maxInFlight, eventLoopThreads,
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
+        applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
+        trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]
 

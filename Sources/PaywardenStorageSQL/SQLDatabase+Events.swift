@@ -4,8 +4,8 @@ import PaywardenStorage
 extension SQLDatabase: EventStore {
     static var eventColumns: [String] {
         [
-            "id", "merchant_identifier", "merchant_token_id", "kind", "state", "attempts", "last_error", "received_at", "updated_at",
-            "detail",
+            "id", "merchant_identifier", "state", "event_type", "merchant_token_id", "attempts", "next_attempt_at", "last_error", "effect",
+            "received_at", "updated_at", "detail",
         ]
     }
     private static var selectEvent: String { eventColumns.joined(separator: ", ") }
@@ -13,13 +13,13 @@ extension SQLDatabase: EventStore {
     public func recordEvent(_ record: MerchantTokenEventRecord) async throws(StorageError) -> Bool {
         let rows = try await write(
             """
-            INSERT INTO merchant_token_events (\(Self.selectEvent)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            INSERT INTO merchant_token_events (\(Self.selectEvent)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             ON CONFLICT (id) DO NOTHING RETURNING 1
             """,
             [
-                .text(record.id), .text(record.merchantIdentifier), .text(record.merchantTokenID), .text(record.kind),
-                .text(record.state.rawValue), SQLValue(record.attempts), SQLValue(record.lastError), SQLValue(record.receivedAt),
-                SQLValue(record.updatedAt), SQLValue(record.detail),
+                .text(record.id), .text(record.merchantIdentifier), .text(record.state.rawValue), SQLValue(record.eventType),
+                SQLValue(record.merchantTokenID), SQLValue(record.attempts), SQLValue(record.nextAttemptAt), SQLValue(record.lastError),
+                SQLValue(record.effect), SQLValue(record.receivedAt), SQLValue(record.updatedAt), SQLValue(record.detail),
             ])
         return !rows.isEmpty
     }
@@ -29,22 +29,54 @@ extension SQLDatabase: EventStore {
         return try rows.first.map { row throws(StorageError) in try Self.event(row) }
     }
 
-    public func events(state: MerchantTokenEventRecord.State, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
-        let rows = try await read(
-            "SELECT \(Self.selectEvent) FROM merchant_token_events WHERE state = $1 ORDER BY received_at, id LIMIT $2",
-            [.text(state.rawValue), SQLValue(limit)])
-        var records: [MerchantTokenEventRecord] = []
-        for row in rows { records.append(try Self.event(row)) }
-        return records
+    public func dueEvents(at now: Date, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
+        try Self.events(
+            try await read(
+                """
+                SELECT \(Self.selectEvent) FROM merchant_token_events WHERE state = $1 AND next_attempt_at <= $2
+                ORDER BY next_attempt_at, id LIMIT $3
+                """, [.text(MerchantTokenEventRecord.State.pending.rawValue), SQLValue(now), SQLValue(limit)]))
     }
 
-    public func updateEvent(
-        id: String, state: MerchantTokenEventRecord.State, attempts: Int, lastError: String?, at now: Date
-    ) async throws(StorageError) -> Bool {
+    public func events(state: MerchantTokenEventRecord.State?, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
+        let rows =
+            if let state {
+                try await read(
+                    "SELECT \(Self.selectEvent) FROM merchant_token_events WHERE state = $1 ORDER BY received_at DESC, id DESC LIMIT $2",
+                    [.text(state.rawValue), SQLValue(limit)])
+            } else {
+                try await read(
+                    "SELECT \(Self.selectEvent) FROM merchant_token_events ORDER BY received_at DESC, id DESC LIMIT $1", [SQLValue(limit)])
+            }
+        return try Self.events(rows)
+    }
+
+    public func eventCount(state: MerchantTokenEventRecord.State) async throws(StorageError) -> Int {
+        let rows = try await read("SELECT count(*) FROM merchant_token_events WHERE state = $1", [.text(state.rawValue)])
+        return try SQLRowReader(rows.first ?? [], columns: ["count"], table: "merchant_token_events").integer(0)
+    }
+
+    public func updateEvent(_ record: MerchantTokenEventRecord, expectedAttempts: Int) async throws(StorageError) -> Bool {
+        // Compare-and-set on attempts: an instance that read the row before another moved it
+        // finds the counter changed and leaves the row alone.
         let rows = try await write(
-            "UPDATE merchant_token_events SET state = $2, attempts = $3, last_error = $4, updated_at = $5 WHERE id = $1 RETURNING 1",
-            [.text(id), .text(state.rawValue), SQLValue(attempts), SQLValue(lastError), SQLValue(now)])
+            """
+            UPDATE merchant_token_events SET state = $3, event_type = $4, merchant_token_id = $5, attempts = $6, next_attempt_at = $7,
+              last_error = $8, effect = $9, updated_at = $10, detail = $11
+            WHERE id = $1 AND attempts = $2 RETURNING 1
+            """,
+            [
+                .text(record.id), SQLValue(expectedAttempts), .text(record.state.rawValue), SQLValue(record.eventType),
+                SQLValue(record.merchantTokenID), SQLValue(record.attempts), SQLValue(record.nextAttemptAt), SQLValue(record.lastError),
+                SQLValue(record.effect), SQLValue(record.updatedAt), SQLValue(record.detail),
+            ])
         return !rows.isEmpty
+    }
+
+    private static func events(_ rows: [[SQLValue]]) throws(StorageError) -> [MerchantTokenEventRecord] {
+        var records: [MerchantTokenEventRecord] = []
+        for row in rows { records.append(try event(row)) }
+        return records
     }
 
     static func event(_ values: [SQLValue]) throws(StorageError) -> MerchantTokenEventRecord {
@@ -52,8 +84,10 @@ extension SQLDatabase: EventStore {
         let id = try row.text(0)
         row.row = id
         return MerchantTokenEventRecord(
-            id: id, merchantIdentifier: try row.text(1), merchantTokenID: try row.text(2), kind: try row.text(3),
-            state: try row.choice(4, as: MerchantTokenEventRecord.State.self), attempts: try row.integer(5),
-            lastError: try row.optionalText(6), receivedAt: try row.date(7), updatedAt: try row.date(8), detail: try row.optionalBytes(9))
+            id: id, merchantIdentifier: try row.text(1), receivedAt: try row.date(9),
+            state: try row.choice(2, as: MerchantTokenEventRecord.State.self), eventType: try row.optionalText(3),
+            merchantTokenID: try row.optionalText(4), attempts: try row.integer(5), nextAttemptAt: try row.date(6),
+            lastError: try row.optionalText(7), effect: try row.optionalText(8), updatedAt: try row.date(10),
+            detail: try row.optionalBytes(11))
     }
 }

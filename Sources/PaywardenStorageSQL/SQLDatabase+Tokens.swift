@@ -6,7 +6,7 @@ extension SQLDatabase: TokenStore {
     static var tokenColumns: [String] {
         [
             "organization", "token", "fingerprint", "fingerprint_key_id", "account_kind", "merchant_token_id", "state", "key_id",
-            "wrap_path", "wrapped_key", "ciphertext", "payload_version", "created_at", "updated_at",
+            "wrap_path", "wrapped_key", "ciphertext", "payload_version", "created_at", "updated_at", "merchant_token_metadata",
         ]
     }
     private static var selectToken: String { tokenColumns.joined(separator: ", ") }
@@ -18,7 +18,7 @@ extension SQLDatabase: TokenStore {
         let rows = try await write(
             """
             INSERT INTO high_value_tokens (\(Self.selectToken))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
             ON CONFLICT (organization, fingerprint) DO NOTHING RETURNING 1
             """,
             [
@@ -26,6 +26,7 @@ extension SQLDatabase: TokenStore {
                 .text(record.accountKind.rawValue), SQLValue(record.merchantTokenID), .text(record.state.rawValue),
                 .text(record.sealed.keyID), .text(record.sealed.wrapPath), .blob(record.sealed.wrappedKey), .blob(record.sealed.ciphertext),
                 SQLValue(record.sealed.version), SQLValue(record.createdAt), SQLValue(record.updatedAt),
+                SQLValue(record.merchantTokenMetadata),
             ])
         if !rows.isEmpty { return .inserted(record) }
         guard let existing = try await token(fingerprint: record.fingerprint, organization: record.organization) else {
@@ -81,6 +82,51 @@ extension SQLDatabase: TokenStore {
         let rows = try await write(
             "DELETE FROM high_value_tokens WHERE organization = $1 AND token = $2 RETURNING 1", [.text(organization), .text(token)])
         return !rows.isEmpty
+    }
+
+    // MARK: Merchant-token events
+
+    public func unlinkTokens(merchantTokenID: String, at now: Date) async throws(StorageError) -> Int {
+        try await write(
+            """
+            UPDATE high_value_tokens SET state = $2, updated_at = $3
+            WHERE merchant_token_id = $1 AND state = $4 RETURNING 1
+            """,
+            [
+                .text(merchantTokenID), .text(TokenRecord.State.unlinked.rawValue), SQLValue(now),
+                .text(TokenRecord.State.active.rawValue),
+            ]
+        ).count
+    }
+
+    public func recordMerchantTokenMetadata(
+        merchantTokenID: String, metadata: [UInt8], at now: Date
+    ) async throws(StorageError) -> Int {
+        // An unlinked row keeps its updated_at: its retention runs from the unlinking.
+        try await write(
+            """
+            UPDATE high_value_tokens SET merchant_token_metadata = $2,
+              updated_at = CASE WHEN state = $4 THEN $3 ELSE updated_at END
+            WHERE merchant_token_id = $1 AND state IN ($4, $5) RETURNING 1
+            """,
+            [
+                .text(merchantTokenID), .blob(metadata), SQLValue(now), .text(TokenRecord.State.active.rawValue),
+                .text(TokenRecord.State.unlinked.rawValue),
+            ]
+        ).count
+    }
+
+    public func deleteUnlinkedTokens(before: Date, limit: Int) async throws(StorageError) -> Int {
+        // Neither engine's DELETE takes a LIMIT (SQLite's only when compiled to): the batch is a
+        // subquery on the primary key, the longest unlinked first (index on state, updated_at).
+        try await write(
+            """
+            DELETE FROM high_value_tokens WHERE (organization, token) IN
+              (SELECT organization, token FROM high_value_tokens WHERE state = $1 AND updated_at < $2
+               ORDER BY updated_at, organization, token LIMIT $3)
+            RETURNING 1
+            """, [.text(TokenRecord.State.unlinked.rawValue), SQLValue(before), SQLValue(max(limit, 0))]
+        ).count
     }
 
     // MARK: Key rotation
@@ -147,6 +193,6 @@ extension SQLDatabase: TokenStore {
             sealed: SealedPayload(
                 keyID: try row.text(7), wrapPath: try row.text(8), wrappedKey: try row.bytes(9), ciphertext: try row.bytes(10),
                 version: try row.integer(11)),
-            createdAt: try row.date(12), updatedAt: try row.date(13))
+            createdAt: try row.date(12), updatedAt: try row.date(13), merchantTokenMetadata: try row.optionalBytes(14))
     }
 }

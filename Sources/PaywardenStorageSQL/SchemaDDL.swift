@@ -112,5 +112,32 @@ public enum SchemaDDL {
             "CREATE INDEX high_value_tokens_key ON high_value_tokens (key_id)",
             "CREATE INDEX high_value_tokens_fingerprint_key ON high_value_tokens (fingerprint_key_id)",
         ],
+        // Merchant-token events as the notification route records them: by Apple's event id, before
+        // their type and merchant token are fetched, with a retry schedule and the effect applying
+        // had. No code wrote the first table, so it is replaced, not altered. Tokens keep the
+        // merchant token's latest metadata; unlinked ones are purged by state and age.
+        "0003_merchant_token_events": [
+            "DROP TABLE merchant_token_events",
+            """
+            CREATE TABLE merchant_token_events (
+              id TEXT PRIMARY KEY,
+              merchant_identifier TEXT NOT NULL,
+              state TEXT NOT NULL,
+              event_type TEXT,
+              merchant_token_id TEXT,
+              attempts {integer} NOT NULL,
+              next_attempt_at {integer} NOT NULL,
+              last_error TEXT,
+              effect TEXT,
+              received_at {integer} NOT NULL,
+              updated_at {integer} NOT NULL,
+              detail {bytes}
+            )
+            """,
+            "CREATE INDEX merchant_token_events_due ON merchant_token_events (state, next_attempt_at)",
+            "CREATE INDEX merchant_token_events_received ON merchant_token_events (received_at)",
+            "ALTER TABLE high_value_tokens ADD COLUMN merchant_token_metadata {bytes}",
+            "CREATE INDEX high_value_tokens_state ON high_value_tokens (state, updated_at)",
+        ],
     ]
 }

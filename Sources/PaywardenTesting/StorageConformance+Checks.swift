@@ -291,25 +291,190 @@ extension StorageConformance {
         }
     ]
 
+    static func event(_ id: String, received offset: TimeInterval, due: TimeInterval? = nil) -> MerchantTokenEventRecord {
+        MerchantTokenEventRecord(
+            id: id, merchantIdentifier: "merchant.com.example", receivedAt: t0 + offset, nextAttemptAt: due.map { t0 + $0 })
+    }
+
     static let eventChecks: [StorageConformance] = [
-        StorageConformance(name: "events: recorded once, listed oldest first, updated") { db in
-            func event(_ id: String, at offset: TimeInterval) -> MerchantTokenEventRecord {
-                MerchantTokenEventRecord(
-                    id: id, merchantIdentifier: "merchant.com.example", merchantTokenID: "DNITHE\(id)", kind: "UNLINK",
-                    receivedAt: C.t0 + offset, detail: Array("{\"k\":1}".utf8))
+        StorageConformance(name: "events: recorded once, read back with every field") { db in
+            let first = C.event("e2", received: 2)
+            try C.require(try await db.recordEvent(first), "not recorded")
+            var again = C.event("e2", received: 9)
+            again.merchantIdentifier = "merchant.com.other"
+            try C.require(!(try await db.recordEvent(again)), "recorded twice")
+            let stored = try await db.event(id: "e2")
+            try C.require(stored == first, "a repeated notification changed the event: \(String(describing: stored))")
+            try C.require(stored?.nextAttemptAt == C.t0 + 2 && stored?.updatedAt == C.t0 + 2, "the times do not default to receivedAt")
+            try C.require(stored?.eventType == nil && stored?.merchantTokenID == nil && stored?.detail == nil, "unfetched fields set")
+
+            let full = MerchantTokenEventRecord(
+                id: "e-full", merchantIdentifier: "merchant.com.example", receivedAt: C.t0 + 1, state: .failed, eventType: "UNLINK",
+                merchantTokenID: "DNITHE0001", attempts: 5, nextAttemptAt: C.t0 + 90, lastError: "HTTP 503", effect: "none",
+                updatedAt: C.t0 + 80, detail: Array(#"{"eventType":"UNLINK"}"#.utf8))
+            try C.require(try await db.recordEvent(full), "a full event was not recorded")
+            try C.require(try await db.event(id: "e-full") == full, "a full event read back differs")
+            try C.require(try await db.event(id: "none") == nil, "an unknown event was found")
+        },
+        StorageConformance(name: "events: due ones are pending and due, the longest due first") { db in
+            for record in [
+                C.event("a", received: 1, due: 50), C.event("b", received: 2, due: 10), C.event("c", received: 3, due: 10),
+                C.event("d", received: 4, due: 11), C.event("e", received: 5, due: 100),
+            ] {
+                _ = try await db.recordEvent(record)
             }
-            try C.require(try await db.recordEvent(event("e2", at: 2)), "not recorded")
-            try C.require(!(try await db.recordEvent(event("e2", at: 9))), "recorded twice")
-            _ = try await db.recordEvent(event("e1", at: 1))
-            _ = try await db.recordEvent(event("e3", at: 3))
-            try C.require(try await db.events(state: .pending, limit: 2).map(\.id) == ["e1", "e2"], "not oldest first")
-            try C.require(try await db.updateEvent(id: "e1", state: .failed, attempts: 1, lastError: "HTTP 503", at: C.t0 + 4), "update")
-            let failed = try await db.event(id: "e1")
-            try C.require(failed?.state == .failed && failed?.attempts == 1 && failed?.lastError == "HTTP 503", "update lost")
-            try C.require(failed?.detail == Array("{\"k\":1}".utf8) && failed?.updatedAt == C.t0 + 4, "detail or time lost")
-            try C.require(try await db.events(state: .pending, limit: 10).map(\.id) == ["e2", "e3"], "pending after update")
-            try C.require(!(try await db.updateEvent(id: "none", state: .applied, attempts: 1, lastError: nil, at: C.t0)), "unknown")
-        }
+            var applied = C.event("f", received: 0, due: 0)
+            applied.state = .applied
+            var failed = C.event("g", received: 0, due: 0)
+            failed.state = .failed
+            _ = try await db.recordEvent(applied)
+            _ = try await db.recordEvent(failed)
+            try C.require(try await db.dueEvents(at: C.t0 + 9, limit: 10).isEmpty, "an event was due early, or a settled one listed")
+            try C.require(try await db.dueEvents(at: C.t0 + 10, limit: 10).map(\.id) == ["b", "c"], "due at its time (inclusive)")
+            let due = try await db.dueEvents(at: C.t0 + 60, limit: 10).map(\.id)
+            try C.require(due == ["b", "c", "d", "a"], "not by next attempt, then id: \(due)")
+            try C.require(try await db.dueEvents(at: C.t0 + 60, limit: 2).map(\.id) == ["b", "c"], "limit")
+            try C.require(try await db.dueEvents(at: C.t0 + 1000, limit: 10).count == 5, "every pending event is due eventually")
+        },
+        StorageConformance(name: "events: an update is a compare-and-set on attempts") { db in
+            let record = C.event("e1", received: 1)
+            _ = try await db.recordEvent(record)
+            var fetched = record
+            fetched.eventType = "UPDATED_METADATA"
+            fetched.merchantTokenID = "DNITHE0002"
+            fetched.attempts = 1
+            fetched.nextAttemptAt = C.t0 + 61
+            fetched.lastError = "Apple answered 500"
+            fetched.updatedAt = C.t0 + 2
+            fetched.detail = Array(#"{"k":1}"#.utf8)
+            try C.require(try await db.updateEvent(fetched, expectedAttempts: 0), "the first update was refused")
+            try C.require(try await db.event(id: "e1") == fetched, "the update was not read back whole")
+
+            // Another instance that read the row at attempts 0 loses.
+            var stale = record
+            stale.attempts = 1
+            stale.state = .applied
+            try C.require(!(try await db.updateEvent(stale, expectedAttempts: 0)), "a stale update was applied")
+            try C.require(try await db.event(id: "e1") == fetched, "a refused update changed the row")
+
+            var done = fetched
+            done.state = .applied
+            done.attempts = 2
+            done.lastError = nil
+            done.effect = "metadata recorded on 1 token"
+            done.updatedAt = C.t0 + 62
+            // The immutable fields are not written, whatever the record says.
+            done.merchantIdentifier = "merchant.com.other"
+            done.receivedAt = C.t0 + 999
+            try C.require(try await db.updateEvent(done, expectedAttempts: 1), "the second update was refused")
+            var expected = done
+            expected.merchantIdentifier = record.merchantIdentifier
+            expected.receivedAt = record.receivedAt
+            let stored = try await db.event(id: "e1")
+            try C.require(stored == expected, "after the second update: \(String(describing: stored))")
+            try C.require(try await db.dueEvents(at: C.t0 + 1000, limit: 10).isEmpty, "an applied event is due")
+            var unknown = C.event("none", received: 1)
+            unknown.attempts = 1
+            try C.require(!(try await db.updateEvent(unknown, expectedAttempts: 0)), "an unknown event was updated")
+            try C.require(try await db.event(id: "none") == nil, "an update created an event")
+        },
+        StorageConformance(name: "events: counted by state, listed newest first") { db in
+            for (index, state) in [MerchantTokenEventRecord.State.pending, .applied, .pending, .failed, .applied, .pending].enumerated() {
+                var record = C.event("e\(index)", received: TimeInterval(index))
+                record.state = state
+                _ = try await db.recordEvent(record)
+            }
+            for state in MerchantTokenEventRecord.State.allCases {
+                let count = try await db.eventCount(state: state)
+                let expected = ["pending": 3, "applied": 2, "failed": 1][state.rawValue]
+                try C.require(count == expected, "\(count) \(state.rawValue), expected \(String(describing: expected))")
+            }
+            try C.require(
+                try await db.events(state: nil, limit: 10).map(\.id) == ["e5", "e4", "e3", "e2", "e1", "e0"], "all: not newest first")
+            try C.require(try await db.events(state: nil, limit: 2).map(\.id) == ["e5", "e4"], "all: limit")
+            try C.require(try await db.events(state: .pending, limit: 10).map(\.id) == ["e5", "e2", "e0"], "pending")
+            try C.require(try await db.events(state: .applied, limit: 1).map(\.id) == ["e4"], "applied, limit 1")
+            try C.require(try await db.events(state: .failed, limit: 10).map(\.id) == ["e3"], "failed")
+        },
+    ]
+
+    static let merchantTokenChecks: [StorageConformance] = [
+        StorageConformance(name: "tokens: a merchant token's tokens are unlinked once, other tokens untouched") { db in
+            let a = C.token("4000000000000011", fingerprint: 1, merchantToken: "DNITHE0001")
+            let b = C.token("4000000000000012", fingerprint: 2, organization: "org-b", merchantToken: "DNITHE0001")
+            let other = C.token("4000000000000013", fingerprint: 3, merchantToken: "DNITHE0002")
+            let dpan = C.token("4000000000000014", fingerprint: 4)
+            for record in [a, b, other, dpan] { _ = try await db.insertToken(record) }
+            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE0001", at: C.t0 + 10) == 2, "not both tokens unlinked")
+            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE0001", at: C.t0 + 20) == 0, "unlinked twice")
+            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE9999", at: C.t0 + 20) == 0, "an unknown one unlinked")
+            for record in [a, b] {
+                var expected = record
+                expected.state = .unlinked
+                expected.updatedAt = C.t0 + 10
+                let stored = try await db.token(record.token, organization: record.organization)
+                try C.require(
+                    stored == expected, "the unlinked row is not the row with state and time changed: \(String(describing: stored))")
+            }
+            try C.require(try await db.token(other.token, organization: "org-a") == other, "another merchant token's token changed")
+            try C.require(try await db.token(dpan.token, organization: "org-a") == dpan, "a DPAN's token changed")
+        },
+        StorageConformance(name: "tokens: a merchant token's metadata is recorded on its live and unlinked tokens") { db in
+            let a = C.token("4000000000000021", fingerprint: 1, merchantToken: "DNITHE0001")
+            let b = C.token("4000000000000022", fingerprint: 2, organization: "org-b", merchantToken: "DNITHE0001")
+            let other = C.token("4000000000000023", fingerprint: 3, merchantToken: "DNITHE0002")
+            for record in [a, b, other] { _ = try await db.insertToken(record) }
+            try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == nil, "metadata before any event")
+            _ = try await db.updateToken(b.token, organization: "org-b", state: .unlinked, sealed: nil, at: C.t0 + 5)
+            let metadata = Array(#"{"cardMetadata":{"fpanSuffix":"1488","expirationDate":"05/30"}}"#.utf8)
+            let recorded = try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: metadata, at: C.t0 + 30)
+            try C.require(recorded == 2, "\(recorded) rows, expected 2")
+            var expectedA = a
+            expectedA.merchantTokenMetadata = metadata
+            expectedA.updatedAt = C.t0 + 30
+            try C.require(try await db.token(a.token, organization: "org-a") == expectedA, "the active token's metadata")
+            let unlinked = try await db.token(b.token, organization: "org-b")
+            try C.require(
+                unlinked?.merchantTokenMetadata == metadata && unlinked?.state == .unlinked && unlinked?.updatedAt == C.t0 + 5,
+                "the unlinked token's metadata, or its time of unlinking changed: \(String(describing: unlinked))")
+            let newer = Array(#"{"cardArt":[]}"#.utf8)
+            try C.require(
+                try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: newer, at: C.t0 + 40) == 2, "again")
+            try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == newer, "the latest not kept")
+            try C.require(try await db.token(other.token, organization: "org-a") == other, "another merchant token's token changed")
+            try C.require(
+                try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE9999", metadata: newer, at: C.t0) == 0, "unknown")
+            // Metadata survives the row's other updates and is written by insert.
+            _ = try await db.updateToken(a.token, organization: "org-a", state: .active, sealed: C.sealed(9, key: "kek-2"), at: C.t0 + 50)
+            try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == newer, "lost by a re-seal")
+            var inserted = C.token("4000000000000024", fingerprint: 4, merchantToken: "DNITHE0003")
+            inserted.merchantTokenMetadata = metadata
+            _ = try await db.insertToken(inserted)
+            try C.require(try await db.token(inserted.token, organization: "org-a") == inserted, "metadata not written by insert")
+        },
+        StorageConformance(name: "tokens: the purge deletes unlinked tokens older than the cut-off, in batches") { db in
+            let tokens = (1...6).map { C.token("40000000000000\(30 + $0)", fingerprint: UInt8($0), merchantToken: "DNITHE000\($0)") }
+            for record in tokens { _ = try await db.insertToken(record) }
+            // Unlinked at t0+1, +2, +3 and +10; the fifth is active (and old); the sixth is deleted-state.
+            for (index, time) in [1.0, 2, 3, 10].enumerated() {
+                _ = try await db.unlinkTokens(merchantTokenID: "DNITHE000\(index + 1)", at: C.t0 + time)
+            }
+            _ = try await db.updateToken(tokens[5].token, organization: "org-a", state: .deleted, sealed: nil, at: C.t0 + 1)
+            try C.require(try await db.deleteUnlinkedTokens(before: C.t0 + 1, limit: 10) == 0, "the cut-off is not strict")
+            try C.require(try await db.deleteUnlinkedTokens(before: C.t0 + 10, limit: 2) == 2, "the first batch was not 2")
+            try C.require(try await db.token(tokens[0].token, organization: "org-a") == nil, "the oldest unlinked token stayed")
+            try C.require(try await db.token(tokens[1].token, organization: "org-a") == nil, "the second oldest stayed")
+            try C.require(try await db.deleteUnlinkedTokens(before: C.t0 + 10, limit: 2) == 1, "the second batch was not 1")
+            try C.require(try await db.deleteUnlinkedTokens(before: C.t0 + 10, limit: 2) == 0, "a newer or live token was purged")
+            let late = try await db.token(tokens[3].token, organization: "org-a")
+            try C.require(late?.state == .unlinked && late?.sealed == tokens[3].sealed, "the recently unlinked token changed")
+            try C.require(try await db.token(tokens[4].token, organization: "org-a") == tokens[4], "an active token changed")
+            try C.require(try await db.token(tokens[5].token, organization: "org-a")?.state == .deleted, "a deleted-state row purged")
+            try C.require(try await db.deleteUnlinkedTokens(before: C.t0 + 11, limit: 10) == 1, "the last unlinked token")
+            try C.require(try await db.tokens(merchantTokenID: "DNITHE0004").isEmpty, "still found by merchant token")
+            let counts = try await db.rowCounts()
+            try C.require(counts.first { $0.table == "high_value_tokens" }?.rows == 2, "row counts: \(counts)")
+        },
     ]
 
     static let migrationChecks: [StorageConformance] = [

@@ -11,15 +11,42 @@ import X509
 public struct TestCertificateAuthority: Sendable {
     public let name: DistinguishedName
     public let privateKey: P256.Signing.PrivateKey
+    /// The CA's own self-signed certificate (same key and name), so a TLS server can require
+    /// client certificates issued by it, as Apple's gateway requires ones from WWDR.
+    public let certificate: Certificate
+    public let certificateDER: [UInt8]
 
     public init(commonName: String = "Test Worldwide Developer Relations CA - G2") throws {
-        privateKey = P256.Signing.PrivateKey()
-        name = try DistinguishedName {
+        let privateKey = P256.Signing.PrivateKey()
+        let name = try DistinguishedName {
             CommonName(commonName)
             OrganizationalUnitName("Test Certification Authority")
             OrganizationName("Paywarden Test PKI")
             CountryName("US")
         }
+        let now = Date()
+        let certificate = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(privateKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-2 * 86_400),
+            notValidAfter: now.addingTimeInterval(10 * 365 * 86_400),
+            issuer: name,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                SubjectKeyIdentifier(hash: Certificate.PublicKey(privateKey.publicKey))
+            },
+            issuerPrivateKey: Certificate.PrivateKey(privateKey)
+        )
+        var serializer = DER.Serializer()
+        try serializer.serialize(certificate)
+        self.privateKey = privateKey
+        self.name = name
+        self.certificate = certificate
+        self.certificateDER = serializer.serializedBytes
     }
 
     /// Issues a certificate for the public key in `csrPEM`, as Apple would for `merchantID`.

@@ -18,9 +18,10 @@ import Vault
 /// server and destroys its token afterwards, whether `body` returns or throws.
 public func withServer<R: Sendable>(
     _ adjust: @Sendable (inout ServerConfiguration) throws -> Void = { _ in },
+    prepare: @Sendable (MerchantKeyStore) async throws -> Void = { _ in },
     _ body: (TestServer) async throws -> R
 ) async throws -> R {
-    let server = try await TestServer.start(adjust)
+    let server = try await TestServer.start(adjust, prepare: prepare)
     do {
         let result = try await body(server)
         await server.stop()
@@ -68,17 +69,25 @@ public final class TestServer: Sendable {
             return configuration
         }())
 
-    static func start(_ adjust: @Sendable (inout ServerConfiguration) throws -> Void) async throws -> TestServer {
+    /// `prepare` runs as an admin process would before the service starts (more keys), so the
+    /// token's objects are not written while the service reads them.
+    static func start(
+        _ adjust: @Sendable (inout ServerConfiguration) throws -> Void,
+        prepare: @Sendable (MerchantKeyStore) async throws -> Void = { _ in }
+    ) async throws -> TestServer {
         let token = try await SoftHSMTestToken.make(labelPrefix: "server")
         do {
-            return try await TestServer(token: token, adjust)
+            return try await TestServer(token: token, adjust, prepare: prepare)
         } catch {
             token.destroy()
             throw error
         }
     }
 
-    private init(token: SoftHSMTestToken, _ adjust: @Sendable (inout ServerConfiguration) throws -> Void) async throws {
+    private init(
+        token: SoftHSMTestToken, _ adjust: @Sendable (inout ServerConfiguration) throws -> Void,
+        prepare: @Sendable (MerchantKeyStore) async throws -> Void
+    ) async throws {
         self.token = token
         forge = TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
         // Keys are set up by an admin process before the server starts, as in production.
@@ -87,6 +96,7 @@ public final class TestServer: Sendable {
             let store = MerchantKeyStore(hsm: admin)
             ecMerchant = try await Self.certified(store, "merchant.com.example.server", .ec)
             rsaMerchant = try await Self.certified(store, "merchant.cn.example.server", .rsa)
+            try await prepare(store)
             await admin.close()
         } catch {
             await admin.close()

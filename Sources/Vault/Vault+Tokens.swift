@@ -24,6 +24,7 @@ extension Vault {
             if let existing = try await storage({ () async throws(StorageError) in
                 try await database.token(fingerprint: candidate, organization: organization)
             }) {
+                try Self.refuseUnlinked(existing)
                 try await keepExpiryCurrent(existing, facts: facts)
                 return issued(existing, isNew: false, facts: facts, format: policy.tokenFormat)
             }
@@ -42,18 +43,32 @@ extension Vault {
                 organization: organization, token: token, fingerprint: fingerprint, fingerprintKeyID: current.id.hex,
                 accountKind: facts.kind, merchantTokenID: facts.merchantTokenIdentifier,
                 sealed: try await sealer.seal(contents, under: sealKey, context: context), createdAt: created)
+            let insertion: TokenInsertion
             do {
-                switch try await database.insertToken(record) {
-                case .inserted(let stored): return issued(stored, isNew: true, facts: facts, format: policy.tokenFormat)
-                case .existing(let stored): return issued(stored, isNew: false, facts: facts, format: policy.tokenFormat)
-                }
+                insertion = try await database.insertToken(record)
             } catch  where error.category == .conflict {
                 continue
             } catch {
                 _ = try await storage { () async throws(StorageError) in throw error }
+                continue
+            }
+            switch insertion {
+            case .inserted(let stored): return issued(stored, isNew: true, facts: facts, format: policy.tokenFormat)
+            case .existing(let stored):
+                // Another request tokenized the account meanwhile.
+                try Self.refuseUnlinked(stored)
+                return issued(stored, isNew: false, facts: facts, format: policy.tokenFormat)
             }
         }
         throw VaultError(.databaseUnavailable, "no unused token value was found in 32 draws for this account's first six and last four")
+    }
+
+    /// The organisation's token for the account was unlinked by Apple: its merchant token is dead,
+    /// so the account is not handed back as usable (nor revived) until the purge destroys the row;
+    /// the same account number arriving after that gets a new token.
+    private static func refuseUnlinked(_ record: TokenRecord) throws(VaultError) {
+        guard record.state == .unlinked else { return }
+        throw VaultError(.tokenUnlinked, "the merchant token behind this account's token was unlinked; it can no longer be tokenized")
     }
 
     /// A known account number registered again with a new expiry: the token keeps the newest one

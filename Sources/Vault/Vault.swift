@@ -98,12 +98,17 @@ public struct VaultPolicy: Sendable {
     /// How long a rotated-out key is kept after its successor became current, beyond the point
     /// nothing uses it: every instance re-reads the keys within this time, so none seals under it.
     public var retiredKeyGrace: TimeInterval
+    /// How long a token unlinked by Apple's event is kept (detokenizing it answers
+    /// `token_unlinked`, not `token_not_found`) before the purge destroys it: 30 days.
+    public var unlinkedTokenRetention: TimeInterval
 
     public init(
-        registrationLifetime: TimeInterval = 86_400, tombstoneRetention: TimeInterval = 7 * 86_400, retiredKeyGrace: TimeInterval = 60
+        registrationLifetime: TimeInterval = 86_400, tombstoneRetention: TimeInterval = 7 * 86_400, retiredKeyGrace: TimeInterval = 60,
+        unlinkedTokenRetention: TimeInterval = 30 * 86_400
     ) {
         self.registrationLifetime = registrationLifetime
         self.tombstoneRetention = tombstoneRetention
         self.retiredKeyGrace = retiredKeyGrace
+        self.unlinkedTokenRetention = unlinkedTokenRetention
     }
 }

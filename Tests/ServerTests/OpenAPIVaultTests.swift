@@ -424,7 +424,9 @@ struct OpenAPIVaultTests {
             for operation in document.operations {
                 let path = OpenAPIDocument.path(of: operation)
                     .replacingOccurrences(of: "{id}", with: "1234567890123456789").replacingOccurrences(
-                        of: "{token}", with: "4111111111111111")
+                        of: "{token}", with: "4111111111111111"
+                    ).replacingOccurrences(of: "{merchantId}", with: "merchant.com.example").replacingOccurrences(
+                        of: "{eventId}", with: "event-1")
                 let method = HTTPMethod(rawValue: String(operation.prefix { $0 != " " }))
                 let reply = try await server.send(method, path, apiKey: .some(nil))
                 #expect(document.documentedStatuses(operation).contains(reply.status), "\(operation): \(reply.status) \(reply.text)")

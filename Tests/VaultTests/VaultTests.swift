@@ -185,6 +185,119 @@ struct VaultTests {
     }
 }
 
+extension VaultTests {
+    static let merchantTokenID = "DNITHE302409093402145671"
+
+    /// Fails unless `body` throws a vault error with `code`.
+    func expectVaultError(
+        _ code: VaultError.Code, _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+    ) async {
+        do {
+            try await body()
+            Issue.record("\(what) succeeded; expected \(code.rawValue)", sourceLocation: sourceLocation)
+        } catch {
+            #expect((error as? VaultError)?.code == code, "\(what): \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func merchantTokenEventsUnlinkRecordMetadataAndArePurged() async throws {
+        try await withEnvironment { environment in
+            let vault = environment.vault
+            let database = environment.database
+            let alpha = try #require(OrganizationPolicy(paypage: try await environment.paypage("paypageA")))
+            let beta = try #require(OrganizationPolicy(paypage: try await environment.paypage("paypageB")))
+            let mpan = try AccountFacts(paymentData: PaymentPayloads.merchantToken())
+            #expect(mpan.merchantTokenIdentifier == Self.merchantTokenID)
+            let tokenA = try await vault.issueToken(for: mpan, policy: alpha)
+            let tokenB = try await vault.issueToken(for: mpan, policy: beta)
+            let otherMPAN = try AccountFacts(
+                paymentData: Array(
+                    String(decoding: PaymentPayloads.merchantToken(pan: "5204245250003336"), as: UTF8.self)
+                        .replacingOccurrences(of: Self.merchantTokenID, with: "DNITHE000000000000000001").utf8))
+            let otherToken = try await vault.issueToken(for: otherMPAN, policy: alpha)
+            let dpan = try await vault.issueToken(
+                for: try AccountFacts(paymentData: PaymentPayloads.threeDSecure(pan: "4111111111111111")), policy: alpha)
+            // A registration of the MPAN, redeemed after the unlinking below.
+            let registration = try await vault.register(
+                Environment.decrypted(PaymentPayloads.merchantToken()), paypage: try await environment.paypage("paypageA"))
+
+            #expect(try await vault.organizations(holdingMerchantToken: Self.merchantTokenID) == ["alpha", "beta"])
+            #expect(try await vault.organizations(holdingMerchantToken: "DNITHE000000000000000001") == ["alpha"])
+            #expect(try await vault.organizations(holdingMerchantToken: "DNITHE999999999999999999").isEmpty)
+
+            // Metadata: recorded on both organisations' tokens, the newest kept.
+            let metadata = Array(#"{"cardMetadata":{"fpanSuffix":"1488","expirationDate":"05/30"}}"#.utf8)
+            let recorded = try await vault.applyMerchantTokenEvent(
+                type: "UPDATED_METADATA", merchantTokenID: Self.merchantTokenID, metadata: metadata)
+            #expect(recorded == MerchantTokenEffect(summary: "metadata recorded on 2 tokens", tokens: 2))
+            #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == metadata)
+            #expect(try await database.token(tokenB.token, organization: "beta")?.merchantTokenMetadata == metadata)
+            let cardArt = Array(#"{"cardArt":[{"name":"front","type":"FULL_CARD_ART","url":"https://example.test/a.png"}]}"#.utf8)
+            let art = try await vault.applyMerchantTokenEvent(
+                type: "UPDATED_CARD_ART", merchantTokenID: Self.merchantTokenID, metadata: cardArt)
+            #expect(art.tokens == 2 && art.summary == "metadata recorded on 2 tokens")
+            #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == cardArt)
+            #expect(try await database.token(otherToken.token, organization: "alpha")?.merchantTokenMetadata == nil)
+
+            // What the vault does not act on changes nothing.
+            let before = try await database.tokens(merchantTokenID: Self.merchantTokenID)
+            for (type, given) in [
+                ("UPDATED_MERCHANT_TOKEN_PUBLIC_KEY", Optional(metadata)), ("SOMETHING_NEW", metadata), ("UPDATED_METADATA", nil),
+                ("UPDATED_CARD_ART", []),
+            ] {
+                let effect = try await vault.applyMerchantTokenEvent(type: type, merchantTokenID: Self.merchantTokenID, metadata: given)
+                #expect(effect == MerchantTokenEffect(summary: "recorded; no vault change for \(type)", tokens: 0))
+            }
+            #expect(try await database.tokens(merchantTokenID: Self.merchantTokenID) == before)
+
+            // Unlinking: both organisations' tokens stop working, once; other tokens are untouched.
+            let unlinked = try await vault.applyMerchantTokenEvent(type: "UNLINK", merchantTokenID: Self.merchantTokenID, metadata: nil)
+            #expect(unlinked == MerchantTokenEffect(summary: "unlinked 2 tokens", tokens: 2))
+            let again = try await vault.applyMerchantTokenEvent(type: "UNLINK", merchantTokenID: Self.merchantTokenID, metadata: nil)
+            #expect(again == MerchantTokenEffect(summary: "no active token for this merchant token", tokens: 0))
+            await expectVaultError(.tokenUnlinked, "detokenizing an unlinked token") {
+                _ = try await vault.detokenize(tokenA.token, organization: "alpha")
+            }
+            await expectVaultError(.tokenUnlinked, "detokenizing the other organisation's unlinked token") {
+                _ = try await vault.detokenize(tokenB.token, organization: "beta")
+            }
+            #expect(try await vault.detokenize(otherToken.token, organization: "alpha").accountNumber.revealed == "5204245250003336")
+            #expect(try await vault.detokenize(dpan.token, organization: "alpha").accountNumber.revealed == "4111111111111111")
+            // The dead merchant token is not handed out again, nor revived, by a registration or a new issue.
+            await expectVaultError(.tokenUnlinked, "redeeming a registration of an unlinked merchant token") {
+                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+            }
+            await expectVaultError(.tokenUnlinked, "issuing a token for an unlinked merchant token") {
+                _ = try await vault.issueToken(for: mpan, policy: alpha)
+            }
+            #expect(try await database.token(tokenA.token, organization: "alpha")?.state == .unlinked)
+            // Unlinked tokens still name their organisations until they are purged.
+            #expect(try await vault.organizations(holdingMerchantToken: Self.merchantTokenID) == ["alpha", "beta"])
+
+            // The purge: nothing before the retention has passed, both tokens after it, nothing else.
+            #expect(vault.policy.unlinkedTokenRetention == 30 * 86_400)
+            environment.clock.offset = 30 * 86_400 - 60
+            #expect(try await vault.purgeUnlinkedTokens() == 0)
+            environment.clock.offset = 30 * 86_400 + 60
+            #expect(try await vault.purgeUnlinkedTokens() == 2)
+            #expect(try await vault.purgeUnlinkedTokens() == 0)
+            await expectVaultError(.tokenNotFound, "detokenizing a purged token") {
+                _ = try await vault.detokenize(tokenA.token, organization: "alpha")
+            }
+            #expect(try await vault.organizations(holdingMerchantToken: Self.merchantTokenID).isEmpty)
+            #expect(try await vault.detokenize(otherToken.token, organization: "alpha").accountNumber.revealed == "5204245250003336")
+            #expect(try await vault.detokenize(dpan.token, organization: "alpha").accountNumber.revealed == "4111111111111111")
+            // Once purged, the account number is new to the organisation again.
+            #expect(try await vault.issueToken(for: mpan, policy: alpha).responseCode == "801")
+        }
+    }
+
+    @Test func unlinkedTokenRetentionIsAPolicy() async throws {
+        #expect(VaultPolicy().unlinkedTokenRetention == 30 * 86_400)
+        #expect(VaultPolicy(unlinkedTokenRetention: 60).unlinkedTokenRetention == 60)
+    }
+}
+
 /// Now, moved forward by `offset` seconds.
 final class MovableClock: Sendable {
     private let seconds = Mutex<TimeInterval>(0)

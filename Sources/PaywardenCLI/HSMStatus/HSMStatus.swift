@@ -28,6 +28,7 @@ struct HSMStatus: AsyncParsableCommand {
                 sessionKeyCopies: hsm.usesSessionKeyCopies,
                 dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
                 hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,
+                identityTLS: hsm.capabilities.rsaPSS ? ["TLS 1.2", "TLS 1.3"] : ["TLS 1.2"],
                 probe: hsm.capabilities.report,
                 keys: keys.map {
                     Status.Key(
@@ -53,6 +54,9 @@ struct HSMStatus: AsyncParsableCommand {
                 print("data keys:  \(status.dataKeyWrapPath ?? "none: neither AES key wrap with padding nor AES-GCM")")
                 let secretOperations = [("AES-GCM", status.aesGCM), ("HMAC-SHA256", status.hmacSHA256), ("RSA-PSS", status.rsaPSS)]
                 print("operations: " + secretOperations.map { "\($0.0) \($0.1 ? "yes" : "no")" }.joined(separator: ", "))
+                let tls = status.identityTLS.joined(separator: " and ")
+                let why = status.rsaPSS ? "" : " (TLS 1.3 needs RSA-PSS signatures, which this HSM does not make)"
+                print("identity:   mutual TLS to Apple with \(tls)\(why)")
                 for line in status.probe { print("  probe:    \(line)") }
                 print("keys:       \(keys.count)")
                 for key in status.keys { print("  \(key.id)  \(key.algorithm)  \(key.label)") }
@@ -72,6 +76,8 @@ struct HSMStatus: AsyncParsableCommand {
         let sessionKeyCopies: Bool
         let dataKeyWrapPath: String?
         let aesGCM, hmacSHA256, rsaPSS: Bool
+        /// The TLS versions a merchant identity key in this HSM can authenticate with.
+        let identityTLS: [String]
         let probe: [String]
         let keys: [Key]
         let secretKeys: [Key]

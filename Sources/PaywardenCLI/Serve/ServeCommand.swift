@@ -65,7 +65,7 @@ struct APIKeysCreate: AsyncParsableCommand {
             throw ValidationError("--organization takes letters, digits, - and _ (at most 64)")
         }
         // These scopes act for one organisation: the server refuses every such call from a key without one.
-        let needOrganization = try scopes().filter { [.redeem, .detokenize, .merchantTokens].contains($0) }
+        let needOrganization = try scopes().filter { [.redeem, .detokenize, .merchantTokens, .session].contains($0) }
         if organization == nil, let scope = needOrganization.first {
             throw ValidationError("scope \(scope.rawValue) acts for one merchant organisation: add --organization ORG")
         }

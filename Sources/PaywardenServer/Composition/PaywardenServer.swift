@@ -6,6 +6,7 @@ import HummingbirdTLS
 import KeyCustody
 import Logging
 import NIOSSL
+import OutboundTLS
 import PKCS11
 import PaywardenConfiguration
 import PaywardenStorage
@@ -25,6 +26,9 @@ public struct PaywardenServer: Sendable {
     let databaseHealth: DatabaseHealthService
     let vaultService: VaultService
     let vaultMaintenance: VaultMaintenanceService
+    let merchantTokens: MerchantTokenService
+    let merchantTokenEvents: MerchantTokenEventService
+    let notificationSources: NotificationSources
     let logger: Logger
 
     /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
@@ -72,9 +76,24 @@ public struct PaywardenServer: Sendable {
             logger: logger)
         let vaultMaintenance = VaultMaintenanceService(
             vault: vaultCore, database: databaseHealth, metrics: metrics, interval: configuration.vaultMaintenanceInterval, logger: logger)
+        let notificationSources: NotificationSources
+        do {
+            notificationSources = try configuration.merchantTokens.notificationSources()
+        } catch {
+            await hsm.close()
+            throw ServerStartError(error.message)
+        }
+        let keys = MerchantKeyStore(hsm: hsm)
+        let merchantTokens = MerchantTokenService(
+            gateway: AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger),
+            vault: vaultCore, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
+            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger)
+        let merchantTokenEvents = MerchantTokenEventService(
+            merchantTokens: merchantTokens, database: databaseHealth, pollInterval: configuration.merchantTokens.pollInterval)
         return PaywardenServer(
             configuration: configuration, hsm: hsm, metrics: metrics, database: database, decryption: decryption,
             maintenance: maintenance, databaseHealth: databaseHealth, vaultService: vault, vaultMaintenance: vaultMaintenance,
+            merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
             logger: logger)
     }
 
@@ -114,6 +133,9 @@ public struct PaywardenServer: Sendable {
     /// The vault this server serves (paypages, registrations, tokens), for admin work in process.
     public var vault: Vault { vaultService.vault }
 
+    /// Merchant-token events and the calls to Apple, for admin work in process.
+    public var merchantTokenService: MerchantTokenService { merchantTokens }
+
     /// Whether the HSM is logged in and the key map loaded.
     public var isReady: Bool { maintenance.isReady }
 
@@ -131,7 +153,8 @@ public struct PaywardenServer: Sendable {
         // The database's services (PostgreSQL's pool) come first, so they stop last.
         var api = try application(
             router: apiRouter(includingOperations: !separateOperations), address: configuration.listen, tls: configuration.tls,
-            services: database.services + [databaseHealth, maintenance, vaultMaintenance], onRunning: { await onListening(.api, $0) }
+            services: database.services + [databaseHealth, maintenance, vaultMaintenance, merchantTokenEvents],
+            onRunning: { await onListening(.api, $0) }
         )
         api.beforeServerStarts { try await prepareDatabase() }
         guard let operationsAddress = configuration.operationsListen else { return [api] }
@@ -175,7 +198,23 @@ public struct PaywardenServer: Sendable {
             .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .decrypt))
             .post("/decrypt", use: decrypt.decrypt)
         addVaultRoutes(to: router)
+        addMerchantTokenRoutes(to: router)
         return router
+    }
+
+    private func addMerchantTokenRoutes(to router: Router<PaywardenRequestContext>) {
+        // No API key: Apple's notification is gated by its source address instead.
+        let notifications = MerchantTokenNotificationController(service: merchantTokens, sources: notificationSources)
+        router.get("/v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}", use: notifications.notify)
+        let session = PaymentSessionController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
+        router.group("/v1/apple-pay")
+            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .session))
+            .post("/payment-session", use: session.create)
+        let calls = MerchantTokensController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
+        router.group("/v1/merchant-tokens")
+            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .merchantTokens))
+            .post("/unlink", use: calls.unlink)
+            .post("/notification-url", use: calls.updateNotificationURL)
     }
 
     private func addVaultRoutes(to router: Router<PaywardenRequestContext>) {

@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var vaultClock: @Sendable () -> Date = { Date() }
     /// The admin audit log, which detokenizations and deletions are written to as well.
     public var auditLogPath: String?
+    /// Apple's gateway and the merchant-token notifications.
+    public var merchantTokens: MerchantTokenConfiguration
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -55,6 +57,7 @@ public struct ServerConfiguration: Sendable {
         vaultPolicy = VaultPolicy(retiredKeyGrace: TimeInterval(server.vaultRetiredKeyGraceSeconds))
         // The same file the admin commands append to (`PaywardenHome.auditLog`).
         auditLogPath = settings.home + "/audit/audit.jsonl"
+        merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
     }
 
     /// The embedded Apple root, or the files `PAYWARDEN_TRUST_ROOTS` names.

@@ -113,6 +113,16 @@ public final class ServerMetrics: Sendable {
         ).increment(by: Int64(count))
     }
 
+    /// Merchant-token work by outcome: notifications received, repeated or refused, events
+    /// applied, retried or failed, payment sessions.
+    func merchantTokenEvent(_ outcome: String) {
+        Self.counter(in: outcomeCounters, for: "merchant_token:" + outcome) {
+            registry.makeCounter(
+                descriptor: Self.name("merchant_token_events", unit: "total", "Merchant-token notifications, events and calls by outcome"),
+                labels: [("outcome", outcome)])
+        }.increment()
+    }
+
     func recycled() { recycles.increment() }
 
     func setInFlight(_ count: Int) { inFlight.set(to: Double(count)) }

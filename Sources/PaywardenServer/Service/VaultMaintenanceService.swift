@@ -45,6 +45,9 @@ final class VaultMaintenanceService: Service, Sendable {
                     "expired registrations purged",
                     metadata: ["payloads": "\(purge.payloadsDestroyed)", "tombstones": "\(purge.tombstonesDeleted)"])
             }
+            let unlinked = try await vault.purgeUnlinkedTokens()
+            metrics.vaultMaintenance("unlinked_tokens_deleted", unlinked)
+            if unlinked > 0 { logger.info("unlinked tokens deleted after their retention", metadata: ["tokens": "\(unlinked)"]) }
             // Bounded per round so a large re-wrap never holds the HSM from payments for long.
             var moved = 0
             for _ in 0..<10 {

@@ -220,6 +220,46 @@ public final class InMemoryDatabase: PaywardenDatabase {
         state.withLock { $0.tokens.removeValue(forKey: TokenKey(organization: organization, token: token)) != nil }
     }
 
+    public func unlinkTokens(merchantTokenID: String, at now: Date) async throws(StorageError) -> Int {
+        state.withLock { state in
+            var changed = 0
+            for (key, var record) in state.tokens where record.merchantTokenID == merchantTokenID && record.state == .active {
+                record.state = .unlinked
+                record.updatedAt = now
+                state.tokens[key] = record
+                changed += 1
+            }
+            return changed
+        }
+    }
+
+    public func recordMerchantTokenMetadata(
+        merchantTokenID: String, metadata: [UInt8], at now: Date
+    ) async throws(StorageError) -> Int {
+        state.withLock { state in
+            var changed = 0
+            for (key, var record) in state.tokens where record.merchantTokenID == merchantTokenID && record.state != .deleted {
+                record.merchantTokenMetadata = metadata
+                if record.state == .active { record.updatedAt = now }
+                state.tokens[key] = record
+                changed += 1
+            }
+            return changed
+        }
+    }
+
+    public func deleteUnlinkedTokens(before: Date, limit: Int) async throws(StorageError) -> Int {
+        state.withLock { state in
+            let expired = state.tokens.filter { $0.value.state == .unlinked && $0.value.updatedAt < before }
+                .sorted {
+                    ($0.value.updatedAt, $0.key.organization, $0.key.token) < ($1.value.updatedAt, $1.key.organization, $1.key.token)
+                }
+                .prefix(max(limit, 0))
+            for (key, _) in expired { state.tokens.removeValue(forKey: key) }
+            return expired.count
+        }
+    }
+
     public func tokens(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord] {
         Array(sortedTokens { $0.sealed.keyID == keyID }.prefix(limit))
     }
@@ -307,25 +347,41 @@ public final class InMemoryDatabase: PaywardenDatabase {
         state.withLock { $0.events[id] }
     }
 
-    public func events(state wanted: MerchantTokenEventRecord.State, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
+    public func dueEvents(at now: Date, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
         state.withLock { state in
             Array(
-                state.events.values.filter { $0.state == wanted }
-                    .sorted { ($0.receivedAt, $0.id) < ($1.receivedAt, $1.id) }
+                state.events.values.filter { $0.state == .pending && $0.nextAttemptAt <= now }
+                    .sorted { ($0.nextAttemptAt, $0.id) < ($1.nextAttemptAt, $1.id) }
                     .prefix(limit))
         }
     }
 
-    public func updateEvent(
-        id: String, state newState: MerchantTokenEventRecord.State, attempts: Int, lastError: String?, at now: Date
-    ) async throws(StorageError) -> Bool {
+    public func events(state wanted: MerchantTokenEventRecord.State?, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
         state.withLock { state in
-            guard var record = state.events[id] else { return false }
-            record.state = newState
-            record.attempts = attempts
-            record.lastError = lastError
-            record.updatedAt = now
-            state.events[id] = record
+            Array(
+                state.events.values.filter { wanted == nil || $0.state == wanted }
+                    .sorted { ($0.receivedAt, $0.id) > ($1.receivedAt, $1.id) }
+                    .prefix(limit))
+        }
+    }
+
+    public func eventCount(state wanted: MerchantTokenEventRecord.State) async throws(StorageError) -> Int {
+        state.withLock { state in state.events.values.count { $0.state == wanted } }
+    }
+
+    public func updateEvent(_ record: MerchantTokenEventRecord, expectedAttempts: Int) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard var stored = state.events[record.id], stored.attempts == expectedAttempts else { return false }
+            stored.state = record.state
+            stored.eventType = record.eventType
+            stored.merchantTokenID = record.merchantTokenID
+            stored.attempts = record.attempts
+            stored.nextAttemptAt = record.nextAttemptAt
+            stored.lastError = record.lastError
+            stored.effect = record.effect
+            stored.updatedAt = record.updatedAt
+            stored.detail = record.detail
+            state.events[record.id] = stored
             return true
         }
     }

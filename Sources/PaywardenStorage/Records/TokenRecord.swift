@@ -26,11 +26,17 @@ public struct TokenRecord: Sendable, Hashable {
     public var state: State
     public var sealed: SealedPayload
     public var createdAt: Date
+    /// When the row last changed; for an unlinked token, when it was unlinked (its retention
+    /// runs from then).
     public var updatedAt: Date
+    /// The merchant token's latest metadata as Apple's events gave it (opaque JSON: card art
+    /// URLs, expiry, `fpanSuffix`), nil until an event brings some.
+    public var merchantTokenMetadata: [UInt8]?
 
     public init(
         organization: String, token: String, fingerprint: [UInt8], fingerprintKeyID: String, accountKind: AccountKind,
-        merchantTokenID: String?, state: State = .active, sealed: SealedPayload, createdAt: Date, updatedAt: Date? = nil
+        merchantTokenID: String?, state: State = .active, sealed: SealedPayload, createdAt: Date, updatedAt: Date? = nil,
+        merchantTokenMetadata: [UInt8]? = nil
     ) {
         self.organization = organization
         self.token = token
@@ -42,6 +48,7 @@ public struct TokenRecord: Sendable, Hashable {
         self.sealed = sealed
         self.createdAt = createdAt
         self.updatedAt = updatedAt ?? createdAt
+        self.merchantTokenMetadata = merchantTokenMetadata
     }
 }
 

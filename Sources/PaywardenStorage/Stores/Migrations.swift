@@ -2,7 +2,9 @@
 /// version once released is never edited, a change is a new version.
 public enum Schema {
     /// Every migration, oldest first. The schema version is the number of these applied.
-    public static let migrations: [String] = ["0001_replay_ledger_and_vault", "0002_vault_key_indexes"]
+    public static let migrations: [String] = [
+        "0001_replay_ledger_and_vault", "0002_vault_key_indexes", "0003_merchant_token_events",
+    ]
 
     /// The tables `db status` counts, in the order it prints them.
     public static let tables: [String] = [

@@ -16,6 +16,19 @@ public protocol TokenStore: Sendable {
     /// Deletes the row, and with it the sealed account number; false when unknown.
     func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool
 
+    // MARK: Merchant-token events
+
+    /// The active tokens of the merchant token become `.unlinked` (updated_at = now); returns how
+    /// many changed (0 when they already were: idempotent).
+    func unlinkTokens(merchantTokenID: String, at now: Date) async throws(StorageError) -> Int
+    /// Records the merchant token's latest metadata (opaque JSON) on its active and unlinked
+    /// tokens; returns how many rows. An active row's updated_at becomes `now`; an unlinked row
+    /// keeps its time of unlinking, from which its retention runs.
+    func recordMerchantTokenMetadata(merchantTokenID: String, metadata: [UInt8], at now: Date) async throws(StorageError) -> Int
+    /// Deletes up to `limit` unlinked tokens whose updated_at is before `before`, the longest
+    /// unlinked first (their sealed account numbers go with them); returns how many.
+    func deleteUnlinkedTokens(before: Date, limit: Int) async throws(StorageError) -> Int
+
     // MARK: Key rotation
 
     /// Up to `limit` tokens whose account number the key-encrypting key `keyID` sealed.

@@ -51,3 +51,16 @@ public struct DetokenizedAccount: Sendable {
     /// the token without revealing it or the account number.
     public let reference: String
 }
+
+/// What applying a merchant-token event did to the vault, for the event's record and admins.
+public struct MerchantTokenEffect: Sendable, Hashable {
+    /// For people: "unlinked 2 tokens", "metadata recorded on 1 token", "recorded; no vault change for …".
+    public let summary: String
+    /// How many tokens changed.
+    public let tokens: Int
+
+    public init(summary: String, tokens: Int) {
+        self.summary = summary
+        self.tokens = tokens
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// Apple's gateway and the merchant-token notifications: where Paywarden may connect for Apple,
+/// whom it believes a notification from, and how much waiting work it keeps. The server turns the
+/// host patterns and CIDRs into checked values (and refuses to start on a bad one).
+public struct MerchantTokenSettings: Sendable {
+    /// Base URL of Apple's gateway (events, unlink, update).
+    public var gateway: String
+    /// PEM files of extra trust roots for the gateway.
+    public var gatewayTrustRoots: [String]
+    public var gatewayTimeout: Duration
+    /// `HOST` or `HOST:PORT` patterns; the gateway and every `validationURL` must match one.
+    public var validationHosts: [String]
+    /// CIDRs a notification may come from.
+    public var allowedSources: [String]
+    /// CIDRs of proxies whose `X-Forwarded-For` is believed.
+    public var trustedProxies: [String]
+    public var pendingLimit: Int
+    public var pollInterval: Duration
+
+    init(_ reader: inout SettingsReader) throws(ConfigurationError) {
+        typealias C = SettingCatalog
+        gateway = try reader.string(defaulted: C.applePayGateway)
+        gatewayTrustRoots = try reader.list(C.applePayGatewayCA)
+        for path in gatewayTrustRoots where !FileManager.default.isReadableFile(atPath: path) {
+            throw ConfigurationError(C.applePayGatewayCA, value: path, expected: "readable PEM files")
+        }
+        gatewayTimeout = .seconds(try reader.integer(defaulted: C.applePayGatewayTimeoutSeconds))
+        validationHosts = try reader.list(C.merchantValidationHosts)
+        if validationHosts.isEmpty {
+            throw ConfigurationError(
+                "\(C.merchantValidationHosts.environmentName) is empty: Paywarden could reach no Apple host; unset it for Apple's list")
+        }
+        allowedSources = try reader.list(C.merchantTokenAllowedSources)
+        if allowedSources.isEmpty {
+            throw ConfigurationError(
+                "\(C.merchantTokenAllowedSources.environmentName) is empty: no notification could be accepted; unset it for Apple's "
+                    + "ranges")
+        }
+        trustedProxies = try reader.list(C.trustedProxies)
+        pendingLimit = try reader.integer(defaulted: C.merchantTokenPendingLimit)
+        pollInterval = .seconds(try reader.integer(defaulted: C.merchantTokenPollSeconds))
+    }
+}

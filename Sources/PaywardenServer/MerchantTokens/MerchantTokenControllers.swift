@@ -1,0 +1,150 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import OutboundTLS
+
+/// Apple's merchant-token notification: `GET /v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}`.
+/// It carries no authentication, so it is a trigger, never data: only Apple's ranges are heard,
+/// the ids are bounded, and the answer is 200 once the event is recorded (or was before).
+struct MerchantTokenNotificationController {
+    let service: MerchantTokenService
+    let sources: NotificationSources
+
+    func notify(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let forwarded = request.headers[values: .xForwardedFor]
+        guard sources.admits(peer: context.remoteAddress, forwardedFor: forwarded) else {
+            service.metrics?.merchantTokenEvent("refused_source")
+            throw APIError.forbidden("notifications are accepted from Apple's addresses only")
+        }
+        let merchantID = context.parameters.get("merchantId") ?? ""
+        let eventID = context.parameters.get("eventId") ?? ""
+        do {
+            _ = try await service.receiveNotification(merchantID: merchantID, eventID: eventID)
+        } catch {
+            throw APIError(error)
+        }
+        return Response(status: .ok)
+    }
+}
+
+/// Merchants' calls to Apple through Paywarden (scope `merchant-tokens`): unlink a merchant token,
+/// change the URL Apple notifies. The API key's organisation must hold a token for it.
+struct MerchantTokensController {
+    let service: MerchantTokenService
+    let maxBodyBytes: Int
+
+    struct UnlinkRequest: Decodable {
+        let merchantId: String
+        let merchantTokenId: String
+    }
+
+    struct NotificationURLRequest: Decodable {
+        let merchantId: String
+        let merchantTokenId: String
+        let url: String
+    }
+
+    struct UnlinkResult: ResponseEncodable {
+        let merchantTokenId: String
+        let tokensUnlinked: Int
+    }
+
+    func unlink(_ request: Request, context: PaywardenRequestContext) async throws -> UnlinkResult {
+        let (key, organization) = try OrganizationKey.require(context, for: "merchant-token routes")
+        let body: UnlinkRequest = try await JSONRequest.decode(request, limit: maxBodyBytes)
+        do {
+            let effect = try await service.unlink(
+                merchantID: body.merchantId, merchantTokenID: body.merchantTokenId, user: "api-key:\(key.name)", organization: organization)
+            return UnlinkResult(merchantTokenId: body.merchantTokenId, tokensUnlinked: effect.tokens)
+        } catch {
+            throw APIError(error)
+        }
+    }
+
+    func updateNotificationURL(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let (key, organization) = try OrganizationKey.require(context, for: "merchant-token routes")
+        let body: NotificationURLRequest = try await JSONRequest.decode(request, limit: maxBodyBytes)
+        do {
+            try await service.updateNotificationURL(
+                merchantID: body.merchantId, merchantTokenID: body.merchantTokenId, url: body.url, user: "api-key:\(key.name)",
+                organization: organization)
+        } catch {
+            throw APIError(error)
+        }
+        return Response(status: .noContent)
+    }
+}
+
+/// Apple Pay on the web's merchant validation (scope `session`): the page's `validationURL` is
+/// checked against Apple's hosts before any connection, and Apple's session object is returned
+/// exactly as Apple sent it.
+struct PaymentSessionController {
+    let service: MerchantTokenService
+    let maxBodyBytes: Int
+
+    struct SessionRequest: Decodable {
+        let merchantId: String
+        let validationURL: String
+        let displayName: String
+        let initiative: String
+        let initiativeContext: String
+    }
+
+    func create(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let (_, organization) = try OrganizationKey.require(context, for: "payment sessions")
+        let body: SessionRequest = try await JSONRequest.decode(request, limit: min(maxBodyBytes, 16 * 1024))
+        do {
+            let session = try PaymentSessionRequest(
+                merchantIdentifier: body.merchantId, validationURL: body.validationURL, displayName: body.displayName,
+                initiative: body.initiative, initiativeContext: body.initiativeContext)
+            let object = try await service.paymentSession(session, organization: organization)
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: object)))
+        } catch let error as AppleGatewayError {
+            throw APIError(MerchantTokenFailure(error))
+        } catch let error as MerchantTokenFailure {
+            throw APIError(error)
+        }
+    }
+}
+
+/// The authenticated key and the organisation it acts for; a key without one is refused.
+enum OrganizationKey {
+    static func require(_ context: PaywardenRequestContext, for what: String) throws -> (APIKey, String) {
+        guard let key = context.apiKey else { throw APIError.unauthorized("send an API key as Authorization: Bearer KEY") }
+        guard let organization = key.organization else {
+            throw APIError.forbidden(
+                "API key \(key.name) has no organisation; \(what) need NAME:SHA256HEX:SCOPES:ORGANIZATION (paywarden apikeys create "
+                    + "--organization)")
+        }
+        return (key, organization)
+    }
+}
+
+/// A bounded JSON body decoded into `Value`; anything else is a 400 `invalid_request` that says why.
+enum JSONRequest {
+    static func decode<Value: Decodable>(_ request: Request, limit: Int) async throws -> Value {
+        let body = try await RequestBody.collect(request, limit: limit)
+        do {
+            return try JSONDecoder().decode(Value.self, from: Data(body))
+        } catch DecodingError.keyNotFound(let key, _) {
+            throw APIError(.badRequest, code: "invalid_request", message: "the body has no \"\(key.stringValue)\"")
+        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw APIError(.badRequest, code: "invalid_request", message: "\"\(field)\" has the wrong type")
+        } catch {
+            throw APIError(.badRequest, code: "invalid_request", message: "the body is not a JSON object")
+        }
+    }
+}
+
+extension APIError {
+    init(_ failure: MerchantTokenFailure) {
+        var headers: HTTPFields = [:]
+        if failure.status == .serviceUnavailable { headers[.retryAfter] = "5" }
+        self.init(failure.status, code: failure.code, message: failure.message, headers: headers)
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}

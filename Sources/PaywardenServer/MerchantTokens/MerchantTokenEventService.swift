@@ -1,0 +1,39 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The outbox's worker, on every instance: wakes when a notification is recorded (so an UNLINK
+/// reaches the vault within a second) and every poll interval otherwise (retries that came due,
+/// events another instance recorded). Instances sharing a database claim events before fetching
+/// them, so each is fetched once per attempt.
+final class MerchantTokenEventService: Service, Sendable {
+    let merchantTokens: MerchantTokenService
+    let database: DatabaseHealthService
+    let pollInterval: Duration
+
+    init(merchantTokens: MerchantTokenService, database: DatabaseHealthService, pollInterval: Duration) {
+        self.merchantTokens = merchantTokens
+        self.database = database
+        self.pollInterval = pollInterval
+    }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var sinceLastRound = Duration.zero
+            let step = Duration.milliseconds(100)
+            while !Task.isCancelled {
+                try? await Task.sleep(for: step)
+                sinceLastRound += step
+                let woken = self.merchantTokens.takeWakeUp()
+                guard woken || sinceLastRound >= self.pollInterval, !Task.isCancelled, self.database.isAvailable else { continue }
+                sinceLastRound = .zero
+                // A bounded number of rounds, so one busy moment cannot hold the worker forever.
+                for _ in 0..<5 where !Task.isCancelled {
+                    if await self.merchantTokens.processDueEvents() == 0 { break }
+                }
+            }
+        }
+        // The gateway's HTTP clients live as long as the service that uses them.
+        await merchantTokens.gateway.shutdown()
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import PaywardenStorage
+
+/// What Apple's merchant-token events do to the vault (merchant-tokens.md §4): an unlinked
+/// merchant token's tokens stop working and are destroyed after a retention period; updated
+/// metadata is kept beside them. The event queue itself (fetching, retrying) is the server's.
+extension Vault {
+    /// Applies a fetched event to the tokens standing for `merchantTokenID`:
+    /// `UNLINK` unlinks them; `UPDATED_METADATA` and `UPDATED_CARD_ART` with metadata record it on
+    /// them; anything else (`UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`, an unknown type, an update
+    /// without metadata) changes nothing. Idempotent: applying an event again changes nothing
+    /// more (an unlink reports 0 tokens the second time). Store failures are
+    /// `.databaseUnavailable`, so the caller retries the event later.
+    public func applyMerchantTokenEvent(
+        type: String, merchantTokenID: String, metadata: [UInt8]?
+    ) async throws(VaultError) -> MerchantTokenEffect {
+        let now = self.now
+        let metadata = metadata.flatMap { $0.isEmpty ? nil : $0 }
+        switch (type, metadata) {
+        case ("UNLINK", _):
+            let unlinked = try await eventStorage { () async throws(StorageError) in
+                try await database.unlinkTokens(merchantTokenID: merchantTokenID, at: now)
+            }
+            let summary = unlinked == 0 ? "no active token for this merchant token" : "unlinked \(Self.tokens(unlinked))"
+            return MerchantTokenEffect(summary: summary, tokens: unlinked)
+        case ("UPDATED_METADATA", let metadata?), ("UPDATED_CARD_ART", let metadata?):
+            let recorded = try await eventStorage { () async throws(StorageError) in
+                try await database.recordMerchantTokenMetadata(merchantTokenID: merchantTokenID, metadata: metadata, at: now)
+            }
+            return MerchantTokenEffect(summary: "metadata recorded on \(Self.tokens(recorded))", tokens: recorded)
+        default:
+            return MerchantTokenEffect(summary: "recorded; no vault change for \(type)", tokens: 0)
+        }
+    }
+
+    /// Deletes the tokens unlinked longer than ``VaultPolicy/unlinkedTokenRetention`` ago, with
+    /// their sealed account numbers, in batches of 500 until none is left or 10 batches ran (the
+    /// next run takes the rest); returns how many went.
+    public func purgeUnlinkedTokens() async throws(VaultError) -> Int {
+        let before = now.addingTimeInterval(-policy.unlinkedTokenRetention)
+        var deleted = 0
+        for _ in 0..<Self.unlinkedPurgeBatches {
+            let batch = try await storage { () async throws(StorageError) in
+                try await database.deleteUnlinkedTokens(before: before, limit: Self.unlinkedPurgeBatch)
+            }
+            deleted += batch
+            if batch < Self.unlinkedPurgeBatch { break }
+        }
+        return deleted
+    }
+
+    /// The organisations holding a token (in any state but deleted) for the merchant token: those
+    /// that may unlink it or change its notification URL.
+    public func organizations(holdingMerchantToken merchantTokenID: String) async throws(VaultError) -> Set<String> {
+        let records = try await storage { () async throws(StorageError) in try await database.tokens(merchantTokenID: merchantTokenID) }
+        return Set(records.filter { $0.state != .deleted }.map(\.organization))
+    }
+
+    static let unlinkedPurgeBatch = 500
+    static let unlinkedPurgeBatches = 10
+
+    /// "1 token", "2 tokens".
+    private static func tokens(_ count: Int) -> String {
+        count == 1 ? "1 token" : "\(count) tokens"
+    }
+
+    /// A store call of an event's application: any failure is `.databaseUnavailable`, which the
+    /// event queue retries.
+    private func eventStorage<Value>(_ body: () async throws(StorageError) -> Value) async throws(VaultError) -> Value {
+        do {
+            return try await body()
+        } catch {
+            throw VaultError(.databaseUnavailable, "the event could not be applied: \(error)")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import PaywardenStorage
+import PaywardenStorageSQL
+import PaywardenStorageSQLite
+import PaywardenTestTraits
+import PaywardenTesting
+import Testing
+
+/// A database an earlier build left at schema version 2, with rows in it, brought to this build's
+/// schema by `migrate`, on both engines.
+@Suite(.releasesTestResources)
+struct SchemaUpgradeTests {
+    @Test("SQLite: version 2 with the old events table migrates to the current schema")
+    func sqlite() async throws {
+        let directory = NSTemporaryDirectory() + "paywarden-sqlite-\(UUID().uuidString.prefix(8))"
+        TestResources.track(directory: directory)
+        let database = try SQLiteDriver.open(path: directory + "/paywarden.sqlite")
+        try await SchemaVersion2.plant(
+            in: database, types: SchemaDDL.Types(bytes: "BLOB", integer: "INTEGER", flag: "INTEGER", withoutRowID: " WITHOUT ROWID"),
+            migrationsTable: "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)",
+            record: { "INSERT INTO grdb_migrations (identifier) VALUES ('\($0)')" })
+        try await SchemaVersion2.checkUpgrade(of: database)
+    }
+
+    @Test("PostgreSQL: version 2 with the old events table migrates to the current schema")
+    func postgres() async throws {
+        try await TestPostgres.shared().withDatabase(migrated: false) { database in
+            try await SchemaVersion2.plant(
+                in: database, types: SchemaDDL.Types(bytes: "BYTEA", integer: "BIGINT", flag: "SMALLINT"),
+                migrationsTable: "CREATE TABLE paywarden_migrations (identifier TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                record: { "INSERT INTO paywarden_migrations (identifier, applied_at) VALUES ('\($0)', 0)" })
+            try await SchemaVersion2.checkUpgrade(of: database)
+        }
+    }
+}
+
+/// The schema as version 2 left it, built from the first two migrations' DDL, with a token and
+/// an event of the old shape in it.
+enum SchemaVersion2 {
+    static let migrations = ["0001_replay_ledger_and_vault", "0002_vault_key_indexes"]
+    static let t0 = Date(timeIntervalSince1970: 1_795_000_000)
+
+    static let token = TokenRecord(
+        organization: "org-a", token: "5204240000001480", fingerprint: Array(repeating: 0x5A, count: 32), fingerprintKeyID: "hmac-1",
+        accountKind: .merchantPAN, merchantTokenID: "DNITHE0001",
+        sealed: SealedPayload(keyID: "kek-1", wrapPath: "aes-key-wrap-pad", wrappedKey: [1, 2], ciphertext: [3, 4], version: 1),
+        createdAt: t0)
+
+    static func plant<Driver: SQLDriver>(
+        in database: SQLDatabase<Driver>, types: SchemaDDL.Types, migrationsTable: String, record: (String) -> String
+    ) async throws {
+        #expect(try await database.schemaStatus().version == 0)
+        _ = try await database.engine.execute(migrationsTable, [], writes: true)
+        for migration in migrations {
+            for statement in SchemaDDL.statements(migration, types) { _ = try await database.engine.execute(statement, [], writes: true) }
+            _ = try await database.engine.execute(record(migration), [], writes: true)
+        }
+        let status = try await database.schemaStatus()
+        #expect(status.applied == migrations && status.pending == ["0003_merchant_token_events"])
+        _ = try await database.engine.execute(
+            """
+            INSERT INTO high_value_tokens (organization, token, fingerprint, fingerprint_key_id, account_kind, merchant_token_id, state,
+              key_id, wrap_path, wrapped_key, ciphertext, payload_version, created_at, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+            """,
+            [
+                .text(token.organization), .text(token.token), .blob(token.fingerprint), .text(token.fingerprintKeyID),
+                .text(token.accountKind.rawValue), SQLValue(token.merchantTokenID), .text(token.state.rawValue), .text(token.sealed.keyID),
+                .text(token.sealed.wrapPath), .blob(token.sealed.wrappedKey), .blob(token.sealed.ciphertext),
+                SQLValue(token.sealed.version),
+                SQLValue(token.createdAt), SQLValue(token.updatedAt),
+            ], writes: true)
+        _ = try await database.engine.execute(
+            """
+            INSERT INTO merchant_token_events (id, merchant_identifier, merchant_token_id, kind, state, attempts, received_at, updated_at)
+            VALUES ('old-event', 'merchant.com.example', 'DNITHE0001', 'UNLINK', 'pending', 0, 0, 0)
+            """, [], writes: true)
+    }
+
+    static func checkUpgrade<Driver: SQLDriver>(of database: SQLDatabase<Driver>) async throws {
+        #expect(try await database.migrate() == ["0003_merchant_token_events"])
+        #expect(try await database.schemaStatus().isCurrent)
+        #expect(try await database.migrate().isEmpty)
+        // The tokens are kept, with no metadata yet; the events table is the new one.
+        #expect(try await database.token(token.token, organization: "org-a") == token)
+        #expect(try await database.event(id: "old-event") == nil)
+        let event = MerchantTokenEventRecord(id: "new-event", merchantIdentifier: "merchant.com.example", receivedAt: t0)
+        #expect(try await database.recordEvent(event))
+        #expect(try await database.dueEvents(at: t0, limit: 10) == [event])
+        #expect(try await database.unlinkTokens(merchantTokenID: "DNITHE0001", at: t0 + 1) == 1)
+        #expect(try await database.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: [0x7B, 0x7D], at: t0 + 2) == 1)
+        #expect(try await database.deleteUnlinkedTokens(before: t0 + 2, limit: 10) == 1)
+        #expect(Set(try await database.rowCounts().map(\.table)) == Set(Schema.tables))
+    }
+}
