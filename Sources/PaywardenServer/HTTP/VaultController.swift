@@ -57,12 +57,7 @@ struct VaultController {
         let organization: String
 
         init(_ context: PaywardenRequestContext, parameter: String) throws {
-            guard let key = context.apiKey else { throw APIError.unauthorized("send an API key as Authorization: Bearer KEY") }
-            guard let organization = key.organization else {
-                throw APIError.forbidden(
-                    "API key \(key.name) has no organisation; vault routes need NAME:SHA256HEX:SCOPES:ORGANIZATION "
-                        + "(paywarden apikeys create --organization)")
-            }
+            let (key, organization) = try OrganizationKey.require(context, for: "vault routes")
             self.value = context.parameters.get(parameter) ?? ""
             self.key = key
             self.organization = organization

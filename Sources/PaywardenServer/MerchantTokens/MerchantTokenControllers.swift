@@ -107,7 +107,8 @@ struct PaymentSessionController {
     }
 }
 
-/// The authenticated key and the organisation it acts for; a key without one is refused.
+/// The authenticated key and the organisation it acts for; a key without one is refused (vault,
+/// merchant-token and payment-session routes all act for one organisation).
 enum OrganizationKey {
     static func require(_ context: PaywardenRequestContext, for what: String) throws -> (APIKey, String) {
         guard let key = context.apiKey else { throw APIError.unauthorized("send an API key as Authorization: Bearer KEY") }
