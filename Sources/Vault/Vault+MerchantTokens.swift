@@ -25,7 +25,12 @@ extension Vault {
             return MerchantTokenEffect(summary: summary, tokens: unlinked)
         case ("UPDATED_METADATA", let metadata?), ("UPDATED_CARD_ART", let metadata?):
             let recorded = try await eventStorage { () async throws(StorageError) in
-                try await database.recordMerchantTokenMetadata(merchantTokenID: merchantTokenID, metadata: metadata, at: now)
+                // A card-art event carries no card metadata and the other way round: each section
+                // replaces its own, so one event does not erase what an earlier one recorded.
+                let current = try await database.tokens(merchantTokenID: merchantTokenID)
+                    .filter { $0.state != .deleted }.max { $0.updatedAt < $1.updatedAt }?.merchantTokenMetadata
+                let merged = Self.mergedMetadata(current, with: metadata)
+                return try await database.recordMerchantTokenMetadata(merchantTokenID: merchantTokenID, metadata: merged, at: now)
             }
             return MerchantTokenEffect(summary: "metadata recorded on \(Self.tokens(recorded))", tokens: recorded)
         default:
@@ -54,6 +59,19 @@ extension Vault {
     public func organizations(holdingMerchantToken merchantTokenID: String) async throws(VaultError) -> Set<String> {
         let records = try await storage { () async throws(StorageError) in try await database.tokens(merchantTokenID: merchantTokenID) }
         return Set(records.filter { $0.state != .deleted }.map(\.organization))
+    }
+
+    /// `update`'s top-level sections (`cardArt`, `cardMetadata`) over `current`'s, as canonical
+    /// JSON; `update` alone when `current` is absent or either is not a JSON object.
+    static func mergedMetadata(_ current: [UInt8]?, with update: [UInt8]) -> [UInt8] {
+        guard let current, var merged = (try? JSONSerialization.jsonObject(with: Data(current))) as? [String: Any],
+            let sections = (try? JSONSerialization.jsonObject(with: Data(update))) as? [String: Any]
+        else { return update }
+        merged.merge(sections) { _, new in new }
+        guard let data = try? JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return update
+        }
+        return Array(data)
     }
 
     static let unlinkedPurgeBatch = 500

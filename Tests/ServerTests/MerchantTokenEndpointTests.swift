@@ -261,6 +261,12 @@ struct MerchantTokenEndpointTests {
             let refused = try await server.send(.POST, "/v1/tokens/\(token)/detokenize", apiKey: server.vaultKey)
             #expect(refused.errorCode == "token_unlinked")
 
+            // An identifier that is not one never reaches Apple, the vault or the audit log.
+            let hostile = Array(#"{"merchantId":"\#(Self.merchantID)","merchantTokenId":"4111 1111 1111 1111"}"#.utf8)
+            let refusedID = try await server.send(.POST, "/v1/merchant-tokens/unlink", body: hostile, apiKey: fixture.webKey)
+            #expect(refusedID.status == 400 && refusedID.errorCode == "invalid_request", "\(refusedID.text)")
+            let audit = (try? String(contentsOfFile: try #require(server.server.configuration.auditLogPath), encoding: .utf8)) ?? ""
+            #expect(!audit.contains("4111 1111") && !audit.contains(token))
             let malformed = try await server.send(.POST, "/v1/merchant-tokens/unlink", body: Array("{}".utf8), apiKey: fixture.webKey)
             #expect(malformed.status == 400 && malformed.errorCode == "invalid_request")
         }

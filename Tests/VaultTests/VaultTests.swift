@@ -236,7 +236,11 @@ extension VaultTests {
             let art = try await vault.applyMerchantTokenEvent(
                 type: "UPDATED_CARD_ART", merchantTokenID: Self.merchantTokenID, metadata: cardArt)
             #expect(art.tokens == 2 && art.summary == "metadata recorded on 2 tokens")
-            #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == cardArt)
+            // Card art joins the card metadata recorded before; neither erases the other.
+            let both = Array(
+                (#"{"cardArt":[{"name":"front","type":"FULL_CARD_ART","url":"https://example.test/a.png"}],"#
+                    + #""cardMetadata":{"expirationDate":"05/30","fpanSuffix":"1488"}}"#).utf8)
+            #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == both)
             #expect(try await database.token(otherToken.token, organization: "alpha")?.merchantTokenMetadata == nil)
 
             // What the vault does not act on changes nothing.

@@ -161,7 +161,9 @@ struct MerchantTokenRetry: AsyncParsableCommand {
             let view = MerchantTokenEventView(outcome)
             if output.json { try printJSON(view) } else { print(view.line) }
             guard outcome.state == .applied else {
-                throw CommandFailure(.unavailable, "event \(event) was not applied: \(outcome.lastError ?? outcome.state.rawValue)")
+                // Failed for good is a refusal; still pending means Apple (or the HSM) may answer later.
+                let status: CommandFailure.Status = outcome.state == .failed ? .refused : .unavailable
+                throw CommandFailure(status, "event \(event) was not applied: \(outcome.lastError ?? outcome.state.rawValue)")
             }
         }
     }

@@ -46,7 +46,8 @@ public struct MerchantTokenFailure: Error, Sendable, CustomStringConvertible {
     }
 
     init(_ error: StorageError) {
-        self.init(.serviceUnavailable, code: "database_unavailable", "the database could not be used: \(error)")
+        // The driver's own words stay in the log; a client learns only that it may try again.
+        self.init(.serviceUnavailable, code: "database_unavailable", "the database cannot be used now; try again shortly")
     }
 
     public var description: String { "\(code): \(message)" }

@@ -64,6 +64,13 @@ public final class MerchantTokenService: Sendable {
             throw MerchantTokenFailure(.internalServerError, code: "database_unavailable", "the notification could not be recorded")
         }
         metrics?.merchantTokenEvent(isNew ? "received" : "repeated")
+        if !isNew, let stored = try? await database.event(id: eventID), stored.merchantIdentifier != merchantID {
+            // Apple's event ids are unique; one arriving for a second merchant is worth a look, not a second fetch.
+            metrics?.merchantTokenEvent("id_for_another_merchant")
+            logger.warning(
+                "a notification repeated an event id recorded for another merchant; it is not fetched again",
+                metadata: ["merchant": "\(merchantID)", "event": "\(eventID)", "recorded-for": "\(stored.merchantIdentifier)"])
+        }
         if isNew {
             pending.withLock { $0.count += 1 }
             woken.withLock { $0 = true }
@@ -96,7 +103,9 @@ public final class MerchantTokenService: Sendable {
             (state.ids.contains(merchantID), state.readAt.map { now - $0 > .seconds(5) } ?? true)
         }
         if known || !stale { return known }
-        guard let listed = try? await keys.list() else { return false }
+        // An HSM that cannot list its keys right now must not cost Apple's notification: it is
+        // recorded (the source allow-list and the pending limit still bound it) and the fetch retries.
+        guard let listed = try? await keys.list() else { return true }
         let ids = Set(listed.filter { $0.purpose == .identity && $0.state != .retired }.compactMap(\.merchantID))
         knownMerchants.withLock { $0 = KnownMerchants(ids: ids, readAt: now) }
         return ids.contains(merchantID)
@@ -148,6 +157,8 @@ public final class MerchantTokenService: Sendable {
         claimed.attempts += 1
         claimed.nextAttemptAt = now.addingTimeInterval(policy.lease)
         claimed.updatedAt = now
+        // Visible to admins, and what tells `retry` the event is someone's right now.
+        claimed.effect = Self.inProgress
         guard try await store(claimed, expectedAttempts: record.attempts) else { return nil }
         var outcome = claimed
         do {
@@ -161,7 +172,7 @@ public final class MerchantTokenService: Sendable {
             outcome.effect = effect.summary
             outcome.lastError = nil
         } catch let error as AppleGatewayError {
-            failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: error.isRetryable)
+            failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: Self.isWorthRetrying(error))
         } catch let error as VaultError {
             let retryable = error.code == .databaseUnavailable || error.code == .hsmUnavailable
             failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: retryable)
@@ -169,11 +180,18 @@ public final class MerchantTokenService: Sendable {
             failed(&outcome, reason: "\(error)", retryable: true)
         }
         outcome.updatedAt = vault.now
-        _ = try await store(outcome, expectedAttempts: claimed.attempts)
+        guard try await store(outcome, expectedAttempts: claimed.attempts) else {
+            logger.warning(
+                "a merchant-token event was moved by someone else during its attempt; their outcome stands",
+                metadata: ["merchant": "\(record.merchantIdentifier)", "event": "\(record.id)"])
+            return nil
+        }
         metrics?.merchantTokenEvent(outcome.state == .applied ? "applied" : outcome.state == .failed ? "failed" : "retry")
         pending.withLock { $0.readAt = nil }
+        // An event that failed for good may leave a token usable that Apple unlinked: an error.
+        let level: Logger.Level = outcome.state == .applied ? .info : outcome.state == .failed ? .error : .warning
         logger.log(
-            level: outcome.state == .applied ? .info : .warning, "merchant-token event attempted",
+            level: level, "merchant-token event attempted",
             metadata: [
                 "merchant": "\(record.merchantIdentifier)", "event": "\(record.id)", "attempt": "\(outcome.attempts)",
                 "state": "\(outcome.state.rawValue)", "type": "\(outcome.eventType ?? "-")", "effect": "\(outcome.effect ?? "-")",
@@ -182,10 +200,19 @@ public final class MerchantTokenService: Sendable {
         return outcome
     }
 
+    static let inProgress = "attempt in progress"
+
+    /// Apple's 404 may come before its event is ready, and 401/403 while a new identity
+    /// certificate propagates at Apple: worth trying again within the seven days, unlike a 400.
+    static func isWorthRetrying(_ error: AppleGatewayError) -> Bool {
+        error.isRetryable || error.code == .eventNotFound || (error.code == .appleRefused && [401, 403].contains(error.appleStatus))
+    }
+
     /// A failed attempt: tried again with back-off while Apple still keeps the event (seven days),
     /// failed for good otherwise or when trying again cannot help.
     private func failed(_ record: inout MerchantTokenEventRecord, reason: String, retryable: Bool) {
         record.lastError = String(reason.prefix(512))
+        record.effect = nil
         let now = vault.now
         let next = now.addingTimeInterval(policy.backoff(afterAttempt: record.attempts))
         if retryable && next < record.receivedAt.addingTimeInterval(policy.appleRetention) {
@@ -219,6 +246,10 @@ public final class MerchantTokenService: Sendable {
         guard record.state != .applied else {
             throw MerchantTokenFailure(.conflict, code: "event_applied", "event \(eventID) was applied already: \(record.effect ?? "")")
         }
+        guard !(record.state == .pending && record.effect == Self.inProgress && record.nextAttemptAt > vault.now) else {
+            throw MerchantTokenFailure(
+                .conflict, code: "event_busy", "an attempt at event \(eventID) is under way; `merchant-tokens events` shows its outcome")
+        }
         let expected = record.attempts
         record.state = .pending
         record.nextAttemptAt = vault.now
@@ -241,19 +272,24 @@ public final class MerchantTokenService: Sendable {
     public func unlink(merchantID: String, merchantTokenID: String, user: String, organization: String?) async throws(MerchantTokenFailure)
         -> MerchantTokenEffect
     {
-        try await audited("merchant-tokens.unlink", user: user, merchantID: merchantID, merchantTokenID: merchantTokenID) {
+        try Self.checkIdentifiers(merchantID: merchantID, merchantTokenID: merchantTokenID)
+        return try await audited("merchant-tokens.unlink", user: user, merchantID: merchantID, merchantTokenID: merchantTokenID) {
             () async throws(MerchantTokenFailure) in
             try await authorize(merchantID: merchantID, merchantTokenID: merchantTokenID, organization: organization)
+            // Here first: the safe direction. Should Apple then fail, the tokens are already
+            // unusable and the caller's retry (idempotent here) only has Apple left to do.
+            let effect: MerchantTokenEffect
+            do throws(VaultError) {
+                effect = try await vault.applyMerchantTokenEvent(type: "UNLINK", merchantTokenID: merchantTokenID, metadata: nil)
+            } catch {
+                throw MerchantTokenFailure(error)
+            }
             do throws(AppleGatewayError) {
                 try await gateway.unlink(merchantID: merchantID, merchantTokenID: merchantTokenID)
             } catch {
                 throw MerchantTokenFailure(error)
             }
-            do throws(VaultError) {
-                return try await vault.applyMerchantTokenEvent(type: "UNLINK", merchantTokenID: merchantTokenID, metadata: nil)
-            } catch {
-                throw MerchantTokenFailure(error)
-            }
+            return effect
         }
     }
 
@@ -261,6 +297,7 @@ public final class MerchantTokenService: Sendable {
     public func updateNotificationURL(
         merchantID: String, merchantTokenID: String, url: String, user: String, organization: String?
     ) async throws(MerchantTokenFailure) {
+        try Self.checkIdentifiers(merchantID: merchantID, merchantTokenID: merchantTokenID)
         _ = try await audited("merchant-tokens.update-url", user: user, merchantID: merchantID, merchantTokenID: merchantTokenID) {
             () async throws(MerchantTokenFailure) in
             try await authorize(merchantID: merchantID, merchantTokenID: merchantTokenID, organization: organization)
@@ -283,6 +320,16 @@ public final class MerchantTokenService: Sendable {
         } catch {
             metrics?.merchantTokenEvent("payment_session_\(error.code.rawValue)")
             throw MerchantTokenFailure(error)
+        }
+    }
+
+    /// Bounded, printable identifiers before anything is looked up or audited: a request body is
+    /// anyone's text, and an audit line must not become a place to write a card number.
+    static func checkIdentifiers(merchantID: String, merchantTokenID: String) throws(MerchantTokenFailure) {
+        guard isIdentifier(merchantID, maximumLength: 128), isIdentifier(merchantTokenID, maximumLength: 64) else {
+            throw MerchantTokenFailure(
+                .badRequest, code: "invalid_request",
+                "merchantId (letters, digits, . _ -, at most 128) or merchantTokenId (at most 64 of the same) is malformed")
         }
     }
 
