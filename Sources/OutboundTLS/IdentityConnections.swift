@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Crypto
+import Foundation
 import Logging
 import NIOCore
 import NIOSSL
@@ -15,6 +16,8 @@ final class IdentityConnections: Sendable {
     struct Entry: Sendable {
         let client: HTTPClient
         let signingKey: HSMTLSSigningKey
+        /// The certificate's start of validity: the newer certificate of a merchant wins.
+        let notValidBefore: Date
     }
 
     private struct State: Sendable {
@@ -46,22 +49,33 @@ final class IdentityConnections: Sendable {
             throw AppleGatewayError(
                 .identityUnavailable, "the identity certificate of key \(credential.keyID) cannot be used for TLS: \(error)")
         }
-        let (entry, replaced) = try state.withLock { state throws(AppleGatewayError) -> (Entry, HTTPClient?) in
+        let (entry, retired) = try state.withLock { state throws(AppleGatewayError) -> (Entry, [HTTPClient]) in
             guard !state.closed else { throw AppleGatewayError(.upstreamUnavailable, "the Apple gateway client is shut down") }
-            var replaced: HTTPClient?
-            if let previous = state.byMerchant[credential.merchantID], previous != fingerprint,
-                let old = state.byCertificate.removeValue(forKey: previous)
-            {
-                replaced = old.client
-                state.retiring[ObjectIdentifier(old.client)] = old.client
+            if let existing = state.byCertificate[fingerprint] { return (existing, []) }
+            var retired: [HTTPClient] = []
+            // Only a newer certificate replaces the merchant's client, so a request still holding the
+            // older credential during a rotation does not flip the two back and forth: it gets a
+            // client of its own that is retired after its request.
+            var isCurrent = true
+            if let previous = state.byMerchant[credential.merchantID], let current = state.byCertificate[previous] {
+                if current.notValidBefore <= credential.certificate.notValidBefore {
+                    state.byCertificate.removeValue(forKey: previous)
+                    retired.append(current.client)
+                } else {
+                    isCurrent = false
+                }
             }
-            state.byMerchant[credential.merchantID] = fingerprint
-            if let existing = state.byCertificate[fingerprint] { return (existing, replaced) }
             let entry = makeEntry(credential, certificate: certificate)
-            state.byCertificate[fingerprint] = entry
-            return (entry, replaced)
+            if isCurrent {
+                state.byMerchant[credential.merchantID] = fingerprint
+                state.byCertificate[fingerprint] = entry
+            } else {
+                retired.append(entry.client)
+            }
+            for client in retired { state.retiring[ObjectIdentifier(client)] = client }
+            return (entry, retired)
         }
-        if let replaced { retire(replaced) }
+        for client in retired { retire(client) }
         return entry
     }
 
@@ -91,7 +105,7 @@ final class IdentityConnections: Sendable {
                 "merchant-id": "\(credential.merchantID)", "key-id": "\(credential.keyID)",
                 "tls": "\(signingKey.supportsTLS13 ? "1.2-1.3" : "1.2")",
             ])
-        return Entry(client: client, signingKey: signingKey)
+        return Entry(client: client, signingKey: signingKey, notValidBefore: credential.certificate.notValidBefore)
     }
 
     /// Shuts `client` down after the longest a request on it may still take.
