@@ -42,7 +42,8 @@ extension Vault {
             let record = TokenRecord(
                 organization: organization, token: token, fingerprint: fingerprint, fingerprintKeyID: current.id.hex,
                 accountKind: facts.kind, merchantTokenID: facts.merchantTokenIdentifier,
-                sealed: try await sealer.seal(contents, under: sealKey, context: context), createdAt: created)
+                sealed: try await sealer.seal(contents, under: sealKey, context: context), createdAt: created,
+                merchantTokenMetadata: facts.merchantTokenMetadata)
             let insertion: TokenInsertion
             do {
                 insertion = try await database.insertToken(record)

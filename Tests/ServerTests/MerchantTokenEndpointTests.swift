@@ -149,6 +149,9 @@ struct MerchantTokenEndpointTests {
         try await withFixture { fixture in
             let server = fixture.server
             let (token, _) = try await vaultedMerchantToken(server)
+            // The payload's own metadata is on the token from its registration.
+            let registered = try #require(try await server.server.vault.database.token(token, organization: "example"))
+            #expect(String(decoding: registered.merchantTokenMetadata ?? [], as: UTF8.self).contains("https://example.test/art.png"))
             fixture.apple.setEvent(
                 "evt-meta", merchantID: Self.merchantID,
                 .event(
@@ -161,7 +164,9 @@ struct MerchantTokenEndpointTests {
             let meta = try #require(try await settled(server, event: "evt-meta"))
             #expect(meta.state == .applied && meta.effect?.contains("metadata recorded on 1") == true, "\(meta.effect ?? "nil")")
             let record = try #require(try await server.server.vault.database.token(token, organization: "example"))
-            #expect(String(decoding: record.merchantTokenMetadata ?? [], as: UTF8.self).contains("4242"))
+            // The event's card metadata replaced the payload's; the card art it did not mention stayed.
+            let metadata = String(decoding: record.merchantTokenMetadata ?? [], as: UTF8.self)
+            #expect(metadata.contains("4242") && !metadata.contains("1488") && metadata.contains("art.png"), "\(metadata)")
             let unknown = try #require(try await settled(server, event: "evt-new-kind"))
             #expect(unknown.state == .applied && unknown.eventType == "SOMETHING_NEW")
             #expect(try await server.send(.POST, "/v1/tokens/\(token)/detokenize", apiKey: server.vaultKey).status == 200)

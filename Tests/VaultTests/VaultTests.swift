@@ -222,6 +222,12 @@ extension VaultTests {
                 Environment.decrypted(PaymentPayloads.merchantToken()), paypage: try await environment.paypage("paypageA"))
 
             #expect(try await vault.organizations(holdingMerchantToken: Self.merchantTokenID) == ["alpha", "beta"])
+            // The payload's metadata is recorded at issue, canonically; a DPAN has none.
+            let issuedMetadata = Array(
+                (#"{"cardArt":[{"type":"FULL_CARD_ART","url":"https://example.test/art.png"}],"#
+                    + #""cardMetadata":{"expirationDate":"05/30","fpanSuffix":"1488"}}"#).utf8)
+            #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == issuedMetadata)
+            #expect(try await database.token(dpan.token, organization: "alpha")?.merchantTokenMetadata == nil)
             #expect(try await vault.organizations(holdingMerchantToken: "DNITHE000000000000000001") == ["alpha"])
             #expect(try await vault.organizations(holdingMerchantToken: "DNITHE999999999999999999").isEmpty)
 
@@ -230,8 +236,12 @@ extension VaultTests {
             let recorded = try await vault.applyMerchantTokenEvent(
                 type: "UPDATED_METADATA", merchantTokenID: Self.merchantTokenID, metadata: metadata)
             #expect(recorded == MerchantTokenEffect(summary: "metadata recorded on 2 tokens", tokens: 2))
-            #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == metadata)
-            #expect(try await database.token(tokenB.token, organization: "beta")?.merchantTokenMetadata == metadata)
+            // The payload's card art, from the registration, stays beside the event's card metadata.
+            let merged = Array(
+                (#"{"cardArt":[{"type":"FULL_CARD_ART","url":"https://example.test/art.png"}],"#
+                    + #""cardMetadata":{"expirationDate":"05/30","fpanSuffix":"1488"}}"#).utf8)
+            #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == merged)
+            #expect(try await database.token(tokenB.token, organization: "beta")?.merchantTokenMetadata == merged)
             let cardArt = Array(#"{"cardArt":[{"name":"front","type":"FULL_CARD_ART","url":"https://example.test/a.png"}]}"#.utf8)
             let art = try await vault.applyMerchantTokenEvent(
                 type: "UPDATED_CARD_ART", merchantTokenID: Self.merchantTokenID, metadata: cardArt)
@@ -241,7 +251,7 @@ extension VaultTests {
                 (#"{"cardArt":[{"name":"front","type":"FULL_CARD_ART","url":"https://example.test/a.png"}],"#
                     + #""cardMetadata":{"expirationDate":"05/30","fpanSuffix":"1488"}}"#).utf8)
             #expect(try await database.token(tokenA.token, organization: "alpha")?.merchantTokenMetadata == both)
-            #expect(try await database.token(otherToken.token, organization: "alpha")?.merchantTokenMetadata == nil)
+            #expect(try await database.token(otherToken.token, organization: "alpha")?.merchantTokenMetadata == issuedMetadata)
 
             // What the vault does not act on changes nothing.
             let before = try await database.tokens(merchantTokenID: Self.merchantTokenID)

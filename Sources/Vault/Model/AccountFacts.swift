@@ -10,16 +10,20 @@ public struct AccountFacts: Sendable {
     /// `applicationExpirationDate`, YYMMDD as Apple sends it.
     public let expirationDate: String
     public let merchantTokenIdentifier: String?
+    /// A merchant token's `merchantTokenMetadata` (card art, last four of the card, expiry),
+    /// re-encoded with sorted keys; nil for a DPAN, or when absent or larger than 8 KiB.
+    public let merchantTokenMetadata: [UInt8]?
 
     public var kind: TokenRecord.AccountKind { merchantTokenIdentifier == nil ? .devicePAN : .merchantPAN }
     public var firstSix: String { String(accountNumber.revealed.prefix(6)) }
     public var lastFour: String { String(accountNumber.revealed.suffix(4)) }
     public var network: CardNetwork { CardNetwork(bin: firstSix) }
 
-    init(accountNumber: String, expirationDate: String, merchantTokenIdentifier: String?) {
+    init(accountNumber: String, expirationDate: String, merchantTokenIdentifier: String?, merchantTokenMetadata: [UInt8]? = nil) {
         self.accountNumber = Sensitive(accountNumber, hint: "account number")
         self.expirationDate = expirationDate
         self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.merchantTokenMetadata = merchantTokenIdentifier == nil ? nil : merchantTokenMetadata
     }
 
     /// Reads the facts from Apple's decrypted JSON; `.invalidAccountNumber` when the account
@@ -37,7 +41,18 @@ public struct AccountFacts: Sendable {
             throw VaultError(.invalidAccountNumber, "the payload's applicationExpirationDate is missing or not YYMMDD")
         }
         let merchantToken = (object["merchantTokenIdentifier"] as? String).flatMap { $0.isEmpty ? nil : $0 }
-        self.init(accountNumber: number, expirationDate: expiry, merchantTokenIdentifier: merchantToken)
+        self.init(
+            accountNumber: number, expirationDate: expiry, merchantTokenIdentifier: merchantToken,
+            merchantTokenMetadata: Self.metadata(object["merchantTokenMetadata"]))
+    }
+
+    /// The metadata object as canonical JSON, bounded so a payload cannot grow every token row.
+    private static func metadata(_ value: Any?) -> [UInt8]? {
+        guard let object = value as? [String: Any],
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
+            data.count <= 8 * 1024
+        else { return nil }
+        return Array(data)
     }
 }
 
