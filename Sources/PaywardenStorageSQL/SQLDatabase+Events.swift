@@ -56,6 +56,17 @@ extension SQLDatabase: EventStore {
         return try SQLRowReader(rows.first ?? [], columns: ["count"], table: "merchant_token_events").integer(0)
     }
 
+    public func deleteSettledEvents(before: Date, limit: Int) async throws(StorageError) -> Int {
+        // As the token purge: a subquery on the key stands in for DELETE … LIMIT.
+        try await write(
+            """
+            DELETE FROM merchant_token_events WHERE id IN
+              (SELECT id FROM merchant_token_events WHERE state <> $1 AND updated_at < $2 ORDER BY updated_at, id LIMIT $3)
+            RETURNING 1
+            """, [.text(MerchantTokenEventRecord.State.pending.rawValue), SQLValue(before), SQLValue(max(limit, 0))]
+        ).count
+    }
+
     public func updateEvent(_ record: MerchantTokenEventRecord, expectedAttempts: Int) async throws(StorageError) -> Bool {
         // Compare-and-set on attempts: an instance that read the row before another moved it
         // finds the counter changed and leaves the row alone.

@@ -396,6 +396,19 @@ extension StorageConformance {
             try C.require(try await db.events(state: .applied, limit: 1).map(\.id) == ["e4"], "applied, limit 1")
             try C.require(try await db.events(state: .failed, limit: 10).map(\.id) == ["e3"], "failed")
         },
+        StorageConformance(name: "events: settled ones past the retention are deleted, oldest first; pending ones never") { db in
+            for (index, state) in [MerchantTokenEventRecord.State.applied, .pending, .failed, .applied, .applied].enumerated() {
+                var record = C.event("e\(index)", received: TimeInterval(index))
+                record.state = state
+                _ = try await db.recordEvent(record)
+            }
+            try C.require(try await db.deleteSettledEvents(before: C.t0 + 3, limit: 1) == 1, "the limit was not kept")
+            try C.require(try await db.event(id: "e0") == nil, "the oldest settled event was not the one deleted")
+            try C.require(try await db.deleteSettledEvents(before: C.t0 + 3, limit: 10) == 1, "not only e2")
+            try C.require(try await db.event(id: "e1")?.state == .pending, "a pending event was deleted")
+            try C.require(try await db.events(state: nil, limit: 10).map(\.id) == ["e4", "e3", "e1"], "the wrong events remain")
+            try C.require(try await db.deleteSettledEvents(before: C.t0 + 3, limit: 10) == 0, "deleted twice")
+        },
     ]
 
     static let merchantTokenChecks: [StorageConformance] = [

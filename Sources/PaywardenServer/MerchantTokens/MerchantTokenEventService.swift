@@ -20,13 +20,19 @@ final class MerchantTokenEventService: Service, Sendable {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             var sinceLastRound = Duration.zero
+            var sincePurge = Duration.seconds(3600)
             let step = Duration.milliseconds(100)
             while !Task.isCancelled {
                 try? await Task.sleep(for: step)
                 sinceLastRound += step
+                sincePurge += step
                 let woken = self.merchantTokens.takeWakeUp()
                 guard woken || sinceLastRound >= self.pollInterval, !Task.isCancelled, self.database.isAvailable else { continue }
                 sinceLastRound = .zero
+                if sincePurge >= .seconds(3600) {
+                    sincePurge = .zero
+                    _ = await self.merchantTokens.purgeSettledEvents()
+                }
                 // A bounded number of rounds, so one busy moment cannot hold the worker forever.
                 for _ in 0..<5 where !Task.isCancelled {
                     if await self.merchantTokens.processDueEvents() == 0 { break }

@@ -133,6 +133,19 @@ public final class MerchantTokenService: Sendable {
 
     // MARK: Processing the outbox
 
+    /// Deletes applied and failed events older than the retention, in bounded batches; returns how many.
+    func purgeSettledEvents() async -> Int {
+        let before = vault.now.addingTimeInterval(-policy.eventRetention)
+        var deleted = 0
+        for _ in 0..<10 {
+            guard let batch = try? await database.deleteSettledEvents(before: before, limit: 500) else { break }
+            deleted += batch
+            if batch < 500 { break }
+        }
+        if deleted > 0 { logger.info("merchant-token events past their retention deleted", metadata: ["events": "\(deleted)"]) }
+        return deleted
+    }
+
     /// Fetches and applies the events that are due, oldest first, up to `limit`; returns how many
     /// it attempted. Failures are kept on each event, never thrown.
     func processDueEvents(limit: Int = 20) async -> Int {
@@ -392,6 +405,9 @@ public struct MerchantTokenEventPolicy: Sendable {
     public var maximumBackoff: TimeInterval = 3600
     public var lease: TimeInterval = 120
     public var appleRetention: TimeInterval = 7 * 86_400
+    /// How long applied and failed events stay listed: past a year of assessments (PCI DSS keeps
+    /// audit trails twelve months); they hold no card data either way.
+    public var eventRetention: TimeInterval = 400 * 86_400
 
     public init(pendingLimit: Int = 10_000, retryBase: TimeInterval = 30) {
         self.pendingLimit = pendingLimit

@@ -369,6 +369,15 @@ public final class InMemoryDatabase: PaywardenDatabase {
         state.withLock { state in state.events.values.count { $0.state == wanted } }
     }
 
+    public func deleteSettledEvents(before: Date, limit: Int) async throws(StorageError) -> Int {
+        state.withLock { state in
+            let settled = state.events.values.filter { $0.state != .pending && $0.updatedAt < before }
+                .sorted { ($0.updatedAt, $0.id) < ($1.updatedAt, $1.id) }.prefix(max(limit, 0))
+            for record in settled { state.events[record.id] = nil }
+            return settled.count
+        }
+    }
+
     public func updateEvent(_ record: MerchantTokenEventRecord, expectedAttempts: Int) async throws(StorageError) -> Bool {
         state.withLock { state in
             guard var stored = state.events[record.id], stored.attempts == expectedAttempts else { return false }

@@ -14,6 +14,9 @@ public protocol EventStore: Sendable {
     /// Up to `limit` events in `state` (every state when nil), the most recently received first.
     func events(state: MerchantTokenEventRecord.State?, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord]
     func eventCount(state: MerchantTokenEventRecord.State) async throws(StorageError) -> Int
+    /// Deletes up to `limit` applied or failed events last updated before `before`, the oldest
+    /// first (the event log's retention); pending ones are never deleted. Returns how many went.
+    func deleteSettledEvents(before: Date, limit: Int) async throws(StorageError) -> Int
     /// Compare-and-set: writes every mutable field (state, eventType, merchantTokenID, attempts,
     /// nextAttemptAt, lastError, effect, updatedAt, detail; never id, merchantIdentifier or
     /// receivedAt) only while the stored row's attempts equal `expectedAttempts`. False otherwise
