@@ -106,7 +106,7 @@ let package = Package(
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                nioSSL, nioCore, nioPosix, serviceLifecycle, logging, crypto,
+                nioSSL, nioCore, nioPosix, nioHTTP1, asyncHTTPClient, serviceLifecycle, logging, crypto,
             ]
         ),
         .executableTarget(

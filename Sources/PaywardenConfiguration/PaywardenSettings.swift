@@ -13,6 +13,8 @@ public struct PaywardenSettings: Sendable {
     public var server: ServerSettings
     public var database: DatabaseSettings
     public var merchantTokens: MerchantTokenSettings
+    /// The processor relay's upstreams.
+    public var relay: RelaySettings
     /// What `config show` prints: each setting's effective value and where it came from.
     public let effective: [EffectiveSetting]
 
@@ -31,6 +33,7 @@ public struct PaywardenSettings: Sendable {
         server = try ServerSettings(&reader)
         database = try DatabaseSettings(&reader, home: home)
         merchantTokens = try MerchantTokenSettings(&reader)
+        relay = try RelaySettings(&reader)
         effective = reader.effective
     }
 

@@ -120,6 +120,31 @@ public enum SettingCatalog {
         "merchant_token_poll_seconds", .integer(1...3600), default: .value("10"),
         "how often the service looks for merchant-token events due for a fetch (a notification wakes it at once)")
 
+    // MARK: Processor relay
+    public static let relayCnpUpstream = Setting(
+        "relay_cnp_upstream", .url,
+        "base URL of the cnpAPI authorization engine that relayed authorization and sale requests go to (BASE/vap/communicator/online); "
+            + "https, or http to a loopback host; unset: those requests are refused")
+    public static let relayCnpUpstreamCA = Setting(
+        "relay_cnp_upstream_ca", .list, "PEM files of extra trust roots for the cnpAPI upstream, beside the system's")
+    public static let relayCnpUpstreamUser = Setting(
+        "relay_cnp_upstream_user", .string,
+        "the cnpAPI user Paywarden authenticates with upstream (with relay_cnp_upstream_password_file); unset: the client's user, "
+            + "with an empty password")
+    public static let relayCnpUpstreamPasswordFile = Setting(
+        "relay_cnp_upstream_password_file", .path, "a file holding the cnpAPI upstream's password (mode 0600), read at start-up")
+    public static let relayMercuryPayUpstream = Setting(
+        "relay_mercurypay_upstream", .url, "base URL of the MercuryPay upstream (read, not yet routed)")
+    public static let relayMercuryPayUpstreamCA = Setting(
+        "relay_mercurypay_upstream_ca", .list, "PEM files of extra trust roots for the MercuryPay upstream (read, not yet routed)")
+    public static let relayRadialUpstream = Setting(
+        "relay_radial_upstream", .url, "base URL of the Radial upstream (read, not yet routed)")
+    public static let relayRadialUpstreamCA = Setting(
+        "relay_radial_upstream_ca", .list, "PEM files of extra trust roots for the Radial upstream (read, not yet routed)")
+    public static let relayUpstreamTimeoutSeconds = Setting(
+        "relay_upstream_timeout_seconds", .integer(1...300), default: .value("30"),
+        "how long one upstream call may take, the TLS handshake included; it is never retried")
+
     // MARK: Database
     public static let databaseURL = Setting(
         "database_url", .url, default: .computed("sqlite:$PAYWARDEN_HOME/paywarden.sqlite"),
@@ -149,6 +174,8 @@ public enum SettingCatalog {
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
         applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,
+        relayCnpUpstream, relayCnpUpstreamCA, relayCnpUpstreamUser, relayCnpUpstreamPasswordFile, relayMercuryPayUpstream,
+        relayMercuryPayUpstreamCA, relayRadialUpstream, relayRadialUpstreamCA, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]
 

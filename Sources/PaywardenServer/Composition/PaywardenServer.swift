@@ -29,6 +29,7 @@ public struct PaywardenServer: Sendable {
     let merchantTokens: MerchantTokenService
     let merchantTokenEvents: MerchantTokenEventService
     let notificationSources: NotificationSources
+    let relay: RelayService
     let logger: Logger
 
     /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
@@ -90,11 +91,17 @@ public struct PaywardenServer: Sendable {
             audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger)
         let merchantTokenEvents = MerchantTokenEventService(
             merchantTokens: merchantTokens, database: databaseHealth, pollInterval: configuration.merchantTokens.pollInterval)
+        let relay = RelayService(configuration: configuration.relay, metrics: metrics, logger: logger)
+        for upstream in configuration.relay.all {
+            logger.info(
+                "processor upstream configured",
+                metadata: ["format": "\(upstream.format.rawValue)", "url": "\(upstream.baseURL.absoluteString)"])
+        }
         return PaywardenServer(
             configuration: configuration, hsm: hsm, metrics: metrics, database: database, decryption: decryption,
             maintenance: maintenance, databaseHealth: databaseHealth, vaultService: vault, vaultMaintenance: vaultMaintenance,
             merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
-            logger: logger)
+            relay: relay, logger: logger)
     }
 
     /// Before the API listens: the schema is checked (and migrated when allowed), which is also
@@ -153,7 +160,7 @@ public struct PaywardenServer: Sendable {
         // The database's services (PostgreSQL's pool) come first, so they stop last.
         var api = try application(
             router: apiRouter(includingOperations: !separateOperations), address: configuration.listen, tls: configuration.tls,
-            services: database.services + [databaseHealth, maintenance, vaultMaintenance, merchantTokenEvents],
+            services: database.services + [databaseHealth, maintenance, vaultMaintenance, merchantTokenEvents, relay],
             onRunning: { await onListening(.api, $0) }
         )
         api.beforeServerStarts { try await prepareDatabase() }
@@ -231,7 +238,9 @@ public struct PaywardenServer: Sendable {
             .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .detokenize))
             .post("/{token}/detokenize", use: controller.detokenize)
             .delete("/{token}", use: controller.deleteToken)
-        let cnp = CnpController(service: vaultService, registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes)
+        let cnpRelay = relay.cnp.map { CnpRelay(service: vaultService, upstream: $0, logger: logger) }
+        let cnp = CnpController(
+            service: vaultService, registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: cnpRelay)
         router.post("/vap/communicator/online", use: cnp.online)
         router.post("/cnpAPI", use: cnp.online)
     }

@@ -31,6 +31,8 @@ public struct ServerConfiguration: Sendable {
     public var auditLogPath: String?
     /// Apple's gateway and the merchant-token notifications.
     public var merchantTokens: MerchantTokenConfiguration
+    /// The processor relay's upstreams, one per message format.
+    public var relay: RelayConfiguration
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -58,6 +60,7 @@ public struct ServerConfiguration: Sendable {
         // The same file the admin commands append to (`PaywardenHome.auditLog`).
         auditLogPath = settings.home + "/audit/audit.jsonl"
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
+        relay = try RelayConfiguration(settings: settings.relay)
     }
 
     /// The embedded Apple root, or the files `PAYWARDEN_TRUST_ROOTS` names.

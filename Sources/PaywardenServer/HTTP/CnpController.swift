@@ -5,10 +5,12 @@ import NIOCore
 import ProcessorMessages
 import Vault
 
-/// `POST /vap/communicator/online` (and `/cnpAPI`): cnpAPI XML in either namespace. This issue's
-/// transaction is `registerTokenRequest`, with a paypage registration ID or an Apple Pay token;
-/// the reply is a `registerTokenResponse` in the request's namespace. The XML parser refuses
-/// DTDs, entities and processing instructions and caps size, depth and element counts.
+/// `POST /vap/communicator/online` (and `/cnpAPI`): cnpAPI XML in either namespace. A
+/// `registerTokenRequest`, with a paypage registration ID or an Apple Pay token, is answered here
+/// with a `registerTokenResponse` in the request's namespace; every other transaction goes to the
+/// configured upstream through ``CnpRelay`` (an `authorization` or `sale` with its paypage or
+/// applepay replaced by the card data), and is refused when none is configured. The XML parser
+/// refuses DTDs, entities and processing instructions and caps size, depth and element counts.
 ///
 /// Authentication: `<authentication>` carries the API key's name as `user` and the key itself
 /// as `password`; an `Authorization: Bearer` header, when sent, must be the same key. The key
@@ -17,6 +19,8 @@ struct CnpController {
     let service: VaultService
     let registry: APIKeyRegistry
     let maxBodyBytes: Int
+    /// The cnpAPI upstream, when one is configured.
+    let relay: CnpRelay?
 
     func online(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
         let body = try await RequestBody.collect(request, limit: maxBodyBytes)
@@ -32,10 +36,13 @@ struct CnpController {
             return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: .invalidCredentials))
         }
         guard case .registerToken(let registration) = parsed.transaction else {
-            // authorization and sale are relayed to an upstream, which this build does not configure.
-            let status = CnpEnvelopeStatus.schemaValidationFailed(
-                "Paywarden answers registerTokenRequest here; \(parsed.transaction.name) needs a configured upstream, and none is")
-            return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: status))
+            guard let relay else {
+                let status = CnpEnvelopeStatus.schemaValidationFailed(
+                    "Paywarden answers registerTokenRequest here; \(parsed.transaction.name) needs a configured upstream, and none is")
+                return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: status))
+            }
+            let reply = await relay.relay(parsed, key: key, organization: organization)
+            return Self.xml(reply.document, status: reply.status)
         }
         let response = await register(registration, key: key, organization: organization)
         return Self.xml(
@@ -110,9 +117,9 @@ struct CnpController {
             onlinePaymentCryptogram: text(inner?["onlinePaymentCryptogram"]), eciIndicator: text(inner?["eciIndicator"]))
     }
 
-    static func xml(_ document: ProcessorXML.Document) -> Response {
+    static func xml(_ document: ProcessorXML.Document, status: HTTPResponse.Status = .ok) -> Response {
         Response(
-            status: .ok, headers: [.contentType: "text/xml; charset=utf-8"],
+            status: status, headers: [.contentType: "text/xml; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: ProcessorXML.serialize(document))))
     }
 }

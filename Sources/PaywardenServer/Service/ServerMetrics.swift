@@ -19,6 +19,13 @@ public final class ServerMetrics: Sendable {
     private let outcomeCounters = Mutex<[String: Counter]>([:])
     private let vaultCounters = Mutex<[VaultLabels: Counter]>([:])
     private let vaultDuration: DurationHistogram
+    private let upstreamCounters = Mutex<[UpstreamLabels: Counter]>([:])
+    private let upstreamDurations = Mutex<[String: DurationHistogram]>([:])
+
+    private struct UpstreamLabels: Hashable {
+        let format: String
+        let outcome: String
+    }
 
     private struct VaultLabels: Hashable {
         let operation: String
@@ -101,6 +108,29 @@ public final class ServerMetrics: Sendable {
                 labels: [("operation", operation), ("outcome", outcome)])
         }.increment()
         vaultDuration.record(duration)
+    }
+
+    /// One call to a processor upstream, by format and outcome (`ok`, `http_<status>`,
+    /// `unreachable`, `timeout`, `too_large`), and its latency by format.
+    func upstream(format: String, outcome: String, duration: Duration) {
+        Self.counter(in: upstreamCounters, for: UpstreamLabels(format: format, outcome: outcome)) {
+            registry.makeCounter(
+                descriptor: Self.name("upstream_requests", unit: "total", "Calls to processor upstreams by format and outcome"),
+                labels: [("format", format), ("outcome", outcome)])
+        }.increment()
+        let histogram = upstreamDurations.withLock { histograms in
+            if let histogram = histograms[format] { return histogram }
+            let histogram = registry.makeDurationHistogram(
+                descriptor: Self.name("upstream_duration", unit: "seconds", "Time for one call to a processor upstream, by format"),
+                labels: [("format", format)],
+                buckets: [
+                    .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+                    .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
+                ])
+            histograms[format] = histogram
+            return histogram
+        }
+        histogram.record(duration)
     }
 
     /// What the vault's maintenance did: registration payloads destroyed and tombstones deleted

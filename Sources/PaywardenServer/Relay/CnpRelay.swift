@@ -1,0 +1,214 @@
+import Foundation
+import HTTPTypes
+import Logging
+import ProcessorMessages
+import Vault
+
+/// The cnpAPI relay (processor-apis.md §1): an `authorization` or `sale` whose payment source is a
+/// `paypage` registration ID or an `applepay` token gets the card data in its place (the DPAN,
+/// expiry and cryptogram, Worldpay's merchant-decrypted form) and goes to the upstream once; the
+/// upstream's reply comes back with the high-value token in `tokenResponse` and account numbers
+/// masked. A registration ID that cannot be redeemed is declined here (877, 878) and the upstream
+/// sees nothing. Any other transaction, or a payment source needing no substitution (`card`,
+/// `token`), is forwarded unchanged but for the credentials.
+///
+/// Credentials: the client's `<authentication>` holds its Paywarden API key, which never leaves.
+/// The upstream gets the configured user and password, or, without them, the client's user and an
+/// empty password.
+///
+/// Upstream failures answer the envelope cnpAPI uses for a system error, `response="2"` (Worldpay's
+/// "System Error"), whose message says what happened and whether the request may have arrived,
+/// with the gateway status of HTTP: 503 when the upstream could not be reached (nothing was sent),
+/// 504 when it did not answer in time (the outcome is unknown: the client must not resend the
+/// same cryptogram blindly), 502 when it answered something other than a cnpAPI reply. Paywarden
+/// never retries.
+struct CnpRelay: Sendable {
+    let service: VaultService
+    let upstream: UpstreamClient
+    let logger: Logger
+
+    /// The path under the upstream's base URL.
+    static let path = "/vap/communicator/online"
+
+    struct Reply: Sendable {
+        var document: ProcessorXML.Document
+        var status: HTTPResponse.Status = .ok
+    }
+
+    func relay(_ request: CnpOnlineRequest, key: APIKey, organization: String) async -> Reply {
+        let transaction: CnpPaymentTransaction
+        switch request.transaction {
+        case .authorization(let value), .sale(let value): transaction = value
+        case .registerToken, .other: return await forward(request, substituted: nil)
+        }
+        let card: ForwardedCardData
+        let issued: IssuedToken
+        switch transaction.paymentSource {
+        case .paypage(let paypage):
+            do throws(VaultFailure) {
+                let redemption = try await service.redeem(paypage.paypageRegistrationId, key: key, organization: organization)
+                issued = redemption.highValueToken
+                card = try Self.cardData(redemption.paymentData, issued: issued)
+            } catch {
+                return refusal(request, transaction: transaction, failure: error)
+            }
+        case .applePay(let token):
+            do throws(VaultFailure) {
+                let policy = try await service.organizationPolicy(organization)
+                let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
+                issued = try await service.issueToken(for: decrypted, policy: policy)
+                card = try Self.cardData(decrypted.paymentData, issued: issued)
+            } catch {
+                return refusal(request, transaction: transaction, failure: error)
+            }
+        case .other, .none:
+            return await forward(request, substituted: nil)
+        }
+        return await forward(request, substituted: (card, issued))
+    }
+
+    /// Forwards the request (with `substituted` card data in place of the paypage or applepay) and
+    /// rewrites the reply.
+    private func forward(_ request: CnpOnlineRequest, substituted: (card: ForwardedCardData, issued: IssuedToken)?) async -> Reply {
+        let account = upstreamAccount(request)
+        let document: ProcessorXML.Document
+        do throws(ProcessorMessageError) {
+            if let substituted {
+                document = try CnpUpstreamRewriter.upstreamRequest(request, card: substituted.card, account: account)
+            } else {
+                document = Self.withCredentials(request.document, account, dialect: request.dialect)
+            }
+        } catch {
+            return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, refusing: error))
+        }
+        let reply: UpstreamClient.Reply
+        do throws(UpstreamClient.Failure) {
+            reply = try await upstream.post(Self.path, body: ProcessorXML.serialize(document), contentType: "text/xml; charset=utf-8")
+        } catch {
+            return systemError(request, error)
+        }
+        let token = substituted.map { card, issued in
+            CnpResponseRewriter.TokenResult(
+                token: issued.token, code: issued.isNew ? .registered : .previouslyRegistered,
+                type: issued.network.rawValue.isEmpty ? card.resolvedNetwork?.cnpCode : issued.network.rawValue, bin: issued.firstSix)
+        }
+        do throws(ProcessorMessageError) {
+            return Reply(document: try CnpResponseRewriter.clientResponse(reply.body, token: token, forwarded: substituted?.card))
+        } catch {
+            logger.warning(
+                "the cnpAPI upstream's reply is not a cnpAPI response",
+                metadata: ["code": "\(error.code.rawValue)", "field": "\(error.field ?? "")"])
+            return systemError(request, UpstreamClient.Failure(outcome: "invalid_response", mayHaveArrived: true))
+        }
+    }
+
+    private func upstreamAccount(_ request: CnpOnlineRequest) -> CnpUpstreamRewriter.UpstreamAccount {
+        if let credentials = upstream.configuration.credentials {
+            return .init(user: credentials.user, password: credentials.password.revealed)
+        }
+        return .init(user: request.user, password: "")
+    }
+
+    /// The document with the upstream's credentials in `authentication` (a passthrough).
+    static func withCredentials(
+        _ document: ProcessorXML.Document, _ account: CnpUpstreamRewriter.UpstreamAccount, dialect: CnpDialect
+    ) -> ProcessorXML.Document {
+        var document = document
+        let namespace = dialect.namespaceURI
+        document.root.withFirstChild(named: "authentication", namespaceURI: namespace) { authentication in
+            authentication.withFirstChild(named: "user", namespaceURI: namespace) { $0.setText(account.user) }
+            authentication.withFirstChild(named: "password", namespaceURI: namespace) { $0.setText(account.password) }
+        }
+        return document
+    }
+
+    /// The card data of a decrypted payload. Only a 3-D Secure payment (a cryptogram) has a place in
+    /// cnpAPI's merchant-decrypted form; an EMV one is refused.
+    static func cardData(_ paymentData: [UInt8], issued: IssuedToken) throws(VaultFailure) -> ForwardedCardData {
+        let object = (try? JSONSerialization.jsonObject(with: Data(paymentData))) as? [String: Any]
+        let inner = object?["paymentData"] as? [String: Any]
+        guard let number = object?["applicationPrimaryAccountNumber"] as? String,
+            let expiry = object?["applicationExpirationDate"] as? String
+        else { throw .vault(VaultError(.invalidAccountNumber, "the decrypted payload has no account number or expiry")) }
+        guard let cryptogram = inner?["onlinePaymentCryptogram"] as? String else {
+            throw .vault(
+                VaultError(.invalidRequest, "the payment is not 3-D Secure: cnpAPI's merchant-decrypted form carries a cryptogram only"))
+        }
+        let eci: String? =
+            switch inner?["eciIndicator"] {
+            case let text as String: text
+            case let number as NSNumber: number.stringValue
+            default: nil
+            }
+        do {
+            return try ForwardedCardData(
+                accountNumber: number, expirationYYMMDD: expiry, cryptogram: cryptogram,
+                eci: eci.flatMap { $0.count <= 2 && $0.allSatisfy(\.isASCIIDigit) ? $0 : nil },
+                network: issued.network.rawValue.isEmpty ? nil : ProcessorMessages.CardNetwork(cnpCode: issued.network.rawValue))
+        } catch {
+            throw .vault(VaultError(.invalidAccountNumber, error.message))
+        }
+    }
+
+    /// A registration ID that cannot be redeemed: 877 or 878, answered here. A token or vault
+    /// that is unavailable is a system error; any other refusal says why in a validation error.
+    private func refusal(_ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, failure: VaultFailure) -> Reply {
+        let decline: CnpLocalDecline?
+        switch (transaction.paymentSource, failure.code) {
+        case (.paypage, "registration_expired"): decline = .expiredRegistrationId
+        case (.paypage, "registration_not_found"), (.paypage, "invalid_request"): decline = .invalidRegistrationId
+        default: decline = nil
+        }
+        if let decline,
+            let document = try? decline.response(to: request, transactionId: Self.transactionID(), responseTime: service.vault.now)
+        {
+            return Reply(document: document)
+        }
+        if failure.code.hasSuffix("_unavailable") || failure.code == "overloaded" {
+            var document = CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: .notXML)
+            document.root.setAttribute(
+                "message", value: "System Error: Paywarden cannot reach its vault or HSM (\(failure.code)); nothing was sent")
+            return Reply(document: document, status: .serviceUnavailable)
+        }
+        let source = transaction.paymentSource.isApplePay ? "applepay" : "paypage"
+        let status = CnpEnvelopeStatus.schemaValidationFailed("\(source) was refused (\(failure.code)): \(failure.message)")
+        return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: status))
+    }
+
+    private func systemError(_ request: CnpOnlineRequest, _ failure: UpstreamClient.Failure) -> Reply {
+        let (status, message): (HTTPResponse.Status, String) =
+            switch failure.outcome {
+            case "timeout":
+                (
+                    .gatewayTimeout,
+                    "System Error: the processor did not answer in time; the transaction's outcome is unknown "
+                        + "(query it before sending again)"
+                )
+            case "unreachable" where !failure.mayHaveArrived:
+                (.serviceUnavailable, "System Error: the processor cannot be reached; nothing was sent")
+            case "unreachable":
+                (.badGateway, "System Error: the connection to the processor failed; the transaction's outcome is unknown")
+            default:
+                (
+                    .badGateway,
+                    "System Error: the processor's answer was not usable (\(failure.outcome)); the transaction's outcome is unknown"
+                )
+            }
+        var document = CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: .notXML)
+        document.root.setAttribute("message", value: message)
+        return Reply(document: document, status: status)
+    }
+
+    static func transactionID() -> UInt64 { UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999) }
+}
+
+extension CnpPaymentTransaction.PaymentSource {
+    fileprivate var isApplePay: Bool {
+        if case .applePay = self { return true }
+        return false
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}

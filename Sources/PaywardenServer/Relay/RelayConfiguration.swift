@@ -1,0 +1,117 @@
+import Foundation
+import NIOSSL
+import PaywardenConfiguration
+import PaywardenPrimitives
+
+/// The message formats Paywarden relays, each with an upstream of its own. The raw value is the
+/// `format` label of the upstream metrics.
+public enum UpstreamFormat: String, Sendable, Hashable, CaseIterable {
+    case cnpAPI = "cnpapi"
+    case mercuryPay = "mercurypay"
+    case radial
+}
+
+/// One upstream, checked: where it is, whom to trust, how long to wait, and the format's own
+/// credentials (the password read from its file at start-up).
+public struct UpstreamConfiguration: Sendable {
+    public var format: UpstreamFormat
+    public var baseURL: URL
+    public var extraTrustRoots: [NIOSSLCertificate]
+    public var credentials: Credentials?
+    public var timeout: Duration
+    /// The most of a reply that is read; a longer one is an upstream failure.
+    public var maximumResponseBytes = 1 << 20
+
+    /// The format's own user and password for the upstream; the password never shows.
+    public struct Credentials: Sendable {
+        public var user: String
+        public var password: Sensitive<String>
+
+        public init(user: String, password: Sensitive<String>) {
+            self.user = user
+            self.password = password
+        }
+
+        public init(user: String, password: String) {
+            self.init(user: user, password: Sensitive(password))
+        }
+    }
+
+    public init(
+        format: UpstreamFormat, baseURL: URL, extraTrustRoots: [NIOSSLCertificate] = [], credentials: Credentials? = nil,
+        timeout: Duration = .seconds(30)
+    ) {
+        self.format = format
+        self.baseURL = baseURL
+        self.extraTrustRoots = extraTrustRoots
+        self.credentials = credentials
+        self.timeout = timeout
+    }
+
+    /// The base URL with `path` appended to its own path.
+    func url(_ path: String) -> String {
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return base + path
+    }
+}
+
+/// The relay's upstreams, one per format; a format without one refuses relayed requests.
+public struct RelayConfiguration: Sendable {
+    public var cnp: UpstreamConfiguration?
+    public var mercuryPay: UpstreamConfiguration?
+    public var radial: UpstreamConfiguration?
+
+    public init(cnp: UpstreamConfiguration? = nil, mercuryPay: UpstreamConfiguration? = nil, radial: UpstreamConfiguration? = nil) {
+        self.cnp = cnp
+        self.mercuryPay = mercuryPay
+        self.radial = radial
+    }
+
+    public init(settings: RelaySettings) throws(ConfigurationError) {
+        typealias C = SettingCatalog
+        cnp = try Self.upstream(
+            settings.cnp, format: .cnpAPI, timeout: settings.timeout, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA,
+            passwordFile: C.relayCnpUpstreamPasswordFile)
+        mercuryPay = try Self.upstream(
+            settings.mercuryPay, format: .mercuryPay, timeout: settings.timeout, url: C.relayMercuryPayUpstream,
+            ca: C.relayMercuryPayUpstreamCA, passwordFile: nil)
+        radial = try Self.upstream(
+            settings.radial, format: .radial, timeout: settings.timeout, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
+            passwordFile: nil)
+    }
+
+    /// Every configured upstream.
+    var all: [UpstreamConfiguration] { [cnp, mercuryPay, radial].compactMap { $0 } }
+
+    private static func upstream(
+        _ settings: RelaySettings.Upstream?, format: UpstreamFormat, timeout: Duration, url: Setting, ca: Setting, passwordFile: Setting?
+    ) throws(ConfigurationError) -> UpstreamConfiguration? {
+        guard let settings else { return nil }
+        guard let baseURL = URL(string: settings.url) else { throw ConfigurationError("\(url.environmentName) is not a URL") }
+        var roots: [NIOSSLCertificate] = []
+        for path in settings.trustRoots {
+            do {
+                roots += try NIOSSLCertificate.fromPEMFile(path)
+            } catch {
+                throw ConfigurationError("\(ca.environmentName): \(path) holds no PEM certificate")
+            }
+        }
+        var credentials: UpstreamConfiguration.Credentials?
+        if let user = settings.user, let path = settings.passwordFile, let passwordFile {
+            credentials = .init(user: user, password: Sensitive(try readPassword(path, setting: passwordFile)))
+        }
+        return UpstreamConfiguration(format: format, baseURL: baseURL, extraTrustRoots: roots, credentials: credentials, timeout: timeout)
+    }
+
+    /// The file's first line: a trailing newline is not part of the password; an empty one is refused.
+    private static func readPassword(_ path: String, setting: Setting) throws(ConfigurationError) -> String {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError("\(setting.environmentName): \(path) cannot be read as UTF-8 text")
+        }
+        let password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+            .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+        guard !password.isEmpty else { throw ConfigurationError("\(setting.environmentName): \(path) holds no password") }
+        return password
+    }
+}

@@ -1,0 +1,25 @@
+import Logging
+import ServiceLifecycle
+
+/// The relay's upstream clients: made at start-up, one per configured format, and shut down with
+/// the server (graceful shutdown first lets requests in flight finish their one call).
+final class RelayService: Service, Sendable {
+    let cnp: UpstreamClient?
+    let mercuryPay: UpstreamClient?
+    let radial: UpstreamClient?
+
+    init(configuration: RelayConfiguration, metrics: ServerMetrics, logger: Logger) {
+        let make = { (upstream: UpstreamConfiguration?) in
+            upstream.map { UpstreamClient(configuration: $0, metrics: metrics, logger: logger) }
+        }
+        cnp = make(configuration.cnp)
+        mercuryPay = make(configuration.mercuryPay)
+        radial = make(configuration.radial)
+    }
+
+    func run() async throws {
+        // Nothing to do until the service group stops; then the clients go.
+        try? await gracefulShutdown()
+        for client in [cnp, mercuryPay, radial].compactMap({ $0 }) { await client.shutdown() }
+    }
+}

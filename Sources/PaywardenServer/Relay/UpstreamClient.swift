@@ -1,0 +1,120 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// One format's upstream over HTTPS (TLS 1.2 or later, the system's roots plus the configured
+/// ones): a request is POSTed once and never retried, because once it may have left, a second
+/// one could authorize the same cryptogram twice. Redirects are not followed, compressed replies
+/// are not inflated, at most ``UpstreamConfiguration/maximumResponseBytes`` are read, and the
+/// whole exchange has the configured timeout. Every call is measured by format and outcome (`ok`,
+/// `http_<status>`, `unreachable`, `timeout`, `too_large`); logs name the outcome, never a body.
+final class UpstreamClient: Sendable {
+    let configuration: UpstreamConfiguration
+    private let client: HTTPClient
+    private let metrics: ServerMetrics
+    private let logger: Logger
+
+    init(configuration: UpstreamConfiguration, metrics: ServerMetrics, logger: Logger) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        tls.renegotiationSupport = .none
+        if !configuration.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.extraTrustRoots)] }
+        let timeout = configuration.timeout.timeAmount
+        var http = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(connect: min(timeout, .seconds(10)), read: timeout, write: timeout))
+        // A compressed body would slip past the byte cap.
+        http.decompression = .disabled
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+    }
+
+    /// What the upstream answered: its status and body.
+    struct Reply: Sendable {
+        let status: Int
+        let body: [UInt8]
+    }
+
+    /// Why there is no usable reply. `mayHaveArrived` is false only when the request certainly
+    /// never reached the upstream (the connection was refused).
+    struct Failure: Error, Sendable {
+        /// The metric outcome: `http_<status>`, `unreachable`, `timeout`, `too_large`.
+        let outcome: String
+        let mayHaveArrived: Bool
+    }
+
+    /// POSTs `body` to the upstream's base URL plus `path`, once. A reply other than 2xx is a failure.
+    func post(_ path: String, body: [UInt8], contentType: String) async throws(Failure) -> Reply {
+        var request = HTTPClientRequest(url: configuration.url(path))
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: contentType)
+        request.headers.add(name: "Accept-Encoding", value: "identity")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let start = ContinuousClock.now
+        let result: Result<Reply, Failure>
+        do {
+            let response = try await client.execute(request, deadline: .now() + configuration.timeout.timeAmount, logger: logger)
+            let status = Int(response.status.code)
+            let collected = try await response.body.collect(upTo: configuration.maximumResponseBytes)
+            result =
+                (200..<300).contains(status)
+                ? .success(Reply(status: status, body: Array(buffer: collected)))
+                : .failure(Failure(outcome: "http_\(status)", mayHaveArrived: true))
+        } catch {
+            result = .failure(Self.failure(error))
+        }
+        let duration = ContinuousClock.now - start
+        let outcome: String
+        switch result {
+        case .success: outcome = "ok"
+        case .failure(let failure): outcome = failure.outcome
+        }
+        metrics.upstream(format: configuration.format.rawValue, outcome: outcome, duration: duration)
+        let metadata: Logger.Metadata = [
+            "format": "\(configuration.format.rawValue)", "outcome": "\(outcome)",
+            "milliseconds": "\(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)",
+        ]
+        if outcome == "ok" {
+            logger.debug("upstream answered", metadata: metadata)
+        } else {
+            logger.warning("upstream call failed; it is not retried", metadata: metadata)
+        }
+        return try result.get()
+    }
+
+    private static func failure(_ error: any Error) -> Failure {
+        if error is NIOTooManyBytesError { return Failure(outcome: "too_large", mayHaveArrived: true) }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .writeTimeout:
+                return Failure(outcome: "timeout", mayHaveArrived: true)
+            case .connectTimeout:
+                return Failure(outcome: "unreachable", mayHaveArrived: false)
+            default:
+                break
+            }
+        }
+        if error is NIOConnectionError || (error as? IOError)?.errnoCode == ECONNREFUSED {
+            return Failure(outcome: "unreachable", mayHaveArrived: false)
+        }
+        // TLS failures, a connection closed mid-exchange, …: nothing usable came back.
+        return Failure(outcome: "unreachable", mayHaveArrived: true)
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+    }
+}
+
+extension Duration {
+    var timeAmount: TimeAmount {
+        let (seconds, attoseconds) = components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

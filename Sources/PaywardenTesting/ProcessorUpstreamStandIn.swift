@@ -1,0 +1,377 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import ProcessorMessages
+import SwiftASN1
+import Synchronization
+import X509
+
+/// A stand-in for a processor's authorization engine (the relay's upstream, processor-apis.md §1):
+/// real HTTP, or HTTPS with a certificate for "localhost" from a CA of its own, on loopback. It
+/// parses every cnpAPI request it receives with the strict parser, records it with what it found
+/// wrong (a registration ID, an encrypted token, card data missing from `card`/`cardholderAuthentication`),
+/// and answers an approval (000), a decline, an HTTP error or an envelope error; it can go down
+/// (``stop()``) or be slow (``setDelay(_:)``).
+public final class ProcessorUpstreamStandIn: Sendable {
+    /// What the stand-in answers the next requests.
+    public enum Answer: Sendable, Hashable {
+        /// `response` 000, "Approved", an auth code.
+        case approve
+        /// A decline with its cnpAPI response code and message (110 "Insufficient Funds").
+        case decline(code: String, message: String)
+        /// A bare HTTP status with a text body.
+        case httpError(Int)
+        /// A `response="1"` envelope (the upstream refused the message).
+        case envelopeError(String)
+        /// HTTP 200 with a body that is not XML.
+        case garbage
+        /// The request is read, then the connection closed without an answer.
+        case dropConnection
+    }
+
+    /// The server CA (DER) when serving HTTPS.
+    public let serverCADER: [UInt8]?
+    private let sslContext: NIOSSLContext?
+    private let state = Mutex(State())
+
+    struct State: Sendable {
+        var port = 0
+        var server: Channel?
+        var connections: [ObjectIdentifier: Channel] = [:]
+        var answer = Answer.approve
+        var delay = Duration.zero
+        var received: [ReceivedCnpRequest] = []
+    }
+
+    private init(serverCADER: [UInt8]?, sslContext: NIOSSLContext?) {
+        self.serverCADER = serverCADER
+        self.sslContext = sslContext
+    }
+
+    /// Starts on 127.0.0.1 on a free port, over HTTPS when `tls` (then trust ``writeServerCA(to:)``).
+    public static func start(tls: Bool = false) async throws -> ProcessorUpstreamStandIn {
+        let standIn: ProcessorUpstreamStandIn
+        if tls {
+            let (caDER, configuration) = try serverTLS()
+            standIn = ProcessorUpstreamStandIn(serverCADER: caDER, sslContext: try NIOSSLContext(configuration: configuration))
+        } else {
+            standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil)
+        }
+        let channel = try await standIn.bind(port: 0)
+        standIn.state.withLock {
+            $0.server = channel
+            $0.port = channel.localAddress?.port ?? 0
+        }
+        TestResources.track(cleanup: { [standIn] in standIn.closeAll() })
+        return standIn
+    }
+
+    public var port: Int { state.withLock { $0.port } }
+
+    /// `http://127.0.0.1:PORT`, or `https://localhost:PORT` (the certificate names localhost).
+    public var baseURL: URL { URL(string: sslContext == nil ? "http://127.0.0.1:\(port)" : "https://localhost:\(port)")! }
+
+    /// Writes the server CA as PEM into `directory` and returns the file's path.
+    public func writeServerCA(to directory: String) throws -> String {
+        guard let serverCADER else { throw CocoaError(.featureUnsupported) }
+        let path = directory + "/processor-stand-in-ca-\(port).pem"
+        let base64 = Data(serverCADER).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        try Data("-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    // MARK: Controls
+
+    /// What every following request is answered.
+    public func setAnswer(_ answer: Answer) { state.withLock { $0.answer = answer } }
+
+    /// How long the stand-in waits before answering.
+    public func setDelay(_ delay: Duration) { state.withLock { $0.delay = delay } }
+
+    /// Every request received so far, oldest first.
+    public var received: [ReceivedCnpRequest] { state.withLock { $0.received } }
+
+    public func clearReceived() { state.withLock { $0.received = [] } }
+
+    /// Stops listening and drops every open connection: the upstream is down.
+    public func stop() async throws {
+        let (server, connections) = state.withLock { state in
+            defer {
+                state.server = nil
+                state.connections = [:]
+            }
+            return (state.server, Array(state.connections.values))
+        }
+        for connection in connections { try? await connection.close() }
+        try await server?.close()
+    }
+
+    private func closeAll() {
+        let channels = state.withLock { state in
+            defer {
+                state.server = nil
+                state.connections = [:]
+            }
+            return Array(state.connections.values) + (state.server.map { [$0] } ?? [])
+        }
+        for channel in channels { channel.close(promise: nil) }
+    }
+
+    private func bind(port: Int) async throws -> Channel {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let sslContext { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext)) }
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(ProcessorStandInHandler(standIn: self))
+                    track(channel)
+                }
+            }
+            .bind(host: "127.0.0.1", port: port).get()
+    }
+
+    private func track(_ channel: Channel) {
+        let id = ObjectIdentifier(channel)
+        state.withLock { $0.connections[id] = channel }
+        channel.closeFuture.whenComplete { [self] _ in state.withLock { _ = $0.connections.removeValue(forKey: id) } }
+    }
+
+    // MARK: Answering
+
+    /// Records the request and returns the answer and how long to wait before sending it.
+    func respond(path: String, body: [UInt8]) -> (StandInResponse, Duration) {
+        let received = ReceivedCnpRequest(path: path, body: body)
+        return state.withLock { state in
+            state.received.append(received)
+            return (Self.response(to: received, answer: state.answer), state.delay)
+        }
+    }
+
+    static func response(to request: ReceivedCnpRequest, answer: Answer) -> StandInResponse {
+        let dialect = request.parsed?.dialect ?? .cnp
+        let root = dialect.responseRootName
+        let head = #"<?xml version="1.0" encoding="UTF-8"?><\#(root) version="12.10" xmlns="\#(dialect.namespaceURI)""#
+        func xml(_ text: String) -> StandInResponse {
+            StandInResponse(status: 200, body: Array(text.utf8), headers: [("Content-Type", "text/xml; charset=utf-8")])
+        }
+        guard let parsed = request.parsed, request.problems.isEmpty || answer != .approve else {
+            let problems = escape(request.problems.joined(separator: "; "))
+            return xml(head + #" response="1" message="Error validating xml data against the schema: stand-in: \#(problems)"/>"#)
+        }
+        switch answer {
+        case .httpError(let status):
+            return StandInResponse(status: status, body: Array("stand-in failure".utf8), headers: [("Content-Type", "text/plain")])
+        case .envelopeError(let message):
+            return xml(head + #" response="1" message="\#(escape(message))"/>"#)
+        case .garbage:
+            return StandInResponse(status: 200, body: Array("not xml at all".utf8), headers: [("Content-Type", "text/xml")])
+        case .dropConnection:
+            return StandInResponse(status: 0)
+        case .approve, .decline:
+            break
+        }
+        let (code, message) =
+            switch answer {
+            case .decline(let code, let message): (code, message)
+            default: ("000", "Approved")
+            }
+        let name = parsed.transaction.name + "Response"
+        var attributes = ""
+        for attribute in ["id", "reportGroup", "customerId"] {
+            if let value = request.transactionAttribute(attribute) { attributes += #" \#(attribute)="\#(escape(value))""# }
+        }
+        var fields =
+            "<\(dialect.transactionIdName)>\(Int.random(in: 100_000_000_000_000_000...999_999_999_999_999_999))"
+            + "</\(dialect.transactionIdName)><orderId>\(escape(request.orderId ?? ""))</orderId><response>\(code)</response>"
+            + "<responseTime>2026-01-01T00:00:00</responseTime><message>\(escape(message))</message>"
+        if code == "000" { fields += "<authCode>123456</authCode>" }
+        // The account number as it arrived, so the relay's masking is exercised.
+        if let number = request.accountNumber {
+            fields += "<accountInformation><type>\(escape(request.cardType ?? "VI"))</type><number>\(number)</number></accountInformation>"
+        }
+        return xml(head + #" response="0" message="Valid Format"><\#(name)\#(attributes)>\#(fields)</\#(name)></\#(root)>"#)
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+
+    /// A CA and a server certificate for "localhost" signed by it.
+    private static func serverTLS() throws -> (caDER: [UInt8], configuration: TLSConfiguration) {
+        let now = Date()
+        let caKey = P256.Signing.PrivateKey()
+        let caName = try DistinguishedName {
+            CommonName("Paywarden Stand-in Processor CA")
+            OrganizationName("Paywarden Test PKI")
+        }
+        let ca = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(caKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
+            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true))
+                SubjectKeyIdentifier(hash: Certificate.PublicKey(caKey.publicKey))
+            },
+            issuerPrivateKey: Certificate.PrivateKey(caKey)
+        )
+        let serverKey = P256.Signing.PrivateKey()
+        let server = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(serverKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
+            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([.dnsName("localhost")])
+            },
+            issuerPrivateKey: Certificate.PrivateKey(caKey)
+        )
+        func der(_ certificate: Certificate) throws -> [UInt8] {
+            var serializer = DER.Serializer()
+            try serializer.serialize(certificate)
+            return serializer.serializedBytes
+        }
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: try der(server), format: .der))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem))
+        )
+        tls.minimumTLSVersion = .tlsv12
+        return (try der(ca), tls)
+    }
+}
+
+/// A cnpAPI request as the stand-in received it: the body, what the strict parser made of it,
+/// the card data it found where Worldpay reads it, and what should not have been there.
+public struct ReceivedCnpRequest: Sendable {
+    public let path: String
+    public let body: [UInt8]
+    /// The request parsed, or nil when the parser refused it (``problems`` says why).
+    public let parsed: CnpOnlineRequest?
+    /// `card/number`, `card/expDate`, `card/type` and `cardholderAuthentication/authenticationValue`.
+    public let accountNumber: String?
+    public let expDate: String?
+    public let cardType: String?
+    public let cryptogram: String?
+    public let orderSource: String?
+    /// What a relayed request must never carry, or must carry and does not.
+    public let problems: [String]
+
+    public var text: String { String(decoding: body, as: UTF8.self) }
+    public var user: String? { parsed?.user }
+    public var password: String? { parsed?.password }
+    public var orderId: String? { transactionElement?.firstChild(named: "orderId", namespaceURI: namespace)?.text }
+
+    private var namespace: String? { parsed?.dialect.namespaceURI }
+    private var transactionElement: ProcessorXML.Element? { parsed?.document.root.childElements.dropFirst().first }
+
+    func transactionAttribute(_ name: String) -> String? { transactionElement?.attribute(name) }
+
+    init(path: String, body: [UInt8]) {
+        self.path = path
+        self.body = body
+        var problems: [String] = []
+        let text = String(decoding: body, as: UTF8.self)
+        if text.contains("paypageRegistrationId") { problems.append("the body names a paypageRegistrationId") }
+        let parsed: CnpOnlineRequest?
+        do {
+            parsed = try CnpOnlineRequest.parse(body)
+        } catch {
+            parsed = nil
+            problems.append("the request does not parse: \(error.message)")
+        }
+        self.parsed = parsed
+        var found: (number: String?, expDate: String?, type: String?, cryptogram: String?, orderSource: String?)
+        if let parsed {
+            let namespace = parsed.dialect.namespaceURI
+            var elementNames: [String] = []
+            var root = parsed.document.root
+            root.transformAll { elementNames.append($0.name.localName) }
+            if elementNames.contains("applepay") { problems.append("the body holds an applepay element") }
+            if elementNames.contains("paypage") { problems.append("the body holds a paypage element") }
+            switch parsed.transaction {
+            case .authorization(let transaction), .sale(let transaction):
+                let element = transaction.element
+                found.orderSource = element.firstChild(named: "orderSource", namespaceURI: namespace)?.text
+                if let card = element.firstChild(named: "card", namespaceURI: namespace) {
+                    found.number = card.firstChild(named: "number", namespaceURI: namespace)?.text
+                    found.expDate = card.firstChild(named: "expDate", namespaceURI: namespace)?.text
+                    found.type = card.firstChild(named: "type", namespaceURI: namespace)?.text
+                    if found.number == nil { problems.append("card has no number") }
+                    if found.expDate == nil { problems.append("card has no expDate") }
+                }
+                found.cryptogram =
+                    element.firstChild(named: "cardholderAuthentication", namespaceURI: namespace)?
+                    .firstChild(named: "authenticationValue", namespaceURI: namespace)?.text
+            case .registerToken, .other:
+                break
+            }
+        }
+        accountNumber = found.number
+        expDate = found.expDate
+        cardType = found.type
+        cryptogram = found.cryptogram
+        orderSource = found.orderSource
+        self.problems = problems
+    }
+}
+
+/// One connection's HTTP for the processor stand-in: collects a request, asks the stand-in,
+/// writes its answer after the configured delay.
+final class ProcessorStandInHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let standIn: ProcessorUpstreamStandIn
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+
+    init(standIn: ProcessorUpstreamStandIn) {
+        self.standIn = standIn
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body = []
+        case .body(let buffer):
+            if body.count < 1 << 20 { body += Array(buffer.readableBytesView) }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let (response, delay) = standIn.respond(path: head.uri, body: body)
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            if delay > .zero {
+                context.eventLoop.scheduleTask(
+                    in: .nanoseconds(Int64(delay.components.seconds) * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
+                ) {
+                    bound.value.0.write(response, for: head, context: bound.value.1)
+                }
+            } else {
+                write(response, for: head, context: context)
+            }
+        }
+    }
+
+    private func write(_ response: StandInResponse, for request: HTTPRequestHead, context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        guard response.status != 0 else {
+            context.close(promise: nil)
+            return
+        }
+        var headers = HTTPHeaders()
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        headers.replaceOrAdd(name: "Content-Length", value: "\(response.body.count)")
+        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if !response.body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}

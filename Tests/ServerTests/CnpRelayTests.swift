@@ -1,0 +1,351 @@
+import Foundation
+import NIOSSL
+import PaywardenConfiguration
+import PaywardenServer
+import PaywardenTestTraits
+import PaywardenTesting
+import Testing
+import Vault
+
+/// The cnpAPI relay end to end: forged Apple Pay tokens registered through eProtect or posted in
+/// `<applepay>`, an `authorization` or `sale` relayed to a stand-in upstream (real HTTP on loopback
+/// that checks it got the card data and no registration ID or encrypted token), and the reply with
+/// the high-value token; local declines, passthrough, an upstream down, slow or dropping the
+/// connection, hostile XML, and logs without card data.
+@Suite(.serialized, .releasesTestResources)
+struct CnpRelayTests {
+    enum Namespace: String, CaseIterable {
+        case cnp = "http://www.vantivcnp.com/schema"
+        case litle = "http://www.litle.com/schema"
+
+        var root: String { self == .cnp ? "cnpOnlineRequest" : "litleOnlineRequest" }
+        var tokenElement: String { self == .cnp ? "cnpToken" : "litleToken" }
+    }
+
+    static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
+    static let timeout = Duration.seconds(2)
+
+    struct Fixture: Sendable {
+        let server: TestServer
+        let upstream: ProcessorUpstreamStandIn
+    }
+
+    func withFixture(tls: Bool = false, credentials: Bool = true, _ body: (Fixture) async throws -> Void) async throws {
+        let upstream = try await ProcessorUpstreamStandIn.start(tls: tls)
+        let directory = NSTemporaryDirectory() + "paywarden-relay-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        TestResources.track(directory: directory)
+        let caPath = tls ? try upstream.writeServerCA(to: directory) : nil
+        do {
+            try await withServer { configuration in
+                var relay = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: Self.timeout)
+                if let caPath { relay.extraTrustRoots = try NIOSSLCertificate.fromPEMFile(caPath) }
+                if credentials { relay.credentials = .init(user: "upstream-user", password: "upstream-secret") }
+                configuration.relay = RelayConfiguration(cnp: relay)
+            } _: { server in
+                try await body(Fixture(server: server, upstream: upstream))
+            }
+        } catch {
+            try? await upstream.stop()
+            throw error
+        }
+        try await upstream.stop()
+    }
+
+    // MARK: Messages
+
+    func envelope(_ namespace: Namespace, user: String = "merchant-server", password: String, _ transaction: String) -> [UInt8] {
+        Array(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <\(namespace.root) version="12.10" xmlns="\(namespace.rawValue)" merchantId="01234">\
+            <authentication><user>\(user)</user><password>\(password)</password></authentication>\
+            \(transaction)</\(namespace.root)>
+            """.utf8)
+    }
+
+    func paypage(_ kind: String = "authorization", registrationID: String, orderID: String = "o-1") -> String {
+        #"<\#(kind) id="a1" reportGroup="web" customerId="c1"><orderId>\#(orderID)</orderId><amount>1999</amount>"#
+            + "<orderSource>applepay</orderSource><paypage><paypageRegistrationId>\(registrationID)</paypageRegistrationId>"
+            + "</paypage></\(kind)>"
+    }
+
+    func applePay(_ kind: String = "sale", token: [UInt8], orderID: String = "o-2") throws -> String {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(token)) as? [String: Any])
+        let header = try #require(object["header"] as? [String: Any])
+        return #"<\#(kind) id="s1" reportGroup="web"><orderId>\#(orderID)</orderId><amount>1999</amount>"#
+            + "<orderSource>applepay</orderSource><applepay>"
+            + "<data>\(object["data"] as! String)</data><header>"
+            + "<ephemeralPublicKey>\(header["ephemeralPublicKey"] as! String)</ephemeralPublicKey>"
+            + "<publicKeyHash>\(header["publicKeyHash"] as! String)</publicKeyHash>"
+            + "<transactionId>\(header["transactionId"] as! String)</transactionId></header>"
+            + "<signature>\(object["signature"] as! String)</signature><version>\(object["version"] as! String)</version>"
+            + "</applepay></\(kind)>"
+    }
+
+    func register(_ server: TestServer, pan: String) async throws -> String {
+        let form = try EProtectForms.form(
+            token: try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram)),
+            paypageID: TestServer.examplePaypage)
+        let registered = try await server.send(
+            .POST, "/eProtect/paypage", body: form, apiKey: .some(nil), contentType: "application/x-www-form-urlencoded")
+        return try #require(
+            (try JSONSerialization.jsonObject(with: Data(registered.body)) as? [String: Any])?["paypageRegistrationId"] as? String,
+            "\(registered.status) \(registered.text)")
+    }
+
+    func post(_ server: TestServer, _ body: [UInt8], path: String = "/vap/communicator/online") async throws -> TestServer.Reply {
+        try await server.send(.POST, path, body: body, apiKey: .some(nil), contentType: "text/xml")
+    }
+
+    func element(_ name: String, in xml: String) -> String? {
+        guard let start = xml.range(of: "<\(name)>"), let end = xml.range(of: "</\(name)>", range: start.upperBound..<xml.endIndex)
+        else { return nil }
+        return String(xml[start.upperBound..<end.lowerBound])
+    }
+
+    // MARK: Tests
+
+    @Test(arguments: Namespace.allCases)
+    func paypageAuthorizationIsRelayedWithTheCardDataAndAnsweredWithTheToken(_ namespace: Namespace) async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922391006"
+            let id = try await register(server, pan: pan)
+            let reply = try await post(server, envelope(namespace, password: server.vaultKey, paypage(registrationID: id)))
+            #expect(reply.status == 200)
+            let text = reply.text
+
+            let received = try #require(upstream.received.first)
+            #expect(upstream.received.count == 1 && received.path == "/vap/communicator/online")
+            #expect(received.problems.isEmpty, "\(received.problems)")
+            #expect(received.accountNumber == pan && received.expDate == "1229" && received.cardType == "VI")
+            #expect(received.cryptogram == Self.cryptogram && received.orderSource == "applepay")
+            #expect(received.user == "upstream-user" && received.password == "upstream-secret")
+            #expect(!received.text.contains(id) && !received.text.contains(server.vaultKey))
+
+            #expect(text.contains("xmlns=\"\(namespace.rawValue)\"") && text.contains("<authorizationResponse id=\"a1\""), "\(text)")
+            #expect(element("response", in: text) == "000")
+            #expect(element("tokenResponseCode", in: text) == "801" && element("bin", in: text) == "445711")
+            let token = try #require(element(namespace.tokenElement, in: text))
+            #expect(token.count == 16 && token.hasPrefix("445711") && token.hasSuffix("1006") && token != pan)
+            #expect(!text.contains(pan) && !text.contains(Self.cryptogram) && !text.contains(id), "\(text)")
+            #expect(text.contains("<number>445711******1006</number>"), "\(text)")
+
+            let log = server.logs.text
+            #expect(!log.contains(pan) && !log.contains(Self.cryptogram) && !log.contains(id) && !log.contains("upstream-secret"))
+            let metrics = try await server.operations("/metrics").text
+            #expect(metrics.contains(#"paywarden_upstream_requests_total{format="cnpapi",outcome="ok"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"paywarden_upstream_duration_seconds_count{format="cnpapi"} 1"#))
+        }
+    }
+
+    @Test func applePaySaleIsRelayedThenPreviouslyRegisteredOnTheSecond() async throws {
+        try await withFixture(tls: true) { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "5204245250003005"
+            var tokens: [String] = []
+            for (index, code) in ["801", "802"].enumerated() {
+                let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+                let reply = try await post(
+                    server, envelope(.cnp, password: server.vaultKey, try applePay(token: token, orderID: "o-\(index)")), path: "/cnpAPI")
+                let text = reply.text
+                #expect(reply.status == 200 && text.contains("<saleResponse id=\"s1\""), "\(text)")
+                #expect(element("tokenResponseCode", in: text) == code && element("type", in: text) == "MC")
+                tokens.append(try #require(element("cnpToken", in: text)))
+                #expect(!text.contains(pan) && !text.contains(Self.cryptogram))
+            }
+            #expect(tokens[0] == tokens[1])
+            #expect(upstream.received.count == 2)
+            for received in upstream.received {
+                #expect(received.problems.isEmpty && received.accountNumber == pan && received.cryptogram == Self.cryptogram)
+                #expect(received.expDate == "1229" && received.cardType == "MC")
+            }
+            #expect(!server.logs.text.contains(pan) && !server.logs.text.contains(Self.cryptogram))
+        }
+    }
+
+    @Test func aDeclineIsPassedThroughWithTheToken() async throws {
+        try await withFixture { fixture in
+            fixture.upstream.setAnswer(.decline(code: "110", message: "Insufficient Funds"))
+            let id = try await register(fixture.server, pan: "4457119922392004")
+            let text = try await post(
+                fixture.server, envelope(.litle, password: fixture.server.vaultKey, paypage("sale", registrationID: id))
+            )
+            .text
+            #expect(element("response", in: text) == "110" && element("message", in: text) == "Insufficient Funds", "\(text)")
+            #expect(element("tokenResponseCode", in: text) == "801" && element("litleToken", in: text)?.count == 16)
+            #expect(!text.contains("4457119922392004"))
+        }
+    }
+
+    @Test func unknownAndEndedRegistrationIDsAreDeclinedWithoutTheUpstream() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let id = try await register(server, pan: "4457119922393002")
+            // Another organisation's key does not know the ID: 877.
+            let unknown = try await post(
+                server, envelope(.cnp, user: "rival-server", password: server.rivalKey, paypage(registrationID: id))
+            ).text
+            #expect(element("response", in: unknown) == "877" && unknown.contains("<authorizationResponse"), "\(unknown)")
+            #expect(element("orderId", in: unknown) == "o-1" && !unknown.contains("tokenResponse"))
+            // Ended (its tombstone kept): 878.
+            let ended = try await server.send(.DELETE, "/v1/registrations/\(id)", apiKey: .some(server.vaultKey))
+            #expect(ended.status == 204 || ended.status == 200)
+            let expired = try await post(server, envelope(.cnp, password: server.vaultKey, paypage("sale", registrationID: id))).text
+            #expect(element("response", in: expired) == "878" && expired.contains("<saleResponse"), "\(expired)")
+            // Malformed: 877 too.
+            let malformed = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: "12345"))).text
+            #expect(element("response", in: malformed) == "877", "\(malformed)")
+            #expect(upstream.received.isEmpty)
+        }
+    }
+
+    @Test func cardAndTokenTransactionsPassThroughWithTheUpstreamsCredentials() async throws {
+        try await withFixture(credentials: false) { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let card =
+                #"<authorization id="p1" reportGroup="web"><orderId>o-9</orderId><amount>500</amount><orderSource>ecommerce</orderSource>"#
+                + "<card><type>VI</type><number>4111111111111111</number><expDate>1230</expDate></card></authorization>"
+            let text = try await post(server, envelope(.cnp, password: server.vaultKey, card)).text
+            #expect(element("response", in: text) == "000" && !text.contains("tokenResponse"), "\(text)")
+            #expect(!text.contains("4111111111111111") && text.contains("411111******1111"))
+            let received = try #require(upstream.received.first)
+            #expect(received.accountNumber == "4111111111111111" && received.orderSource == "ecommerce" && received.cryptogram == nil)
+            // Without configured credentials: the client's user, and never its API key.
+            #expect(received.user == "merchant-server" && received.password == "" && !received.text.contains(server.vaultKey))
+            // A capture (no payment source) goes through as well.
+            let capture = #"<capture id="c1" reportGroup="web"><cnpTxnId>123456789012345678</cnpTxnId></capture>"#
+            _ = try await post(server, envelope(.cnp, password: server.vaultKey, capture))
+            #expect(upstream.received.count == 2 && upstream.received.last?.text.contains("<capture") == true)
+        }
+    }
+
+    @Test func anUpstreamThatIsDownOrDropsTheConnectionIsASystemErrorAfterOneAttempt() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            // Reached, then the connection closes: the request may have arrived; it is not sent again.
+            upstream.setAnswer(.dropConnection)
+            let dropped = try await post(
+                server,
+                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922394000"))))
+            #expect(dropped.status == 502 && dropped.text.contains(#"response="2""#), "\(dropped.text)")
+            #expect(!dropped.text.contains("<authorizationResponse"))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(upstream.received.count == 1)
+            // An HTTP error from the upstream: 502, once.
+            upstream.setAnswer(.httpError(500))
+            let failed = try await post(
+                server,
+                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922394000"))))
+            #expect(failed.status == 502 && failed.text.contains(#"response="2""#))
+            #expect(upstream.received.count == 2)
+            // Down: 503 within the timeout.
+            try await upstream.stop()
+            let start = ContinuousClock.now
+            let down = try await post(
+                server,
+                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922394000"))))
+            #expect(ContinuousClock.now - start < Self.timeout + .seconds(2))
+            #expect(
+                down.status == 503 && down.text.contains("nothing was sent") && down.text.contains(#"response="2""#),
+                "\(down.status) \(down.text)")
+            #expect(!down.text.contains("4457119922394000"))
+            let metrics = try await server.operations("/metrics").text
+            #expect(metrics.contains(#"paywarden_upstream_requests_total{format="cnpapi",outcome="http_500"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"outcome="unreachable"} 2"#), "\(metrics)")
+        }
+    }
+
+    @Test func aSlowUpstreamTimesOutOnceWithoutARetry() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            upstream.setDelay(Self.timeout + .seconds(2))
+            let start = ContinuousClock.now
+            let reply = try await post(
+                server,
+                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922395007"))))
+            let elapsed = ContinuousClock.now - start
+            #expect(
+                reply.status == 504 && reply.text.contains(#"response="2""#) && reply.text.contains("outcome is unknown"), "\(reply.text)")
+            #expect(elapsed >= Self.timeout && elapsed < Self.timeout + .seconds(2), "\(elapsed)")
+            try await Task.sleep(for: .seconds(3))
+            #expect(upstream.received.count == 1)
+            #expect(try await server.operations("/metrics").text.contains(#"outcome="timeout"} 1"#))
+        }
+    }
+
+    @Test func malformedAndHostileMessagesAreRefusedWithoutAnUpstreamCall() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let id = try await register(server, pan: "4457119922396005")
+            let bodies: [String] = [
+                // Two payment sources.
+                String(
+                    decoding: envelope(
+                        .cnp, password: server.vaultKey,
+                        paypage(registrationID: id).replacingOccurrences(
+                            of: "</paypage>", with: "</paypage><card><type>VI</type><number>4111111111111111</number></card>")),
+                    as: UTF8.self),
+                // No orderSource.
+                String(
+                    decoding: envelope(
+                        .cnp, password: server.vaultKey,
+                        paypage(registrationID: id).replacingOccurrences(
+                            of: "<orderSource>applepay</orderSource>", with: "")), as: UTF8.self),
+                // An entity.
+                #"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>"#
+                    + String(decoding: envelope(.cnp, password: server.vaultKey, paypage(registrationID: "&x;")), as: UTF8.self)
+                    .replacingOccurrences(of: #"<?xml version="1.0" encoding="UTF-8"?>"#, with: ""),
+                // Wrong credentials.
+                String(decoding: envelope(.cnp, password: "pw_wrong", paypage(registrationID: id)), as: UTF8.self),
+            ]
+            for body in bodies {
+                let reply = try await post(server, Array(body.utf8))
+                #expect(reply.status == 200 && !reply.text.contains(#"response="0""#), "\(reply.text)")
+            }
+            #expect(upstream.received.isEmpty)
+        }
+    }
+
+    @Test func withoutAnUpstreamAuthorizationsAreRefused() async throws {
+        try await withServer { server in
+            let reply = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: "1234567890123456")))
+            #expect(reply.status == 200 && reply.text.contains(#"response="1""#) && reply.text.contains("needs a configured upstream"))
+        }
+    }
+
+    @Test func upstreamSettingsAreChecked() async throws {
+        let refused: [([String: String], String)] = [
+            (["PAYWARDEN_RELAY_CNP_UPSTREAM": "http://processor.example.com"], "PAYWARDEN_RELAY_CNP_UPSTREAM"),
+            (["PAYWARDEN_RELAY_CNP_UPSTREAM": "https://user:pw@processor.example.com"], "PAYWARDEN_RELAY_CNP_UPSTREAM"),
+            (["PAYWARDEN_RELAY_CNP_UPSTREAM": "ftp://processor.example.com"], "PAYWARDEN_RELAY_CNP_UPSTREAM"),
+            (
+                ["PAYWARDEN_RELAY_CNP_UPSTREAM": "https://processor.example.com", "PAYWARDEN_RELAY_CNP_UPSTREAM_USER": "u"],
+                "PAYWARDEN_RELAY_CNP_UPSTREAM_PASSWORD_FILE"
+            ),
+            (["PAYWARDEN_RELAY_CNP_UPSTREAM_CA": "/etc/hostname"], "PAYWARDEN_RELAY_CNP_UPSTREAM"),
+            (["PAYWARDEN_RELAY_RADIAL_UPSTREAM": "http://radial.example.com"], "PAYWARDEN_RELAY_RADIAL_UPSTREAM"),
+            (["PAYWARDEN_RELAY_UPSTREAM_TIMEOUT_SECONDS": "0"], "PAYWARDEN_RELAY_UPSTREAM_TIMEOUT_SECONDS"),
+        ]
+        for (environment, name) in refused {
+            let error = await #expect(throws: ConfigurationError.self, "\(environment)") {
+                try await PaywardenSettings.load(environment: environment)
+            }
+            #expect(error?.message.contains(name) == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains("pw@") != true)
+        }
+        let passwordFile = NSTemporaryDirectory() + "paywarden-relay-password-\(UUID().uuidString.prefix(8))"
+        try Data("s3cret\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
+        defer { try? FileManager.default.removeItem(atPath: passwordFile) }
+        let settings = try await PaywardenSettings.load(environment: [
+            "PAYWARDEN_RELAY_CNP_UPSTREAM": "http://127.0.0.1:9999", "PAYWARDEN_RELAY_CNP_UPSTREAM_USER": "upstream",
+            "PAYWARDEN_RELAY_CNP_UPSTREAM_PASSWORD_FILE": passwordFile,
+        ])
+        let configuration = try ServerConfiguration(settings: settings)
+        let cnp = try #require(configuration.relay.cnp)
+        #expect(cnp.credentials?.user == "upstream" && cnp.credentials?.password.revealed == "s3cret")
+        #expect(cnp.timeout == .seconds(30) && configuration.relay.mercuryPay == nil)
+        #expect(!settings.effective.map(\.displayValue).contains { $0.contains("s3cret") })
+    }
+}
