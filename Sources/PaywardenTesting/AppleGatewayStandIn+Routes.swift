@@ -72,35 +72,9 @@ extension AppleGatewayStandIn {
     }
 }
 
-/// One connection's HTTP: collects a request, asks the stand-in, writes its answer.
-final class StandInHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let standIn: AppleGatewayStandIn
-    private var head: HTTPRequestHead?
-    private var body: [UInt8] = []
-
-    init(standIn: AppleGatewayStandIn) {
-        self.standIn = standIn
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-            body = []
-        case .body(let buffer):
-            if body.count < 1 << 20 { body += Array(buffer.readableBytesView) }
-        case .end:
-            guard let head else { return }
-            self.head = nil
-            let request = record(head, context: context)
-            write(standIn.respond(to: request), for: head, context: context)
-        }
-    }
-
-    private func record(_ head: HTTPRequestHead, context: ChannelHandlerContext) -> RecordedRequest {
+extension AppleGatewayStandIn {
+    /// The request as recorded: with the client certificate and TLS version of its connection.
+    static func record(_ head: HTTPRequestHead, body: [UInt8], context: ChannelHandlerContext) -> RecordedRequest {
         let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
         let peer = (try? tls?.peerCertificate?.toDERBytes()) ?? nil
         let certificate = peer.flatMap { try? Certificate(derEncoded: $0) }
@@ -117,23 +91,5 @@ final class StandInHandler: ChannelInboundHandler {
             clientCertificateSerial: certificate.map { $0.serialNumber.bytes.map { String(format: "%02x", $0) }.joined() },
             clientCertificateDER: peer, tlsVersion: version
         )
-    }
-
-    private func write(_ response: StandInResponse, for request: HTTPRequestHead, context: ChannelHandlerContext) {
-        var headers = HTTPHeaders()
-        for (name, value) in response.headers { headers.add(name: name, value: value) }
-        if response.status != 204 && response.status != 304 {
-            headers.replaceOrAdd(name: "Content-Length", value: "\(response.body.count)")
-        }
-        let keepAlive = request.isKeepAlive
-        if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if !response.body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil) }
-        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if !keepAlive {
-            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            written.whenComplete { _ in bound.value.close(promise: nil) }
-        }
     }
 }

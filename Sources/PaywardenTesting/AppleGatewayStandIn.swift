@@ -21,9 +21,7 @@ public final class AppleGatewayStandIn: Sendable {
     private let state = Mutex(State())
 
     struct State: Sendable {
-        var port = 0
-        var server: Channel?
-        var connections: [ObjectIdentifier: Channel] = [:]
+        var listener: StandInListener?
         var events: [String: StandInResponse] = [:]
         var failures = (count: 0, status: 500)
         var redirects = (count: 0, location: "")
@@ -38,65 +36,28 @@ public final class AppleGatewayStandIn: Sendable {
 
     /// Starts on 127.0.0.1 on a free port, requiring client certificates issued by `clientCA`.
     public static func start(clientCA: Certificate, maximumTLSVersion: TLSVersion = .tlsv13) async throws -> AppleGatewayStandIn {
-        let now = Date()
-        let caKey = P256.Signing.PrivateKey()
-        let caName = try DistinguishedName {
-            CommonName("Paywarden Stand-in Gateway CA")
-            OrganizationName("Paywarden Test PKI")
-        }
-        let ca = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(caKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
-            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                Critical(KeyUsage(keyCertSign: true))
-                SubjectKeyIdentifier(hash: Certificate.PublicKey(caKey.publicKey))
-            },
-            issuerPrivateKey: Certificate.PrivateKey(caKey)
-        )
-        let serverKey = P256.Signing.PrivateKey()
-        let server = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(serverKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
-            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([.dnsName("localhost")])
-            },
-            issuerPrivateKey: Certificate.PrivateKey(caKey)
-        )
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(try NIOSSLCertificate(bytes: try der(server), format: .der))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem))
-        )
-        tls.minimumTLSVersion = .tlsv12
+        let identity = try LoopbackServerIdentity(caName: "Paywarden Stand-in Gateway CA")
+        var tls = identity.configuration
         tls.maximumTLSVersion = maximumTLSVersion
         // A server's "no hostname verification" still requires and verifies a client certificate.
         tls.certificateVerification = .noHostnameVerification
         tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: try der(clientCA), format: .der)])
-        let caDER = try der(ca)
+        let caDER = identity.caDER
         let standIn = AppleGatewayStandIn(
             serverCA: try NIOSSLCertificate(bytes: caDER, format: .der), serverCADER: caDER,
             sslContext: try NIOSSLContext(configuration: tls))
-        let channel = try await standIn.bind(port: 0)
-        standIn.state.withLock {
-            $0.server = channel
-            $0.port = channel.localAddress?.port ?? 0
+        let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, context in
+            (standIn.respond(to: Self.record(head, body: body, context: context)), .zero)
         }
-        TestResources.track(cleanup: { [standIn] in standIn.closeAll() })
+        standIn.state.withLock { $0.listener = listener }
         return standIn
     }
 
-    private static func der(_ certificate: Certificate) throws -> [UInt8] {
-        var serializer = DER.Serializer()
-        try serializer.serialize(certificate)
-        return serializer.serializedBytes
-    }
+    private static func der(_ certificate: Certificate) throws -> [UInt8] { try LoopbackServerIdentity.der(certificate) }
 
-    public var port: Int { state.withLock { $0.port } }
+    private var listener: StandInListener { state.withLock { $0.listener! } }
+
+    public var port: Int { listener.port }
 
     /// https://localhost:PORT: the certificate names localhost, and only 127.0.0.1 listens.
     public var baseURL: URL { URL(string: "https://localhost:\(port)")! }
@@ -133,55 +94,10 @@ public final class AppleGatewayStandIn: Sendable {
     }
 
     /// Stops listening and drops every open connection: the gateway is down.
-    public func stop() async throws {
-        let (server, connections) = state.withLock { state in
-            defer {
-                state.server = nil
-                state.connections = [:]
-            }
-            return (state.server, Array(state.connections.values))
-        }
-        for connection in connections { try? await connection.close() }
-        try await server?.close()
-    }
+    public func stop() async throws { try await listener.stop() }
 
     /// Listens again on the same port.
-    public func restart() async throws {
-        let channel = try await bind(port: port)
-        state.withLock { $0.server = channel }
-    }
-
-    /// For the test-resource cleanup: closes without waiting.
-    private func closeAll() {
-        let channels = state.withLock { state in
-            defer {
-                state.server = nil
-                state.connections = [:]
-            }
-            return Array(state.connections.values) + (state.server.map { [$0] } ?? [])
-        }
-        for channel in channels { channel.close(promise: nil) }
-    }
-
-    private func bind(port: Int) async throws -> Channel {
-        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(StandInHandler(standIn: self))
-                    track(channel)
-                }
-            }
-            .bind(host: "127.0.0.1", port: port).get()
-    }
-
-    private func track(_ channel: Channel) {
-        let id = ObjectIdentifier(channel)
-        state.withLock { $0.connections[id] = channel }
-        channel.closeFuture.whenComplete { [self] _ in state.withLock { _ = $0.connections.removeValue(forKey: id) } }
-    }
+    public func restart() async throws { try await listener.restart() }
 
     // MARK: Answering
 

@@ -38,9 +38,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
     private let state = Mutex(State())
 
     struct State: Sendable {
-        var port = 0
-        var server: Channel?
-        var connections: [ObjectIdentifier: Channel] = [:]
+        var listener: StandInListener?
         var answer = Answer.approve
         var delay = Duration.zero
         var received: [ReceivedCnpRequest] = []
@@ -60,16 +58,16 @@ public final class ProcessorUpstreamStandIn: Sendable {
         } else {
             standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil)
         }
-        let channel = try await standIn.bind(port: 0)
-        standIn.state.withLock {
-            $0.server = channel
-            $0.port = channel.localAddress?.port ?? 0
+        let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, _ in
+            standIn.respond(path: head.uri, body: body)
         }
-        TestResources.track(cleanup: { [standIn] in standIn.closeAll() })
+        standIn.state.withLock { $0.listener = listener }
         return standIn
     }
 
-    public var port: Int { state.withLock { $0.port } }
+    private var listener: StandInListener { state.withLock { $0.listener! } }
+
+    public var port: Int { listener.port }
 
     /// `http://127.0.0.1:PORT`, or `https://localhost:PORT` (the certificate names localhost).
     public var baseURL: URL { URL(string: sslContext == nil ? "http://127.0.0.1:\(port)" : "https://localhost:\(port)")! }
@@ -97,48 +95,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
     public func clearReceived() { state.withLock { $0.received = [] } }
 
     /// Stops listening and drops every open connection: the upstream is down.
-    public func stop() async throws {
-        let (server, connections) = state.withLock { state in
-            defer {
-                state.server = nil
-                state.connections = [:]
-            }
-            return (state.server, Array(state.connections.values))
-        }
-        for connection in connections { try? await connection.close() }
-        try await server?.close()
-    }
-
-    private func closeAll() {
-        let channels = state.withLock { state in
-            defer {
-                state.server = nil
-                state.connections = [:]
-            }
-            return Array(state.connections.values) + (state.server.map { [$0] } ?? [])
-        }
-        for channel in channels { channel.close(promise: nil) }
-    }
-
-    private func bind(port: Int) async throws -> Channel {
-        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let sslContext { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext)) }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(ProcessorStandInHandler(standIn: self))
-                    track(channel)
-                }
-            }
-            .bind(host: "127.0.0.1", port: port).get()
-    }
-
-    private func track(_ channel: Channel) {
-        let id = ObjectIdentifier(channel)
-        state.withLock { $0.connections[id] = channel }
-        channel.closeFuture.whenComplete { [self] _ in state.withLock { _ = $0.connections.removeValue(forKey: id) } }
-    }
+    public func stop() async throws { try await listener.stop() }
 
     // MARK: Answering
 
@@ -203,47 +160,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
 
     /// A CA and a server certificate for "localhost" signed by it.
     private static func serverTLS() throws -> (caDER: [UInt8], configuration: TLSConfiguration) {
-        let now = Date()
-        let caKey = P256.Signing.PrivateKey()
-        let caName = try DistinguishedName {
-            CommonName("Paywarden Stand-in Processor CA")
-            OrganizationName("Paywarden Test PKI")
-        }
-        let ca = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(caKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
-            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                Critical(KeyUsage(keyCertSign: true))
-                SubjectKeyIdentifier(hash: Certificate.PublicKey(caKey.publicKey))
-            },
-            issuerPrivateKey: Certificate.PrivateKey(caKey)
-        )
-        let serverKey = P256.Signing.PrivateKey()
-        let server = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(serverKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
-            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([.dnsName("localhost")])
-            },
-            issuerPrivateKey: Certificate.PrivateKey(caKey)
-        )
-        func der(_ certificate: Certificate) throws -> [UInt8] {
-            var serializer = DER.Serializer()
-            try serializer.serialize(certificate)
-            return serializer.serializedBytes
-        }
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(try NIOSSLCertificate(bytes: try der(server), format: .der))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem))
-        )
-        tls.minimumTLSVersion = .tlsv12
-        return (try der(ca), tls)
+        let identity = try LoopbackServerIdentity(caName: "Paywarden Stand-in Processor CA")
+        return (identity.caDER, identity.configuration)
     }
 }
 
@@ -319,59 +237,5 @@ public struct ReceivedCnpRequest: Sendable {
         cryptogram = found.cryptogram
         orderSource = found.orderSource
         self.problems = problems
-    }
-}
-
-/// One connection's HTTP for the processor stand-in: collects a request, asks the stand-in,
-/// writes its answer after the configured delay.
-final class ProcessorStandInHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let standIn: ProcessorUpstreamStandIn
-    private var head: HTTPRequestHead?
-    private var body: [UInt8] = []
-
-    init(standIn: ProcessorUpstreamStandIn) {
-        self.standIn = standIn
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-            body = []
-        case .body(let buffer):
-            if body.count < 1 << 20 { body += Array(buffer.readableBytesView) }
-        case .end:
-            guard let head else { return }
-            self.head = nil
-            let (response, delay) = standIn.respond(path: head.uri, body: body)
-            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            if delay > .zero {
-                context.eventLoop.scheduleTask(
-                    in: .nanoseconds(Int64(delay.components.seconds) * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
-                ) {
-                    bound.value.0.write(response, for: head, context: bound.value.1)
-                }
-            } else {
-                write(response, for: head, context: context)
-            }
-        }
-    }
-
-    private func write(_ response: StandInResponse, for request: HTTPRequestHead, context: ChannelHandlerContext) {
-        guard context.channel.isActive else { return }
-        guard response.status != 0 else {
-            context.close(promise: nil)
-            return
-        }
-        var headers = HTTPHeaders()
-        for (name, value) in response.headers { headers.add(name: name, value: value) }
-        headers.replaceOrAdd(name: "Content-Length", value: "\(response.body.count)")
-        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if !response.body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }

@@ -51,12 +51,6 @@ struct CnpEndpointTests {
         return reply.text
     }
 
-    func element(_ name: String, in xml: String) -> String? {
-        guard let start = xml.range(of: "<\(name)>"), let end = xml.range(of: "</\(name)>", range: start.upperBound..<xml.endIndex)
-        else { return nil }
-        return String(xml[start.upperBound..<end.lowerBound])
-    }
-
     @Test(arguments: Namespace.allCases)
     func registerTokenRequestWithApplePayThenWithARegistrationID(_ namespace: Namespace) async throws {
         try await withServer { server in

@@ -98,12 +98,6 @@ struct CnpRelayTests {
         try await server.send(.POST, path, body: body, apiKey: .some(nil), contentType: "text/xml")
     }
 
-    func element(_ name: String, in xml: String) -> String? {
-        guard let start = xml.range(of: "<\(name)>"), let end = xml.range(of: "</\(name)>", range: start.upperBound..<xml.endIndex)
-        else { return nil }
-        return String(xml[start.upperBound..<end.lowerBound])
-    }
-
     // MARK: Tests
 
     @Test(arguments: Namespace.allCases)
