@@ -44,6 +44,9 @@ struct CnpRelayTests {
                 configuration.relay = RelayConfiguration(cnp: relay)
             } _: { server in
                 try await body(Fixture(server: server, upstream: upstream))
+                // Whatever a test sent, the upstream never saw a registration ID, an encrypted token
+                // or missing card data.
+                for received in upstream.received { #expect(received.problems.isEmpty, "\(received.problems)") }
             }
         } catch {
             try? await upstream.stop()
@@ -195,23 +198,35 @@ struct CnpRelayTests {
         }
     }
 
-    @Test func cardAndTokenTransactionsPassThroughWithTheUpstreamsCredentials() async throws {
+    @Test func otherSourcesAndTransactionsAreNotRelayed() async throws {
         try await withFixture(credentials: false) { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)
+            // A card sale or a capture would reach the upstream under Paywarden's credentials with
+            // whatever merchant the client named: refused until organisations are bound to theirs.
             let card =
                 #"<authorization id="p1" reportGroup="web"><orderId>o-9</orderId><amount>500</amount><orderSource>ecommerce</orderSource>"#
                 + "<card><type>VI</type><number>4111111111111111</number><expDate>1230</expDate></card></authorization>"
-            let text = try await post(server, envelope(.cnp, password: server.vaultKey, card)).text
-            #expect(element("response", in: text) == "000" && !text.contains("tokenResponse"), "\(text)")
-            #expect(!text.contains("4111111111111111") && text.contains("411111******1111"))
-            let received = try #require(upstream.received.first)
-            #expect(received.accountNumber == "4111111111111111" && received.orderSource == "ecommerce" && received.cryptogram == nil)
-            // Without configured credentials: the client's user, and never its API key.
-            #expect(received.user == "merchant-server" && received.password == "" && !received.text.contains(server.vaultKey))
-            // A capture (no payment source) goes through as well.
             let capture = #"<capture id="c1" reportGroup="web"><cnpTxnId>123456789012345678</cnpTxnId></capture>"#
-            _ = try await post(server, envelope(.cnp, password: server.vaultKey, capture))
-            #expect(upstream.received.count == 2 && upstream.received.last?.text.contains("<capture") == true)
+            for transaction in [card, capture] {
+                let reply = try await post(server, envelope(.cnp, password: server.vaultKey, transaction))
+                #expect(
+                    reply.status == 200 && reply.text.contains(#"response="1""#) && reply.text.contains("nothing was sent"), "\(reply.text)"
+                )
+                #expect(!reply.text.contains("4111111111111111"))
+            }
+            #expect(upstream.received.isEmpty)
+        }
+    }
+
+    @Test func aRegistrationIDIsRelayedOnceSoItsCryptogramAuthorizesOnce() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let id = try await register(server, pan: "4457119922396005")
+            let first = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id))).text
+            #expect(element("response", in: first) == "000", "\(first)")
+            let again = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id))).text
+            #expect(element("response", in: again) == "878", "\(again)")
+            #expect(upstream.received.count == 1)
         }
     }
 
@@ -234,12 +249,11 @@ struct CnpRelayTests {
                 envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922394000"))))
             #expect(failed.status == 502 && failed.text.contains(#"response="2""#))
             #expect(upstream.received.count == 2)
-            // Down: 503 within the timeout.
+            // Down: 503 within the timeout (timed from the relay call, not the registration before it).
+            let downID = try await register(server, pan: "4457119922394000")
             try await upstream.stop()
             let start = ContinuousClock.now
-            let down = try await post(
-                server,
-                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922394000"))))
+            let down = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: downID)))
             #expect(ContinuousClock.now - start < Self.timeout + .seconds(2))
             #expect(
                 down.status == 503 && down.text.contains("nothing was sent") && down.text.contains(#"response="2""#),
@@ -255,10 +269,9 @@ struct CnpRelayTests {
         try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)
             upstream.setDelay(Self.timeout + .seconds(2))
+            let id = try await register(server, pan: "4457119922395007")
             let start = ContinuousClock.now
-            let reply = try await post(
-                server,
-                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922395007"))))
+            let reply = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id)))
             let elapsed = ContinuousClock.now - start
             #expect(
                 reply.status == 504 && reply.text.contains(#"response="2""#) && reply.text.contains("outcome is unknown"), "\(reply.text)")

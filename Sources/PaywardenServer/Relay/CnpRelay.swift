@@ -9,8 +9,10 @@ import Vault
 /// expiry and cryptogram, Worldpay's merchant-decrypted form) and goes to the upstream once; the
 /// upstream's reply comes back with the high-value token in `tokenResponse` and account numbers
 /// masked. A registration ID that cannot be redeemed is declined here (877, 878) and the upstream
-/// sees nothing. Any other transaction, or a payment source needing no substitution (`card`,
-/// `token`), is forwarded unchanged but for the credentials.
+/// sees nothing; one that was relayed is ended first, so its cryptogram is sent once. Nothing else
+/// is relayed: other transactions and payment sources (`card`, `token`, a capture, a credit) would
+/// reach the upstream under Paywarden's credentials with whatever merchant the client named, so
+/// until organisations are bound to their upstream merchant ids they are refused here.
 ///
 /// Credentials: the client's `<authentication>` holds its Paywarden API key, which never leaves.
 /// The upstream gets the configured user and password, or, without them, the client's user and an
@@ -39,7 +41,7 @@ struct CnpRelay: Sendable {
         let transaction: CnpPaymentTransaction
         switch request.transaction {
         case .authorization(let value), .sale(let value): transaction = value
-        case .registerToken, .other: return await forward(request, substituted: nil)
+        case .registerToken, .other: return Self.notRelayed(request, "\(request.transaction.name) is not relayed")
         }
         let card: ForwardedCardData
         let issued: IssuedToken
@@ -49,6 +51,9 @@ struct CnpRelay: Sendable {
                 let redemption = try await service.redeem(paypage.paypageRegistrationId, key: key, organization: organization)
                 issued = redemption.highValueToken
                 card = try Self.cardData(redemption.paymentData, issued: issued)
+                // One cryptogram, one authorization: the registration ends before anything is sent,
+                // so a resend of the same ID is 878, never a second authorization.
+                try await service.endRegistration(paypage.paypageRegistrationId, key: key, organization: organization)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
@@ -56,28 +61,26 @@ struct CnpRelay: Sendable {
             do throws(VaultFailure) {
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
+                // What cannot be relayed (an EMV payload) is refused before a token is issued for it.
+                _ = try Self.cardData(decrypted.paymentData, issued: nil)
                 issued = try await service.issueToken(for: decrypted, policy: policy)
                 card = try Self.cardData(decrypted.paymentData, issued: issued)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
         case .other, .none:
-            return await forward(request, substituted: nil)
+            return Self.notRelayed(request, "only a paypage or applepay payment source is relayed")
         }
         return await forward(request, substituted: (card, issued))
     }
 
-    /// Forwards the request (with `substituted` card data in place of the paypage or applepay) and
+    /// Forwards the request with `substituted` card data in place of the paypage or applepay, and
     /// rewrites the reply.
-    private func forward(_ request: CnpOnlineRequest, substituted: (card: ForwardedCardData, issued: IssuedToken)?) async -> Reply {
+    private func forward(_ request: CnpOnlineRequest, substituted: (card: ForwardedCardData, issued: IssuedToken)) async -> Reply {
         let account = upstreamAccount(request)
         let document: ProcessorXML.Document
         do throws(ProcessorMessageError) {
-            if let substituted {
-                document = try CnpUpstreamRewriter.upstreamRequest(request, card: substituted.card, account: account)
-            } else {
-                document = Self.withCredentials(request.document, account, dialect: request.dialect)
-            }
+            document = try CnpUpstreamRewriter.upstreamRequest(request, card: substituted.card, account: account)
         } catch {
             return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, refusing: error))
         }
@@ -87,13 +90,12 @@ struct CnpRelay: Sendable {
         } catch {
             return systemError(request, error)
         }
-        let token = substituted.map { card, issued in
-            CnpResponseRewriter.TokenResult(
-                token: issued.token, code: issued.isNew ? .registered : .previouslyRegistered,
-                type: issued.network.rawValue.isEmpty ? card.resolvedNetwork?.cnpCode : issued.network.rawValue, bin: issued.firstSix)
-        }
+        let (card, issued) = substituted
+        let token = CnpResponseRewriter.TokenResult(
+            token: issued.token, code: issued.isNew ? .registered : .previouslyRegistered,
+            type: issued.network.rawValue.isEmpty ? card.resolvedNetwork?.cnpCode : issued.network.rawValue, bin: issued.firstSix)
         do throws(ProcessorMessageError) {
-            return Reply(document: try CnpResponseRewriter.clientResponse(reply.body, token: token, forwarded: substituted?.card))
+            return Reply(document: try CnpResponseRewriter.clientResponse(reply.body, token: token, forwarded: card))
         } catch {
             logger.warning(
                 "the cnpAPI upstream's reply is not a cnpAPI response",
@@ -109,22 +111,9 @@ struct CnpRelay: Sendable {
         return .init(user: request.user, password: "")
     }
 
-    /// The document with the upstream's credentials in `authentication` (a passthrough).
-    static func withCredentials(
-        _ document: ProcessorXML.Document, _ account: CnpUpstreamRewriter.UpstreamAccount, dialect: CnpDialect
-    ) -> ProcessorXML.Document {
-        var document = document
-        let namespace = dialect.namespaceURI
-        document.root.withFirstChild(named: "authentication", namespaceURI: namespace) { authentication in
-            authentication.withFirstChild(named: "user", namespaceURI: namespace) { $0.setText(account.user) }
-            authentication.withFirstChild(named: "password", namespaceURI: namespace) { $0.setText(account.password) }
-        }
-        return document
-    }
-
     /// The card data of a decrypted payload. Only a 3-D Secure payment (a cryptogram) has a place in
     /// cnpAPI's merchant-decrypted form; an EMV one is refused.
-    static func cardData(_ paymentData: [UInt8], issued: IssuedToken) throws(VaultFailure) -> ForwardedCardData {
+    static func cardData(_ paymentData: [UInt8], issued: IssuedToken?) throws(VaultFailure) -> ForwardedCardData {
         let object = (try? JSONSerialization.jsonObject(with: Data(paymentData))) as? [String: Any]
         let inner = object?["paymentData"] as? [String: Any]
         guard let number = object?["applicationPrimaryAccountNumber"] as? String,
@@ -144,7 +133,7 @@ struct CnpRelay: Sendable {
             return try ForwardedCardData(
                 accountNumber: number, expirationYYMMDD: expiry, cryptogram: cryptogram,
                 eci: eci.flatMap { $0.count <= 2 && $0.allSatisfy(\.isASCIIDigit) ? $0 : nil },
-                network: issued.network.rawValue.isEmpty ? nil : ProcessorMessages.CardNetwork(cnpCode: issued.network.rawValue))
+                network: (issued?.network.rawValue).flatMap { $0.isEmpty ? nil : ProcessorMessages.CardNetwork(cnpCode: $0) })
         } catch {
             throw .vault(VaultError(.invalidAccountNumber, error.message))
         }
@@ -197,6 +186,13 @@ struct CnpRelay: Sendable {
         var document = CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: .notXML)
         document.root.setAttribute("message", value: message)
         return Reply(document: document, status: status)
+    }
+
+    /// A transaction Paywarden does not relay: a validation error naming why, and nothing sent.
+    static func notRelayed(_ request: CnpOnlineRequest, _ why: String) -> Reply {
+        let status = CnpEnvelopeStatus.schemaValidationFailed(
+            "\(why): Paywarden relays authorization and sale with a paypage registration ID or an applepay token; nothing was sent")
+        return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: status))
     }
 
     static func transactionID() -> UInt64 { UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999) }
