@@ -216,7 +216,7 @@ public final class AppleGatewayClient: Sendable {
 
         let response: HTTPClientResponse
         do {
-            response = try await entry.client.execute(request, timeout: configuration.requestTimeout.timeAmount, logger: logger)
+            response = try await entry.client.execute(request, timeout: TimeAmount(configuration.requestTimeout), logger: logger)
         } catch {
             logMetadata["duration-ms"] = elapsed()
             if let hsmError = entry.signingKey.signingFailure(since: start) {

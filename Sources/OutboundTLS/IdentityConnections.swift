@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import PKCS11
+import PaywardenPrimitives
 import Synchronization
 
 /// One HTTP client per identity certificate: its TLS configuration carries the certificate and
@@ -41,7 +42,7 @@ final class IdentityConnections: Sendable {
 
     /// The client for `credential`, made on first use.
     func entry(for credential: IdentityCredential) throws(AppleGatewayError) -> Entry {
-        let fingerprint = SHA256.hash(data: credential.certificate.der).map { String(format: "%02x", $0) }.joined()
+        let fingerprint = Hex.encode(SHA256.hash(data: credential.certificate.der))
         let certificate: NIOSSLCertificate
         do {
             certificate = try NIOSSLCertificate(bytes: credential.certificate.der, format: .der)
@@ -94,7 +95,7 @@ final class IdentityConnections: Sendable {
         if !configuration.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.extraTrustRoots)] }
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(connect: configuration.connectTimeout.timeAmount, read: configuration.requestTimeout.timeAmount)
+            timeout: .init(connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.requestTimeout))
         )
         // Compressed bodies would slip past the byte cap.
         http.decompression = .disabled
@@ -130,13 +131,5 @@ final class IdentityConnections: Sendable {
             return state.byCertificate.values.map(\.client) + Array(state.retiring.values)
         }
         for client in clients { try? await client.shutdown() }
-    }
-}
-
-extension Duration {
-    /// The same span for NIO.
-    var timeAmount: TimeAmount {
-        let (seconds, attoseconds) = components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import PaywardenPrimitives
 import X509
 
 extension AppleGatewayStandIn {
@@ -88,7 +89,7 @@ extension AppleGatewayStandIn {
         return RecordedRequest(
             method: head.method.rawValue, path: head.uri, headers: head.headers.map { ($0.name, $0.value) }, body: body,
             clientCertificateSubject: certificate.map { "\($0.subject)" },
-            clientCertificateSerial: certificate.map { $0.serialNumber.bytes.map { String(format: "%02x", $0) }.joined() },
+            clientCertificateSerial: certificate.map { Hex.encode($0.serialNumber.bytes) },
             clientCertificateDER: peer, tlsVersion: version
         )
     }

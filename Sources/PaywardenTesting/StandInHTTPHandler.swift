@@ -33,8 +33,7 @@ final class StandInHTTPHandler: ChannelInboundHandler {
                 return
             }
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            let (seconds, attoseconds) = delay.components
-            context.eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
+            context.eventLoop.scheduleTask(in: TimeAmount(delay)) {
                 bound.value.0.write(response, for: head, context: bound.value.1)
             }
         }

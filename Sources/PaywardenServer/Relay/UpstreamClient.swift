@@ -26,7 +26,7 @@ final class UpstreamClient: Sendable {
         tls.minimumTLSVersion = .tlsv12
         tls.renegotiationSupport = .none
         if !configuration.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.extraTrustRoots)] }
-        let timeout = configuration.timeout.timeAmount
+        let timeout = TimeAmount(configuration.timeout)
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
             timeout: .init(connect: min(timeout, .seconds(10)), read: timeout, write: timeout))
@@ -59,7 +59,7 @@ final class UpstreamClient: Sendable {
         let start = ContinuousClock.now
         let result: Result<Reply, Failure>
         do {
-            let response = try await client.execute(request, deadline: .now() + configuration.timeout.timeAmount, logger: logger)
+            let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
             let status = Int(response.status.code)
             let collected = try await response.body.collect(upTo: configuration.maximumResponseBytes)
             result =
@@ -109,12 +109,5 @@ final class UpstreamClient: Sendable {
 
     func shutdown() async {
         try? await client.shutdown()
-    }
-}
-
-extension Duration {
-    var timeAmount: TimeAmount {
-        let (seconds, attoseconds) = components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }
