@@ -94,11 +94,10 @@ public struct DatabaseSettings: Sendable {
     }
 
     private static func readPassword(_ path: String) throws(ConfigurationError) -> String {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let password = SecretFile.read(path) else {
             throw ConfigurationError(SettingCatalog.databasePasswordFile, value: path, expected: "a readable file")
         }
-        // A trailing newline is the editor's, not the password's.
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+        return password
     }
 
     static func location(_ url: String?, home: String, password: Sensitive<String>?) throws(ConfigurationError) -> Location {

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The processor relay's upstreams (processor-apis.md §4): one per message format, each a base
-/// URL with optional extra trust roots; the cnpAPI upstream also takes the format's own
-/// credentials (a user and a password file). Plain HTTP is accepted only to a loopback host; a URL
+/// URL with optional extra trust roots; the cnpAPI and MercuryPay upstreams also take the format's
+/// own credentials (a user and a password file). Plain HTTP is accepted only to a loopback host; a URL
 /// carrying credentials, an unreadable file or half a credential pair refuses the start.
 public struct RelaySettings: Sendable {
     /// One upstream as configured: URL, extra trust roots, and the format's credentials.
@@ -18,29 +18,73 @@ public struct RelaySettings: Sendable {
     public var cnp: Upstream?
     public var mercuryPay: Upstream?
     public var radial: Upstream?
+    /// The MercuryPay upstream's JSON fields for the cryptogram and the ECI, when it takes them.
+    public var mercuryPayCryptogramField: String?
+    public var mercuryPayECIField: String?
     /// How long one upstream call may take, the TLS handshake included.
     public var timeout: Duration
 
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
         cnp = try Self.upstream(&reader, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA)
-        let user = try reader.string(C.relayCnpUpstreamUser)
-        let passwordFile = try reader.file(C.relayCnpUpstreamPasswordFile)
-        if (user == nil) != (passwordFile == nil) {
-            throw ConfigurationError(
-                "\(C.relayCnpUpstreamUser.environmentName) and \(C.relayCnpUpstreamPasswordFile.environmentName) go together: set both "
-                    + "for the upstream's own cnpAPI credentials, or neither")
-        }
-        if user != nil, cnp == nil {
-            throw ConfigurationError(
-                "\(C.relayCnpUpstreamUser.environmentName) is set without \(C.relayCnpUpstream.environmentName): there is no upstream "
-                    + "to send the credentials to")
-        }
-        cnp?.user = user
-        cnp?.passwordFile = passwordFile
+        try Self.credentials(
+            &reader, for: &cnp, url: C.relayCnpUpstream, user: C.relayCnpUpstreamUser, file: C.relayCnpUpstreamPasswordFile)
         mercuryPay = try Self.upstream(&reader, url: C.relayMercuryPayUpstream, ca: C.relayMercuryPayUpstreamCA)
+        try Self.credentials(
+            &reader, for: &mercuryPay, url: C.relayMercuryPayUpstream, user: C.relayMercuryPayUpstreamUser,
+            file: C.relayMercuryPayUpstreamPasswordFile)
+        mercuryPayCryptogramField = try Self.fieldName(&reader, C.relayMercuryPayCryptogramField, upstream: mercuryPay)
+        mercuryPayECIField = try Self.fieldName(&reader, C.relayMercuryPayECIField, upstream: mercuryPay)
+        if let field = mercuryPayECIField, field == mercuryPayCryptogramField {
+            throw ConfigurationError(
+                "\(C.relayMercuryPayCryptogramField.environmentName) and \(C.relayMercuryPayECIField.environmentName) name the same "
+                    + "field (\(field)): give each its own")
+        }
         radial = try Self.upstream(&reader, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA)
         timeout = .seconds(try reader.integer(defaulted: C.relayUpstreamTimeoutSeconds))
+    }
+
+    /// The format's own upstream credentials: a user and a password file, both or neither, and
+    /// only with an upstream to send them to.
+    private static func credentials(
+        _ reader: inout SettingsReader, for upstream: inout Upstream?, url: Setting, user userSetting: Setting, file: Setting
+    ) throws(ConfigurationError) {
+        let user = try reader.string(userSetting)
+        let passwordFile = try reader.file(file)
+        if (user == nil) != (passwordFile == nil) {
+            throw ConfigurationError(
+                "\(userSetting.environmentName) and \(file.environmentName) go together: set both for the upstream's own "
+                    + "credentials, or neither")
+        }
+        if user != nil, upstream == nil {
+            throw ConfigurationError(
+                "\(userSetting.environmentName) is set without \(url.environmentName): there is no upstream to send the credentials to")
+        }
+        upstream?.user = user
+        upstream?.passwordFile = passwordFile
+    }
+
+    /// A JSON field name of the upstream's (letters, digits, `_`), one Paywarden does not already
+    /// fill, and only with an upstream to send it to.
+    private static func fieldName(_ reader: inout SettingsReader, _ setting: Setting, upstream: Upstream?) throws(ConfigurationError)
+        -> String?
+    {
+        guard let name = try reader.string(setting) else { return nil }
+        let reserved: Set<String> = ["AcctNo", "ExpDate", "RecordNo", "TokenType", "AccountSource"]
+        guard (1...64).contains(name.utf8.count),
+            name.unicodeScalars.allSatisfy({
+                $0.isASCII
+                    && ($0 == "_" || $0.properties.isAlphabetic
+                        || ("0"..."9").contains($0))
+            }), !reserved.contains(name)
+        else {
+            throw ConfigurationError(
+                setting, value: name, expected: "a JSON field name (letters, digits, _) other than \(reserved.sorted())")
+        }
+        guard upstream != nil else {
+            throw ConfigurationError("\(setting.environmentName) is set without \(SettingCatalog.relayMercuryPayUpstream.environmentName)")
+        }
+        return name
     }
 
     private static func upstream(_ reader: inout SettingsReader, url setting: Setting, ca: Setting) throws(ConfigurationError)

@@ -134,9 +134,23 @@ public enum SettingCatalog {
     public static let relayCnpUpstreamPasswordFile = Setting(
         "relay_cnp_upstream_password_file", .path, "a file holding the cnpAPI upstream's password (mode 0600), read at start-up")
     public static let relayMercuryPayUpstream = Setting(
-        "relay_mercurypay_upstream", .url, "base URL of the MercuryPay upstream (read, not yet routed)")
+        "relay_mercurypay_upstream", .url,
+        "base URL of the MercuryPay engine that relayed SaleByRecordNo and AuthorizeByRecordNo requests go to (as BASE/PaymentsAPI/"
+            + "Credit/Sale and …/PreAuth); https, or http to a loopback host; unset: those requests are refused")
     public static let relayMercuryPayUpstreamCA = Setting(
-        "relay_mercurypay_upstream_ca", .list, "PEM files of extra trust roots for the MercuryPay upstream (read, not yet routed)")
+        "relay_mercurypay_upstream_ca", .list, "PEM files of extra trust roots for the MercuryPay upstream, beside the system's")
+    public static let relayMercuryPayUpstreamUser = Setting(
+        "relay_mercurypay_upstream_user", .string,
+        "the merchant ID Paywarden sends upstream as HTTP Basic user (with relay_mercurypay_upstream_password_file); unset: no "
+            + "Authorization header (the client's is Paywarden's API key and never leaves)")
+    public static let relayMercuryPayUpstreamPasswordFile = Setting(
+        "relay_mercurypay_upstream_password_file", .path,
+        "a file holding the MercuryPay upstream's password (mode 0600), read at start-up")
+    public static let relayMercuryPayCryptogramField = Setting(
+        "relay_mercurypay_cryptogram_field", .string,
+        "the upstream's JSON field for the Apple Pay cryptogram (MercuryPay documents none); unset: the cryptogram is not sent")
+    public static let relayMercuryPayECIField = Setting(
+        "relay_mercurypay_eci_field", .string, "the upstream's JSON field for the ECI; unset: the ECI is not sent")
     public static let relayRadialUpstream = Setting(
         "relay_radial_upstream", .url, "base URL of the Radial upstream (read, not yet routed)")
     public static let relayRadialUpstreamCA = Setting(
@@ -175,7 +189,8 @@ public enum SettingCatalog {
         applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,
         relayCnpUpstream, relayCnpUpstreamCA, relayCnpUpstreamUser, relayCnpUpstreamPasswordFile, relayMercuryPayUpstream,
-        relayMercuryPayUpstreamCA, relayRadialUpstream, relayRadialUpstreamCA, relayUpstreamTimeoutSeconds,
+        relayMercuryPayUpstreamCA, relayMercuryPayUpstreamUser, relayMercuryPayUpstreamPasswordFile, relayMercuryPayCryptogramField,
+        relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]
 

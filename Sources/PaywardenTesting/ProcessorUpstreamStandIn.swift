@@ -9,9 +9,10 @@ import SwiftASN1
 import Synchronization
 import X509
 
-/// A stand-in for a processor's authorization engine (the relay's upstream, processor-apis.md §1):
-/// real HTTP, or HTTPS with a certificate for "localhost" from a CA of its own, on loopback. It
-/// parses every cnpAPI request it receives with the strict parser, records it with what it found
+/// A stand-in for a processor's authorization engine (the relay's upstream, processor-apis.md §1
+/// and §2): real HTTP, or HTTPS with a certificate for "localhost" from a CA of its own, on
+/// loopback. It parses every cnpAPI request it receives with the strict parser (and every
+/// MercuryPay one under `/PaymentsAPI/`, ``ReceivedMercuryPayRequest``), records it with what it found
 /// wrong (a registration ID, an encrypted token, card data missing from `card`/`cardholderAuthentication`),
 /// and answers an approval (000), a decline, an HTTP error or an envelope error; it can go down
 /// (``stop()``) or be slow (``setDelay(_:)``).
@@ -35,13 +36,14 @@ public final class ProcessorUpstreamStandIn: Sendable {
     /// The server CA (DER) when serving HTTPS.
     public let serverCADER: [UInt8]?
     private let sslContext: NIOSSLContext?
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     struct State: Sendable {
         var listener: StandInListener?
         var answer = Answer.approve
         var delay = Duration.zero
         var received: [ReceivedCnpRequest] = []
+        var receivedMercuryPay: [ReceivedMercuryPayRequest] = []
     }
 
     private init(serverCADER: [UInt8]?, sslContext: NIOSSLContext?) {
@@ -59,7 +61,10 @@ public final class ProcessorUpstreamStandIn: Sendable {
             standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil)
         }
         let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, _ in
-            standIn.respond(path: head.uri, body: body)
+            if head.uri.hasPrefix(ReceivedMercuryPayRequest.pathPrefix) {
+                return standIn.respondMercuryPay(path: head.uri, body: body, authorization: head.headers["Authorization"].first)
+            }
+            return standIn.respond(path: head.uri, body: body)
         }
         standIn.state.withLock { $0.listener = listener }
         return standIn
@@ -89,10 +94,18 @@ public final class ProcessorUpstreamStandIn: Sendable {
     /// How long the stand-in waits before answering.
     public func setDelay(_ delay: Duration) { state.withLock { $0.delay = delay } }
 
-    /// Every request received so far, oldest first.
+    /// Every cnpAPI request received so far, oldest first.
     public var received: [ReceivedCnpRequest] { state.withLock { $0.received } }
 
-    public func clearReceived() { state.withLock { $0.received = [] } }
+    /// Every MercuryPay request received so far, oldest first.
+    public var receivedMercuryPay: [ReceivedMercuryPayRequest] { state.withLock { $0.receivedMercuryPay } }
+
+    public func clearReceived() {
+        state.withLock {
+            $0.received = []
+            $0.receivedMercuryPay = []
+        }
+    }
 
     /// Stops listening and drops every open connection: the upstream is down.
     public func stop() async throws { try await listener.stop() }

@@ -23,36 +23,16 @@ struct CnpRelayTests {
     }
 
     static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
-    static let timeout = Duration.seconds(2)
+    static let timeout = RelayFixture.timeout
 
-    struct Fixture: Sendable {
-        let server: TestServer
-        let upstream: ProcessorUpstreamStandIn
-    }
-
-    func withFixture(tls: Bool = false, credentials: Bool = true, _ body: (Fixture) async throws -> Void) async throws {
-        let upstream = try await ProcessorUpstreamStandIn.start(tls: tls)
-        let directory = NSTemporaryDirectory() + "paywarden-relay-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        TestResources.track(directory: directory)
-        let caPath = tls ? try upstream.writeServerCA(to: directory) : nil
-        do {
-            try await withServer { configuration in
-                var relay = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: Self.timeout)
-                if let caPath { relay.extraTrustRoots = try NIOSSLCertificate.fromPEMFile(caPath) }
-                if credentials { relay.credentials = .init(user: "upstream-user", password: "upstream-secret") }
-                configuration.relay = RelayConfiguration(cnp: relay)
-            } _: { server in
-                try await body(Fixture(server: server, upstream: upstream))
-                // Whatever a test sent, the upstream never saw a registration ID, an encrypted token
-                // or missing card data.
-                for received in upstream.received { #expect(received.problems.isEmpty, "\(received.problems)") }
-            }
-        } catch {
-            try? await upstream.stop()
-            throw error
+    func withFixture(tls: Bool = false, credentials: Bool = true, _ body: (RelayFixture) async throws -> Void) async throws {
+        try await RelayFixture.with(tls: tls) { base in
+            var relay = base
+            if credentials { relay.credentials = .init(user: "upstream-user", password: "upstream-secret") }
+            return RelayConfiguration(cnp: relay)
+        } _: { fixture in
+            try await body(fixture)
         }
-        try await upstream.stop()
     }
 
     // MARK: Messages
@@ -87,14 +67,7 @@ struct CnpRelayTests {
     }
 
     func register(_ server: TestServer, pan: String) async throws -> String {
-        let form = try EProtectForms.form(
-            token: try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram)),
-            paypageID: TestServer.examplePaypage)
-        let registered = try await server.send(
-            .POST, "/eProtect/paypage", body: form, apiKey: .some(nil), contentType: "application/x-www-form-urlencoded")
-        return try #require(
-            (try JSONSerialization.jsonObject(with: Data(registered.body)) as? [String: Any])?["paypageRegistrationId"] as? String,
-            "\(registered.status) \(registered.text)")
+        try await server.registerThroughEProtect(pan: pan, cryptogram: Self.cryptogram)
     }
 
     func post(_ server: TestServer, _ body: [UInt8], path: String = "/vap/communicator/online") async throws -> TestServer.Reply {

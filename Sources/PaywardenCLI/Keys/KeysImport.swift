@@ -74,13 +74,10 @@ struct KeysImport: AsyncParsableCommand {
 
     private func password(_ settings: PaywardenSettings?) throws -> String {
         if let passwordFile {
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+            guard let password = SecretFile.read(passwordFile) else {
                 throw CommandFailure(.refused, "cannot read the password file \(passwordFile)")
             }
-            // A trailing line break is the editor's, not the password's (LF or CRLF).
-            var text = String(decoding: data, as: UTF8.self)
-            while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
-            return text
+            return password
         }
         return settings?.pkcs12Password?.revealed ?? ""
     }

@@ -10,6 +10,7 @@ import OutboundTLS
 import PKCS11
 import PaywardenConfiguration
 import PaywardenStorage
+import ProcessorMessages
 import ServiceLifecycle
 import Vault
 
@@ -243,6 +244,13 @@ public struct PaywardenServer: Sendable {
             service: vaultService, registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: cnpRelay)
         router.post("/vap/communicator/online", use: cnp.online)
         router.post("/cnpAPI", use: cnp.online)
+        let mercuryPayRelay = relay.mercuryPay.map {
+            MercuryPayRelay(service: vaultService, upstream: $0, fields: configuration.relay.mercuryPayFields, logger: logger)
+        }
+        let mercuryPay = MercuryPayController(
+            registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: mercuryPayRelay)
+        router.post(RouterPath(MercuryPayOperation.saleByRecordNo.path), use: mercuryPay.saleByRecordNo)
+        router.post(RouterPath(MercuryPayOperation.authorizeByRecordNo.path), use: mercuryPay.authorizeByRecordNo)
     }
 
     private func operationsRouter() -> Router<PaywardenRequestContext> {

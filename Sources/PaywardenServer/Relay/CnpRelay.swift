@@ -31,6 +31,8 @@ struct CnpRelay: Sendable {
 
     /// The path under the upstream's base URL.
     static let path = "/vap/communicator/online"
+    /// Only a 3-D Secure payment (a cryptogram) has a place in cnpAPI's merchant-decrypted form.
+    static let format = "cnpAPI's merchant-decrypted form"
 
     struct Reply: Sendable {
         var document: ProcessorXML.Document
@@ -50,7 +52,7 @@ struct CnpRelay: Sendable {
             do throws(VaultFailure) {
                 let redemption = try await service.redeem(paypage.paypageRegistrationId, key: key, organization: organization)
                 issued = redemption.highValueToken
-                card = try Self.cardData(redemption.paymentData, issued: issued)
+                card = try RelayCardData.forwarded(redemption.paymentData, issued: issued, cryptogramRequiredBy: Self.format)
                 // One cryptogram, one authorization: the registration ends before anything is sent,
                 // so a resend of the same ID is 878, never a second authorization.
                 try await service.endRegistration(paypage.paypageRegistrationId, key: key, organization: organization)
@@ -62,9 +64,9 @@ struct CnpRelay: Sendable {
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
                 // What cannot be relayed (an EMV payload) is refused before a token is issued for it.
-                _ = try Self.cardData(decrypted.paymentData, issued: nil)
+                _ = try RelayCardData.forwarded(decrypted.paymentData, issued: nil, cryptogramRequiredBy: Self.format)
                 issued = try await service.issueToken(for: decrypted, policy: policy)
-                card = try Self.cardData(decrypted.paymentData, issued: issued)
+                card = try RelayCardData.forwarded(decrypted.paymentData, issued: issued, cryptogramRequiredBy: Self.format)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
@@ -111,34 +113,6 @@ struct CnpRelay: Sendable {
         return .init(user: request.user, password: "")
     }
 
-    /// The card data of a decrypted payload. Only a 3-D Secure payment (a cryptogram) has a place in
-    /// cnpAPI's merchant-decrypted form; an EMV one is refused.
-    static func cardData(_ paymentData: [UInt8], issued: IssuedToken?) throws(VaultFailure) -> ForwardedCardData {
-        let object = (try? JSONSerialization.jsonObject(with: Data(paymentData))) as? [String: Any]
-        let inner = object?["paymentData"] as? [String: Any]
-        guard let number = object?["applicationPrimaryAccountNumber"] as? String,
-            let expiry = object?["applicationExpirationDate"] as? String
-        else { throw .vault(VaultError(.invalidAccountNumber, "the decrypted payload has no account number or expiry")) }
-        guard let cryptogram = inner?["onlinePaymentCryptogram"] as? String else {
-            throw .vault(
-                VaultError(.invalidRequest, "the payment is not 3-D Secure: cnpAPI's merchant-decrypted form carries a cryptogram only"))
-        }
-        let eci: String? =
-            switch inner?["eciIndicator"] {
-            case let text as String: text
-            case let number as NSNumber: number.stringValue
-            default: nil
-            }
-        do {
-            return try ForwardedCardData(
-                accountNumber: number, expirationYYMMDD: expiry, cryptogram: cryptogram,
-                eci: eci.flatMap { $0.count <= 2 && $0.allSatisfy(\.isASCIIDigit) ? $0 : nil },
-                network: (issued?.network.rawValue).flatMap { $0.isEmpty ? nil : ProcessorMessages.CardNetwork(cnpCode: $0) })
-        } catch {
-            throw .vault(VaultError(.invalidAccountNumber, error.message))
-        }
-    }
-
     /// A registration ID that cannot be redeemed: 877 or 878, answered here. A token or vault
     /// that is unavailable is a system error; any other refusal says why in a validation error.
     private func refusal(_ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, failure: VaultFailure) -> Reply {
@@ -165,27 +139,9 @@ struct CnpRelay: Sendable {
     }
 
     private func systemError(_ request: CnpOnlineRequest, _ failure: UpstreamClient.Failure) -> Reply {
-        let (status, message): (HTTPResponse.Status, String) =
-            switch failure.outcome {
-            case "timeout":
-                (
-                    .gatewayTimeout,
-                    "System Error: the processor did not answer in time; the transaction's outcome is unknown "
-                        + "(query it before sending again)"
-                )
-            case "unreachable" where !failure.mayHaveArrived:
-                (.serviceUnavailable, "System Error: the processor cannot be reached; nothing was sent")
-            case "unreachable":
-                (.badGateway, "System Error: the connection to the processor failed; the transaction's outcome is unknown")
-            default:
-                (
-                    .badGateway,
-                    "System Error: the processor's answer was not usable (\(failure.outcome)); the transaction's outcome is unknown"
-                )
-            }
         var document = CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: .notXML)
-        document.root.setAttribute("message", value: message)
-        return Reply(document: document, status: status)
+        document.root.setAttribute("message", value: "System Error: \(failure.explanation)")
+        return Reply(document: document, status: failure.status)
     }
 
     /// A transaction Paywarden does not relay: a validation error naming why, and nothing sent.
@@ -203,8 +159,4 @@ extension CnpPaymentTransaction.PaymentSource {
         if case .applePay = self { return true }
         return false
     }
-}
-
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }

@@ -2,6 +2,7 @@ import Foundation
 import NIOSSL
 import PaywardenConfiguration
 import PaywardenPrimitives
+import ProcessorMessages
 
 /// The message formats Paywarden relays, each with an upstream of its own. The raw value is the
 /// `format` label of the upstream metrics.
@@ -61,11 +62,17 @@ public struct RelayConfiguration: Sendable {
     public var cnp: UpstreamConfiguration?
     public var mercuryPay: UpstreamConfiguration?
     public var radial: UpstreamConfiguration?
+    /// Where the MercuryPay upstream takes the cryptogram and ECI; by default neither is sent.
+    public var mercuryPayFields: MercuryPayForwarding.Options
 
-    public init(cnp: UpstreamConfiguration? = nil, mercuryPay: UpstreamConfiguration? = nil, radial: UpstreamConfiguration? = nil) {
+    public init(
+        cnp: UpstreamConfiguration? = nil, mercuryPay: UpstreamConfiguration? = nil, radial: UpstreamConfiguration? = nil,
+        mercuryPayFields: MercuryPayForwarding.Options = .init()
+    ) {
         self.cnp = cnp
         self.mercuryPay = mercuryPay
         self.radial = radial
+        self.mercuryPayFields = mercuryPayFields
     }
 
     public init(settings: RelaySettings) throws(ConfigurationError) {
@@ -75,7 +82,8 @@ public struct RelayConfiguration: Sendable {
             passwordFile: C.relayCnpUpstreamPasswordFile)
         mercuryPay = try Self.upstream(
             settings.mercuryPay, format: .mercuryPay, timeout: settings.timeout, url: C.relayMercuryPayUpstream,
-            ca: C.relayMercuryPayUpstreamCA, passwordFile: nil)
+            ca: C.relayMercuryPayUpstreamCA, passwordFile: C.relayMercuryPayUpstreamPasswordFile)
+        mercuryPayFields = .init(cryptogramField: settings.mercuryPayCryptogramField, eciField: settings.mercuryPayECIField)
         radial = try Self.upstream(
             settings.radial, format: .radial, timeout: settings.timeout, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
             passwordFile: nil)
@@ -104,13 +112,11 @@ public struct RelayConfiguration: Sendable {
         return UpstreamConfiguration(format: format, baseURL: baseURL, extraTrustRoots: roots, credentials: credentials, timeout: timeout)
     }
 
-    /// The file's first line: a trailing newline is not part of the password; an empty one is refused.
+    /// The file's text without its trailing line breaks; an empty one is refused.
     private static func readPassword(_ path: String, setting: Setting) throws(ConfigurationError) -> String {
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError("\(setting.environmentName): \(path) cannot be read as UTF-8 text")
+        guard let password = SecretFile.read(path) else {
+            throw ConfigurationError("\(setting.environmentName): \(path) cannot be read")
         }
-        let password = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-            .trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
         guard !password.isEmpty else { throw ConfigurationError("\(setting.environmentName): \(path) holds no password") }
         return password
     }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -32,6 +33,9 @@ final class UpstreamClient: Sendable {
             timeout: .init(connect: min(timeout, .seconds(10)), read: timeout, write: timeout))
         // A compressed body would slip past the byte cap.
         http.decompression = .disabled
+        // Idle connections go before an upstream's own idle timeout (often 30–60 s) can close one
+        // under a request that is being written, which would leave that request's fate unknown.
+        http.connectionPool = .init(idleTimeout: .seconds(15))
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
     }
 
@@ -47,13 +51,36 @@ final class UpstreamClient: Sendable {
         /// The metric outcome: `http_<status>`, `unreachable`, `timeout`, `too_large`.
         let outcome: String
         let mayHaveArrived: Bool
+
+        /// The gateway status of HTTP the client gets: 503 when the upstream could not be reached
+        /// (nothing was sent), 504 when it did not answer in time, 502 for anything else.
+        var status: HTTPResponse.Status {
+            switch outcome {
+            case "timeout": .gatewayTimeout
+            case "unreachable" where !mayHaveArrived: .serviceUnavailable
+            default: .badGateway
+            }
+        }
+
+        /// What happened, for the client, and whether the request may have arrived: when it may,
+        /// the client must find out before sending the same card data again.
+        var explanation: String {
+            switch outcome {
+            case "timeout": "the processor did not answer in time; the transaction's outcome is unknown (query it before sending again)"
+            case "unreachable" where !mayHaveArrived: "the processor cannot be reached; nothing was sent"
+            case "unreachable": "the connection to the processor failed; the transaction's outcome is unknown"
+            default: "the processor's answer was not usable (\(outcome)); the transaction's outcome is unknown"
+            }
+        }
     }
 
-    /// POSTs `body` to the upstream's base URL plus `path`, once. A reply other than 2xx is a failure.
-    func post(_ path: String, body: [UInt8], contentType: String) async throws(Failure) -> Reply {
+    /// POSTs `body` to the upstream's base URL plus `path`, once, with `headers` beside the content
+    /// type. A reply other than 2xx is a failure.
+    func post(_ path: String, body: [UInt8], contentType: String, headers: [(String, String)] = []) async throws(Failure) -> Reply {
         var request = HTTPClientRequest(url: configuration.url(path))
         request.method = .POST
         request.headers.add(name: "Content-Type", value: contentType)
+        request.headers.add(contentsOf: headers)
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.body = .bytes(ByteBuffer(bytes: body))
         let start = ContinuousClock.now

@@ -18,18 +18,22 @@ public enum MercuryPayErrorResponse {
         }
     }
 
-    public static func body(_ error: TokenError, invoiceNo: String? = nil) -> ProcessorJSON {
-        body(returnCode: error.rawValue, textResponse: error.textResponse, invoiceNo: invoiceNo)
+    public static func body(_ error: TokenError, invoiceNo: String? = nil, paywardenCode: String? = nil) -> ProcessorJSON {
+        body(returnCode: error.rawValue, textResponse: error.textResponse, invoiceNo: invoiceNo, paywardenCode: paywardenCode)
     }
 
-    public static func body(returnCode: String, textResponse: String, invoiceNo: String? = nil) -> ProcessorJSON {
-        var members: [ProcessorJSON.Member] = [
-            .init("ResponseOrigin", .string("Server")),
-            .init("DSIXReturnCode", .string(returnCode)),
-            .init("CmdStatus", .string("Error")),
-            .init("TextResponse", .string(textResponse)),
-        ]
+    /// `returnCode` nil leaves `DSIXReturnCode` out: MercuryPay's public material gives no code for
+    /// most of Paywarden's own refusals (an unknown registration ID, a malformed request), and a
+    /// made-up one would send a client's error handling down the wrong path. `paywardenCode`, when
+    /// given, is Paywarden's stable error code (product.md) in `PaywardenErrorCode`.
+    public static func body(
+        returnCode: String?, textResponse: String, invoiceNo: String? = nil, paywardenCode: String? = nil
+    ) -> ProcessorJSON {
+        var members: [ProcessorJSON.Member] = [.init("ResponseOrigin", .string("Server"))]
+        if let returnCode { members.append(.init("DSIXReturnCode", .string(returnCode))) }
+        members += [.init("CmdStatus", .string("Error")), .init("TextResponse", .string(textResponse))]
         if let invoiceNo { members.append(.init("InvoiceNo", .string(invoiceNo))) }
+        if let paywardenCode { members.append(.init("PaywardenErrorCode", .string(paywardenCode))) }
         return .object(members)
     }
 }

@@ -1,0 +1,13 @@
+import Foundation
+
+/// A secret kept in a file (a password, a key): the file's text without its trailing line breaks,
+/// LF or CRLF, which are the editor's, not the secret's. Every other character is kept.
+public enum SecretFile {
+    /// The secret, or nil when the file cannot be read.
+    public static func read(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        var text = String(decoding: data, as: UTF8.self)
+        while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ProcessorMessages
+
+/// `POST /PaymentsAPI/Credit/SaleByRecordNo` and `…/AuthorizeByRecordNo`: MercuryPay JSON with a
+/// registration ID or OmniToken in `RecordNo`, relayed through ``MercuryPayRelay`` to the configured
+/// upstream (refused, with nothing redeemed, when none is configured).
+///
+/// Authentication as MercuryPay clients send it, HTTP Basic with the API key's name as user and
+/// the key as password, or `Authorization: Bearer KEY`; the key needs the `redeem` scope and acts
+/// for its organisation, which must own the registration ID or token. Every answer, refusals
+/// included, is MercuryPay's JSON shape (``MercuryPayErrorResponse`` for errors).
+struct MercuryPayController {
+    let registry: APIKeyRegistry
+    let maxBodyBytes: Int
+    /// The MercuryPay upstream, when one is configured.
+    let relay: MercuryPayRelay?
+
+    func saleByRecordNo(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        try await handle(.saleByRecordNo, request)
+    }
+
+    func authorizeByRecordNo(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        try await handle(.authorizeByRecordNo, request)
+    }
+
+    private func handle(_ operation: MercuryPayOperation, _ request: Request) async throws -> Response {
+        guard let key = authenticate(request.headers[.authorization]) else {
+            return Self.error(
+                .unauthorized, code: "unauthorized",
+                "send the API key as HTTP Basic (user: the key's name, password: the key) or as Authorization: Bearer KEY",
+                headers: [.wwwAuthenticate: #"Basic realm="Paywarden", charset="UTF-8""#])
+        }
+        guard key.scopes.contains(.redeem), let organization = key.organization else {
+            return Self.error(.forbidden, code: "forbidden", "API key \(key.name) needs the redeem scope and an organisation")
+        }
+        let body = try await RequestBody.collect(request, limit: maxBodyBytes)
+        let parsed: MercuryPayRequest
+        do throws(ProcessorMessageError) {
+            parsed = try MercuryPayRequest.parse(body, operation: operation)
+        } catch {
+            return Self.error(.badRequest, code: "invalid_request", error.message)
+        }
+        guard let relay else {
+            return Self.error(
+                .serviceUnavailable, code: "upstream_unavailable",
+                "no MercuryPay upstream is configured (relay_mercurypay_upstream); nothing was redeemed or sent",
+                invoiceNo: parsed.invoiceNo)
+        }
+        let reply = await relay.relay(parsed, key: key, organization: organization)
+        return Self.json(reply.body, status: reply.status, headers: reply.headers)
+    }
+
+    /// The key named by HTTP Basic (its name and the key) or presented as a Bearer token.
+    private func authenticate(_ header: String?) -> APIKey? {
+        guard let header, let space = header.firstIndex(of: " ") else { return nil }
+        let scheme = header[..<space].lowercased()
+        let credentials = header[space...].trimmingCharacters(in: .whitespaces)
+        switch scheme {
+        case "bearer":
+            return registry.authenticate(credentials)
+        case "basic":
+            guard let decoded = Data(base64Encoded: credentials).flatMap({ String(data: $0, encoding: .utf8) }),
+                let colon = decoded.firstIndex(of: ":")
+            else { return nil }
+            guard let key = registry.authenticate(decoded[decoded.index(after: colon)...]), key.name == decoded[..<colon] else {
+                return nil
+            }
+            return key
+        default:
+            return nil
+        }
+    }
+
+    static func error(
+        _ status: HTTPResponse.Status, code: String, _ message: String, invoiceNo: String? = nil, headers: HTTPFields = [:]
+    ) -> Response {
+        var headers = headers
+        if status == .serviceUnavailable { headers[.retryAfter] = "1" }
+        return json(
+            MercuryPayErrorResponse.body(returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: code), status: status,
+            headers: headers)
+    }
+
+    static func json(_ body: ProcessorJSON, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        fields[.cacheControl] = "no-store"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body.serialized())))
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import NIOSSL
+import PaywardenServer
+import PaywardenTesting
+import Testing
+
+/// A test server whose relay goes to a stand-in upstream (HTTP, or HTTPS under the stand-in's own
+/// CA), for the relay tests of every format.
+struct RelayFixture: Sendable {
+    let server: TestServer
+    let upstream: ProcessorUpstreamStandIn
+
+    static let timeout = Duration.seconds(2)
+
+    /// Runs `body` against a server whose relay `configure` sets up, given the stand-in's base
+    /// configuration (URL, trust roots, a 2 s timeout). Afterwards, whatever the test sent, the
+    /// upstream must have seen no registration ID, no encrypted token and no missing card data.
+    static func with(
+        tls: Bool = false, configure: @escaping @Sendable (UpstreamConfiguration) -> RelayConfiguration,
+        _ body: (RelayFixture) async throws -> Void
+    ) async throws {
+        let upstream = try await ProcessorUpstreamStandIn.start(tls: tls)
+        let directory = NSTemporaryDirectory() + "paywarden-relay-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        TestResources.track(directory: directory)
+        let caPath = tls ? try upstream.writeServerCA(to: directory) : nil
+        do {
+            try await withServer { configuration in
+                var base = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: timeout)
+                if let caPath { base.extraTrustRoots = try NIOSSLCertificate.fromPEMFile(caPath) }
+                configuration.relay = configure(base)
+            } _: { server in
+                try await body(RelayFixture(server: server, upstream: upstream))
+                for received in upstream.received { #expect(received.problems.isEmpty, "\(received.problems)") }
+                for received in upstream.receivedMercuryPay { #expect(received.problems.isEmpty, "\(received.problems)") }
+            }
+        } catch {
+            try? await upstream.stop()
+            throw error
+        }
+        try await upstream.stop()
+    }
+}
+
+extension TestServer {
+    /// Registers a forged 3-D Secure token for `pan` through eProtect on the example paypage and
+    /// returns the registration ID.
+    func registerThroughEProtect(pan: String, cryptogram: String) async throws -> String {
+        let form = try EProtectForms.form(
+            token: try ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: cryptogram)),
+            paypageID: TestServer.examplePaypage)
+        let registered = try await send(
+            .POST, "/eProtect/paypage", body: form, apiKey: .some(nil), contentType: "application/x-www-form-urlencoded")
+        return try #require(
+            (try JSONSerialization.jsonObject(with: Data(registered.body)) as? [String: Any])?["paypageRegistrationId"] as? String,
+            "\(registered.status) \(registered.text)")
+    }
+}
