@@ -21,6 +21,8 @@ public struct RelaySettings: Sendable {
     /// The MercuryPay upstream's JSON fields for the cryptogram and the ECI, when it takes them.
     public var mercuryPayCryptogramField: String?
     public var mercuryPayECIField: String?
+    /// The file holding the Radial upstream's API key (sent as its `apiKey` header).
+    public var radialAPIKeyFile: String?
     /// How long one upstream call may take, the TLS handshake included.
     public var timeout: Duration
 
@@ -41,6 +43,12 @@ public struct RelaySettings: Sendable {
                     + "field (\(field)): give each its own")
         }
         radial = try Self.upstream(&reader, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA)
+        radialAPIKeyFile = try reader.file(C.relayRadialUpstreamAPIKeyFile)
+        if radialAPIKeyFile != nil, radial == nil {
+            throw ConfigurationError(
+                "\(C.relayRadialUpstreamAPIKeyFile.environmentName) is set without \(C.relayRadialUpstream.environmentName): there is no "
+                    + "upstream to send the key to")
+        }
         timeout = .seconds(try reader.integer(defaulted: C.relayUpstreamTimeoutSeconds))
     }
 

@@ -152,9 +152,14 @@ public enum SettingCatalog {
     public static let relayMercuryPayECIField = Setting(
         "relay_mercurypay_eci_field", .string, "the upstream's JSON field for the ECI; unset: the ECI is not sent")
     public static let relayRadialUpstream = Setting(
-        "relay_radial_upstream", .url, "base URL of the Radial upstream (read, not yet routed)")
+        "relay_radial_upstream", .url,
+        "base URL of the Radial engine that relayed DW.xml authorizations go to (as BASE/v1.0/stores/STORE/payments/creditcard/auth/"
+            + "VC.xml, MC.xml or AM.xml); https, or http to a loopback host; unset: those requests are refused (decryptblob still answers)")
     public static let relayRadialUpstreamCA = Setting(
-        "relay_radial_upstream_ca", .list, "PEM files of extra trust roots for the Radial upstream (read, not yet routed)")
+        "relay_radial_upstream_ca", .list, "PEM files of extra trust roots for the Radial upstream, beside the system's")
+    public static let relayRadialUpstreamAPIKeyFile = Setting(
+        "relay_radial_upstream_api_key_file", .path,
+        "a file holding the Radial upstream's API key (mode 0600), read at start-up and sent as its apiKey header; unset: none is sent")
     public static let relayUpstreamTimeoutSeconds = Setting(
         "relay_upstream_timeout_seconds", .integer(1...300), default: .value("30"),
         "how long one upstream call may take, the TLS handshake included; it is never retried")
@@ -190,7 +195,8 @@ public enum SettingCatalog {
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,
         relayCnpUpstream, relayCnpUpstreamCA, relayCnpUpstreamUser, relayCnpUpstreamPasswordFile, relayMercuryPayUpstream,
         relayMercuryPayUpstreamCA, relayMercuryPayUpstreamUser, relayMercuryPayUpstreamPasswordFile, relayMercuryPayCryptogramField,
-        relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayUpstreamTimeoutSeconds,
+        relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayRadialUpstreamAPIKeyFile,
+        relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]
 

@@ -10,9 +10,10 @@ import Synchronization
 import X509
 
 /// A stand-in for a processor's authorization engine (the relay's upstream, processor-apis.md §1
-/// and §2): real HTTP, or HTTPS with a certificate for "localhost" from a CA of its own, on
+/// to §3): real HTTP, or HTTPS with a certificate for "localhost" from a CA of its own, on
 /// loopback. It parses every cnpAPI request it receives with the strict parser (and every
-/// MercuryPay one under `/PaymentsAPI/`, ``ReceivedMercuryPayRequest``), records it with what it found
+/// MercuryPay one under `/PaymentsAPI/`, ``ReceivedMercuryPayRequest``, and every Radial one under
+/// `/v1.0/stores/`, ``ReceivedRadialRequest``), records it with what it found
 /// wrong (a registration ID, an encrypted token, card data missing from `card`/`cardholderAuthentication`),
 /// and answers an approval (000), a decline, an HTTP error or an envelope error; it can go down
 /// (``stop()``) or be slow (``setDelay(_:)``).
@@ -44,6 +45,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
         var delay = Duration.zero
         var received: [ReceivedCnpRequest] = []
         var receivedMercuryPay: [ReceivedMercuryPayRequest] = []
+        var receivedRadial: [ReceivedRadialRequest] = []
     }
 
     private init(serverCADER: [UInt8]?, sslContext: NIOSSLContext?) {
@@ -61,6 +63,9 @@ public final class ProcessorUpstreamStandIn: Sendable {
             standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil)
         }
         let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, _ in
+            if head.uri.hasPrefix(ReceivedRadialRequest.pathPrefix) {
+                return standIn.respondRadial(path: head.uri, body: body, apiKey: head.headers["apiKey"].first)
+            }
             if head.uri.hasPrefix(ReceivedMercuryPayRequest.pathPrefix) {
                 return standIn.respondMercuryPay(path: head.uri, body: body, authorization: head.headers["Authorization"].first)
             }
@@ -100,10 +105,14 @@ public final class ProcessorUpstreamStandIn: Sendable {
     /// Every MercuryPay request received so far, oldest first.
     public var receivedMercuryPay: [ReceivedMercuryPayRequest] { state.withLock { $0.receivedMercuryPay } }
 
+    /// Every Radial request received so far, oldest first.
+    public var receivedRadial: [ReceivedRadialRequest] { state.withLock { $0.receivedRadial } }
+
     public func clearReceived() {
         state.withLock {
             $0.received = []
             $0.receivedMercuryPay = []
+            $0.receivedRadial = []
         }
     }
 

@@ -437,7 +437,8 @@ struct OpenAPIVaultTests {
                     .replacingOccurrences(of: "{id}", with: "1234567890123456789").replacingOccurrences(
                         of: "{token}", with: "4111111111111111"
                     ).replacingOccurrences(of: "{merchantId}", with: "merchant.com.example").replacingOccurrences(
-                        of: "{eventId}", with: "event-1")
+                        of: "{eventId}", with: "event-1"
+                    ).replacingOccurrences(of: "{StoreID}", with: "TMSUS")
                 let method = HTTPMethod(rawValue: String(operation.prefix { $0 != " " }))
                 let reply = try await server.send(method, path, apiKey: .some(nil))
                 #expect(document.documentedStatuses(operation).contains(reply.status), "\(operation): \(reply.status) \(reply.text)")

@@ -17,7 +17,7 @@ struct RelayFixture: Sendable {
     /// upstream must have seen no registration ID, no encrypted token and no missing card data.
     static func with(
         tls: Bool = false, configure: @escaping @Sendable (UpstreamConfiguration) -> RelayConfiguration,
-        _ body: (RelayFixture) async throws -> Void
+        adjust: @escaping @Sendable (inout ServerConfiguration) throws -> Void = { _ in }, _ body: (RelayFixture) async throws -> Void
     ) async throws {
         let upstream = try await ProcessorUpstreamStandIn.start(tls: tls)
         let directory = NSTemporaryDirectory() + "paywarden-relay-\(UUID().uuidString.prefix(8))"
@@ -29,10 +29,12 @@ struct RelayFixture: Sendable {
                 var base = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: timeout)
                 if let caPath { base.extraTrustRoots = try NIOSSLCertificate.fromPEMFile(caPath) }
                 configuration.relay = configure(base)
+                try adjust(&configuration)
             } _: { server in
                 try await body(RelayFixture(server: server, upstream: upstream))
                 for received in upstream.received { #expect(received.problems.isEmpty, "\(received.problems)") }
                 for received in upstream.receivedMercuryPay { #expect(received.problems.isEmpty, "\(received.problems)") }
+                for received in upstream.receivedRadial { #expect(received.problems.isEmpty, "\(received.problems)") }
             }
         } catch {
             try? await upstream.stop()

@@ -251,6 +251,11 @@ public struct PaywardenServer: Sendable {
             registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: mercuryPayRelay)
         router.post(RouterPath(MercuryPayOperation.saleByRecordNo.path), use: mercuryPay.saleByRecordNo)
         router.post(RouterPath(MercuryPayOperation.authorizeByRecordNo.path), use: mercuryPay.authorizeByRecordNo)
+        let radial = RadialController(
+            relay: RadialRelay(service: vaultService, upstream: relay.radial, apiKey: configuration.relay.radialAPIKey, logger: logger),
+            registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes)
+        router.post("/v1.0/stores/{StoreID}/payments/decryptblob", use: radial.decryptBlob)
+        router.post("/v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml", use: radial.authorize)
     }
 
     private func operationsRouter() -> Router<PaywardenRequestContext> {

@@ -64,15 +64,18 @@ public struct RelayConfiguration: Sendable {
     public var radial: UpstreamConfiguration?
     /// Where the MercuryPay upstream takes the cryptogram and ECI; by default neither is sent.
     public var mercuryPayFields: MercuryPayForwarding.Options
+    /// Radial's `apiKey` header for its upstream, when configured.
+    public var radialAPIKey: Sensitive<String>?
 
     public init(
         cnp: UpstreamConfiguration? = nil, mercuryPay: UpstreamConfiguration? = nil, radial: UpstreamConfiguration? = nil,
-        mercuryPayFields: MercuryPayForwarding.Options = .init()
+        mercuryPayFields: MercuryPayForwarding.Options = .init(), radialAPIKey: Sensitive<String>? = nil
     ) {
         self.cnp = cnp
         self.mercuryPay = mercuryPay
         self.radial = radial
         self.mercuryPayFields = mercuryPayFields
+        self.radialAPIKey = radialAPIKey
     }
 
     public init(settings: RelaySettings) throws(ConfigurationError) {
@@ -87,6 +90,9 @@ public struct RelayConfiguration: Sendable {
         radial = try Self.upstream(
             settings.radial, format: .radial, timeout: settings.timeout, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
             passwordFile: nil)
+        if let path = settings.radialAPIKeyFile {
+            radialAPIKey = Sensitive(try Self.readPassword(path, setting: C.relayRadialUpstreamAPIKeyFile))
+        }
     }
 
     /// Every configured upstream.

@@ -8,6 +8,9 @@ public struct RadialFault: Sendable, Hashable {
     /// Paywarden's fault codes (Radial documents the shape, not a code list).
     public enum Code: String, Sendable, Hashable, CaseIterable {
         case validationFailed = "VALIDATION_FAILED"
+        /// No valid credential, or one without the right to this operation.
+        case unauthorized = "UNAUTHORIZED"
+        case forbidden = "FORBIDDEN"
         case tokenNotAccepted = "TOKEN_NOT_ACCEPTED"
         case upstreamUnavailable = "SERVICE_UNAVAILABLE"
         case upstreamTimeout = "TIMEOUT"

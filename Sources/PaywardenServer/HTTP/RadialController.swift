@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ProcessorMessages
+
+/// Radial's routes (processor-apis.md §3), answered in Radial's XML, refusals as its `Fault`:
+/// - `POST /v1.0/stores/{StoreID}/payments/decryptblob`: a `DecryptBlobRequest` decrypted here
+///   (scope `decrypt`);
+/// - `POST /v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml`: a digital-wallet
+///   `CreditCardAuthRequest` relayed to the configured upstream (scope `redeem`).
+///
+/// Both take `Authorization: Bearer KEY`, a key with an organisation (the token issued belongs to
+/// it). The store ID goes into the upstream's path, so it must be a plain identifier.
+struct RadialController {
+    let relay: RadialRelay
+    let registry: APIKeyRegistry
+    let maxBodyBytes: Int
+
+    func decryptBlob(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let caller: Caller
+        switch try await admit(request, context: context, scope: .decrypt) {
+        case .refused(let reply): return Self.xml(reply)
+        case .admitted(let admitted): caller = admitted
+        }
+        do throws(ProcessorMessageError) {
+            let parsed = try RadialDecryptBlobRequest.parse(caller.body)
+            return Self.xml(await relay.decryptBlob(parsed, organization: caller.organization))
+        } catch {
+            return Self.xml(relay.fault(.validationFailed, error.message, .badRequest))
+        }
+    }
+
+    func authorize(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let caller: Caller
+        switch try await admit(request, context: context, scope: .redeem) {
+        case .refused(let reply): return Self.xml(reply)
+        case .admitted(let admitted): caller = admitted
+        }
+        do throws(ProcessorMessageError) {
+            let parsed = try RadialCreditCardAuthRequest.parse(caller.body)
+            return Self.xml(await relay.authorize(parsed, storeID: caller.storeID, organization: caller.organization))
+        } catch {
+            return Self.xml(relay.fault(.validationFailed, error.message, .badRequest))
+        }
+    }
+
+    private struct Caller {
+        let organization: String
+        let storeID: String
+        let body: [UInt8]
+    }
+
+    private enum Admission {
+        case admitted(Caller)
+        case refused(RadialRelay.Reply)
+    }
+
+    /// The key, its scope and organisation, the store ID, then the body.
+    private func admit(_ request: Request, context: PaywardenRequestContext, scope: APIScope) async throws -> Admission {
+        guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer ",
+            let key = registry.authenticate(header.dropFirst(7).trimmingCharacters(in: .whitespaces))
+        else {
+            var reply = relay.fault(.unauthorized, "unauthorized: send an API key as Authorization: Bearer KEY", .unauthorized)
+            reply.headers[.wwwAuthenticate] = "Bearer"
+            return .refused(reply)
+        }
+        guard key.scopes.contains(scope), let organization = key.organization else {
+            return .refused(
+                relay.fault(.forbidden, "forbidden: API key \(key.name) needs the \(scope.rawValue) scope and an organisation", .forbidden))
+        }
+        let storeID = context.parameters.get("StoreID") ?? ""
+        guard (1...40).contains(storeID.utf8.count),
+            storeID.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_".unicodeScalars.contains($0))
+            })
+        else {
+            return .refused(relay.fault(.validationFailed, "the store ID must be 1–40 letters, digits, '-' or '_'", .badRequest))
+        }
+        return .admitted(
+            Caller(organization: organization, storeID: storeID, body: try await RequestBody.collect(request, limit: maxBodyBytes)))
+    }
+
+    static func xml(_ reply: RadialRelay.Reply) -> Response {
+        var headers = reply.headers
+        headers[.contentType] = "application/xml; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        return Response(
+            status: reply.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: ProcessorXML.serialize(reply.document))))
+    }
+}

@@ -1,0 +1,259 @@
+import ApplePay
+import Foundation
+import PaywardenConfiguration
+import PaywardenServer
+import PaywardenTestTraits
+import PaywardenTesting
+import Testing
+
+/// Radial end to end: forged Apple Pay tokens in a `DecryptBlobRequest` (answered here with the
+/// high-value token) and in a digital-wallet `CreditCardAuthRequest` relayed to a stand-in upstream
+/// as the card-not-present authorization of the card's tender type, checked there for the DPAN,
+/// expiry and cryptogram and the absence of the wallet token; the reply with the token in
+/// `PaymentAccountUniqueId`; a real Apple-signed token in the same request refused for its signing
+/// time only; faults; an upstream down, slow or answering garbage; logs without card data.
+@Suite(.serialized, .releasesTestResources)
+struct RadialRelayTests {
+    static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
+    static let namespace = "http://api.gsicommerce.com/schema/checkout/1.0"
+    static let app = APIKey.generate(name: "radial-app", scopes: [.decrypt, .redeem], organization: "example")
+
+    func withFixture(
+        upstream configured: Bool = true, trustingApple: Bool = false, _ body: (RelayFixture) async throws -> Void
+    ) async throws {
+        try await RelayFixture.with { base in
+            var upstream = base
+            upstream.format = .radial
+            return RelayConfiguration(radial: configured ? upstream : nil, radialAPIKey: configured ? .init("radial-upstream-key") : nil)
+        } adjust: { configuration in
+            configuration.apiKeys = APIKeyRegistry(keys: configuration.apiKeys.keys + [try APIKey(entry: Self.app.entry)])
+            if trustingApple {
+                // Apple's root beside the test root, as in production, for a token Apple signed.
+                configuration.trustAnchors = TrustAnchors(
+                    certificates: configuration.trustAnchors.certificates + TrustAnchors.apple.certificates, source: "test root and Apple")
+            }
+        } _: { fixture in
+            try await body(fixture)
+        }
+    }
+
+    // MARK: Messages
+
+    struct Blob {
+        let data, ephemeralPublicKey, publicKeyHash, transactionId, signature, version: String
+
+        init(_ token: [UInt8]) throws {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(token)) as? [String: Any])
+            let header = try #require(object["header"] as? [String: Any])
+            data = try #require(object["data"] as? String)
+            signature = try #require(object["signature"] as? String)
+            version = try #require(object["version"] as? String)
+            ephemeralPublicKey = try #require(header["ephemeralPublicKey"] as? String)
+            publicKeyHash = try #require(header["publicKeyHash"] as? String)
+            transactionId = try #require(header["transactionId"] as? String)
+        }
+    }
+
+    func decryptBlobRequest(_ token: [UInt8]) throws -> [UInt8] {
+        let blob = try Blob(token)
+        return Array(
+            (#"<DecryptBlobRequest xmlns="\#(Self.namespace)"><AlgorithmVersion>1</AlgorithmVersion><EncryptionHeader>"#
+                + "<EphemeralPublicKey>\(blob.ephemeralPublicKey)</EphemeralPublicKey><TransactionId>\(blob.transactionId)</TransactionId>"
+                + "<PublicKeyHash>\(blob.publicKeyHash)</PublicKeyHash></EncryptionHeader><Version>\(blob.version)</Version>"
+                + "<Data>\(blob.data)</Data><Signature>\(blob.signature)</Signature></DecryptBlobRequest>").utf8)
+    }
+
+    /// The digital-wallet authorization of seed 003's element table, around `token`.
+    func walletAuthorization(_ token: [UInt8], orderID: String = "ORDER-0005", omitting omitted: String? = nil) throws -> [UInt8] {
+        let blob = try Blob(token)
+        let address =
+            "<Line1>123 Main St</Line1><City>King of Prussia</City><MainDivision>PA</MainDivision><CountryCode>US</CountryCode>"
+            + "<PostalCode>19406</PostalCode>"
+        let elements: [(String, String)] = [
+            (
+                "WalletPaymentInformation",
+                "<ApplePayTransactionId>\(blob.transactionId)</ApplePayTransactionId>"
+                    + "<EphemeralPublicKey>\(blob.ephemeralPublicKey)</EphemeralPublicKey>"
+                    + "<PublicKeyHash>\(blob.publicKeyHash)</PublicKeyHash>"
+                    + "<Version>\(blob.version)</Version><Data>\(blob.data)</Data><Signature>\(blob.signature)</Signature>"
+            ),
+            ("OrderId", orderID), ("Amount", "14.99"), ("BillingFirstName", "Jane"), ("BillingLastName", "Doe"),
+            ("BillingPhoneNo", "6101234567"), ("BillingAddress", address), ("CustomerEmail", "jane@example.com"),
+            ("CustomerIPAddress", "203.0.113.7"), ("ShipToFirstName", "Jane"), ("ShipToLastName", "Doe"),
+            ("ShippingAddress", address), ("SchemaVersion", "1.2"), ("PaymentId", "b33j9ynrb400"),
+        ]
+        var text = #"<?xml version="1.0" encoding="UTF-8"?><CreditCardAuthRequest xmlns="\#(Self.namespace)" requestId="REQ-1">"#
+        for (name, value) in elements where name != omitted {
+            text += name == "Amount" ? #"<Amount currencyCode="USD">\#(value)</Amount>"# : "<\(name)>\(value)</\(name)>"
+        }
+        return Array((text + "</CreditCardAuthRequest>").utf8)
+    }
+
+    static let decryptPath = "/v1.0/stores/TMSUS/payments/decryptblob"
+    static let authorizationPath = "/v1.0/stores/TMSUS/payments/creditcard/auth/DW.xml"
+
+    func post(_ server: TestServer, _ path: String, _ body: [UInt8], key: String? = app.key) async throws -> TestServer.Reply {
+        try await server.send(.POST, path, body: body, apiKey: .some(key), contentType: "application/xml")
+    }
+
+    // MARK: Tests
+
+    @Test func decryptBlobIsAnsweredWithTheTokenAndNeverTheCardData() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            let pan = "4457119922391006"
+            let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+            let reply = try await post(server, Self.decryptPath, try decryptBlobRequest(token))
+            let text = reply.text
+            #expect(reply.status == 200 && text.contains("<DecryptBlobReply xmlns=\"\(Self.namespace)\""), "\(text)")
+            let issued = try #require(element("PaymentAccountUniqueId", in: text))
+            #expect(issued.count == 16 && issued.hasPrefix("445711") && issued.hasSuffix("1006") && issued != pan)
+            #expect(text.contains(#"<PaymentAccountUniqueId isToken="true">"#))
+            #expect(element("ExpirationDate", in: text) == "2029-12" && element("TenderType", in: text) == "VC")
+            #expect(element("CurrencyCode", in: text) == "978" && element("TransactionAmount", in: text) == "1999")
+            let transactionID = try Blob(token).transactionId
+            #expect(element("ECI", in: text) == "7" && element("ApplePayTransactionId", in: text) == transactionID)
+            #expect(!text.contains(pan) && !text.contains(Self.cryptogram))
+            // Once: the same token again is a replay.
+            let again = try await post(server, Self.decryptPath, try decryptBlobRequest(token))
+            #expect(again.status == 422 && element("Code", in: again.text) == "TOKEN_NOT_ACCEPTED", "\(again.status) \(again.text)")
+            #expect(element("Description", in: again.text)?.hasPrefix("replayed_transaction: ") == true)
+            // The relay's key lacks no scope here; the vault key lacks decrypt.
+            let forbidden = try await post(server, Self.decryptPath, try decryptBlobRequest(try server.ecToken()), key: server.vaultKey)
+            #expect(forbidden.status == 403 && element("Code", in: forbidden.text) == "FORBIDDEN")
+            #expect(fixture.upstream.receivedRadial.isEmpty)
+            #expect(!server.logs.text.contains(pan) && !server.logs.text.contains(Self.cryptogram))
+        }
+    }
+
+    @Test func aWalletAuthorizationIsRelayedWithTheCardDataAndAnsweredWithTheToken() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "5204245250003005"
+            let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+            let reply = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+            let text = reply.text
+            #expect(reply.status == 200 && text.contains("<CreditCardAuthReply"), "\(text)")
+
+            let received = try #require(upstream.receivedRadial.first)
+            #expect(upstream.receivedRadial.count == 1 && received.path == "/v1.0/stores/TMSUS/payments/creditcard/auth/MC.xml")
+            #expect(received.accountNumber == pan && received.expirationDate == "2029-12")
+            #expect(received.cryptogram == Self.cryptogram && received.eci == "7" && received.orderId == "ORDER-0005")
+            #expect(received.apiKey == "radial-upstream-key" && !received.text.contains(Self.app.key))
+            let blob = try Blob(token)
+            #expect(!received.text.contains(blob.data) && !received.text.contains(blob.signature))
+            // What the relay does not know travels on.
+            #expect(received.element("PaymentId")?.text == "b33j9ynrb400" && received.element("SchemaVersion")?.text == "1.2")
+
+            let issued = try #require(element("PaymentAccountUniqueId", in: text))
+            #expect(text.contains(#"<PaymentAccountUniqueId isToken="true">"#) && issued.count == 16 && issued.hasSuffix("3005"))
+            #expect(element("ResponseCode", in: text) == "APPROVED" && element("TenderType", in: text) == "MC")
+            #expect(!text.contains(pan) && !text.contains(Self.cryptogram), "\(text)")
+            let log = server.logs.text
+            #expect(!log.contains(pan) && !log.contains(Self.cryptogram) && !log.contains("radial-upstream-key"))
+            let metrics = try await server.operations("/metrics").text
+            #expect(metrics.contains(#"paywarden_upstream_requests_total{format="radial",outcome="ok"} 1"#), "\(metrics)")
+
+            // A decline keeps the token (the card was tokenized) and passes the codes through.
+            upstream.setAnswer(.decline(code: "05", message: "Do not honor"))
+            let declined = try await post(
+                server, Self.authorizationPath,
+                try walletAuthorization(try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))))
+            #expect(declined.status == 200 && element("ResponseCode", in: declined.text) == "DECL")
+            #expect(element("PaymentAccountUniqueId", in: declined.text) == issued && !declined.text.contains(pan))
+        }
+    }
+
+    @Test func aRealAppleSignedTokenInTheSeedsRequestIsRefusedForItsSigningTimeOnly() async throws {
+        try #require(ConformanceVectors.available, "vectors absent: set PAYWARDEN_VECTORS (\(ConformanceVectors.directory))")
+        try await withFixture(trustingApple: true) { fixture in
+            let token = Array(try ConformanceVectors.data("gala-2014", "token.json"))
+            let reply = try await post(fixture.server, Self.authorizationPath, try walletAuthorization(token))
+            #expect(reply.status == 422, "\(reply.status) \(reply.text)")
+            #expect(element("Code", in: reply.text) == "TOKEN_NOT_ACCEPTED", "\(reply.text)")
+            #expect(element("Description", in: reply.text)?.hasPrefix("signing_time_out_of_window: ") == true, "\(reply.text)")
+            #expect(fixture.upstream.receivedRadial.isEmpty)
+        }
+    }
+
+    @Test func malformedRequestsNameTheirFaultAndReachNothing() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let token = try server.ecToken()
+            for omitted in ["OrderId", "BillingAddress", "CustomerEmail", "WalletPaymentInformation"] {
+                let reply = try await post(server, Self.authorizationPath, try walletAuthorization(token, omitting: omitted))
+                #expect(reply.status == 400 && element("Code", in: reply.text) == "VALIDATION_FAILED", "\(omitted): \(reply.text)")
+                #expect(reply.text.contains(omitted), "\(omitted): \(reply.text)")
+            }
+            let hostile: [(String, [UInt8])] = [
+                ("a DTD", Array(#"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>"#.utf8)),
+                ("another root", Array(#"<DecryptBlobRequest xmlns="\#(Self.namespace)"/>"#.utf8)),
+                ("a long order id", try walletAuthorization(token, orderID: String(repeating: "9", count: 21))),
+            ]
+            for (why, body) in hostile {
+                let reply = try await post(server, Self.authorizationPath, body)
+                #expect(reply.status == 400 && element("Code", in: reply.text) == "VALIDATION_FAILED", "\(why): \(reply.text)")
+            }
+            let store = try await server.send(
+                .POST, "/v1.0/stores/a%2F..%2Fb/payments/creditcard/auth/DW.xml", body: try walletAuthorization(token),
+                apiKey: .some(Self.app.key), contentType: "application/xml")
+            #expect(store.status == 400 && store.text.contains("store ID"), "\(store.text)")
+            let unauthorized = try await post(server, Self.authorizationPath, try walletAuthorization(token), key: nil)
+            #expect(unauthorized.status == 401 && element("Code", in: unauthorized.text) == "UNAUTHORIZED")
+            #expect(upstream.receivedRadial.isEmpty)
+            // The token was never decrypted: its transaction id is still free.
+            let fine = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+            #expect(fine.status == 200, "\(fine.text)")
+        }
+    }
+
+    @Test func anUpstreamThatIsDownSlowOrUnusableIsAFaultAfterOneAttempt() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            func authorize() async throws -> TestServer.Reply {
+                try await post(server, Self.authorizationPath, try walletAuthorization(try server.ecToken()))
+            }
+            upstream.setAnswer(.garbage)
+            let garbage = try await authorize()
+            #expect(garbage.status == 502 && element("Code", in: garbage.text) == "SYSTEM_ERROR", "\(garbage.text)")
+            upstream.setAnswer(.approve)
+            upstream.setDelay(RelayFixture.timeout + .seconds(2))
+            let slow = try await authorize()
+            #expect(slow.status == 504 && element("Code", in: slow.text) == "TIMEOUT", "\(slow.text)")
+            try await Task.sleep(for: .seconds(2))
+            #expect(upstream.receivedRadial.count == 2)
+            try await upstream.stop()
+            let down = try await authorize()
+            #expect(down.status == 503 && element("Code", in: down.text) == "SERVICE_UNAVAILABLE", "\(down.text)")
+            #expect(down.text.contains("nothing was sent") && down.headers.contains { $0.0.lowercased() == "retry-after" })
+        }
+    }
+
+    @Test func withoutAnUpstreamAuthorizationsAreRefusedAndDecryptStillAnswers() async throws {
+        try await withFixture(upstream: false) { fixture in
+            let server = fixture.server
+            let token = try server.ecToken()
+            let refused = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+            #expect(refused.status == 503 && element("Code", in: refused.text) == "SERVICE_UNAVAILABLE", "\(refused.text)")
+            // Nothing was decrypted: the same token is still good for the decrypt API.
+            let decrypted = try await post(server, Self.decryptPath, try decryptBlobRequest(token))
+            #expect(decrypted.status == 200, "\(decrypted.text)")
+        }
+    }
+
+    @Test func theUpstreamKeyFileIsChecked() async throws {
+        let keyFile = NSTemporaryDirectory() + "paywarden-radial-key-\(UUID().uuidString.prefix(8))"
+        try Data("radial-key\n".utf8).write(to: URL(fileURLWithPath: keyFile))
+        defer { try? FileManager.default.removeItem(atPath: keyFile) }
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await PaywardenSettings.load(environment: ["PAYWARDEN_RELAY_RADIAL_UPSTREAM_API_KEY_FILE": keyFile])
+        }
+        #expect(error?.message.contains("PAYWARDEN_RELAY_RADIAL_UPSTREAM") == true, "\(error?.message ?? "")")
+        let settings = try await PaywardenSettings.load(environment: [
+            "PAYWARDEN_RELAY_RADIAL_UPSTREAM": "https://radial.example.com", "PAYWARDEN_RELAY_RADIAL_UPSTREAM_API_KEY_FILE": keyFile,
+        ])
+        let configuration = try ServerConfiguration(settings: settings)
+        #expect(configuration.relay.radial?.format == .radial && configuration.relay.radialAPIKey?.revealed == "radial-key")
+        #expect(!settings.effective.map(\.displayValue).contains { $0.contains("radial-key") && !$0.contains(keyFile) })
+    }
+}
