@@ -16,6 +16,8 @@ public struct RelaySettings: Sendable {
     }
 
     public var cnp: Upstream?
+    /// The cnpAPI merchantIds each organisation may send upstream.
+    public var cnpMerchantIDs: [String: Set<String>]
     public var mercuryPay: Upstream?
     public var radial: Upstream?
     /// The MercuryPay upstream's JSON fields for the cryptogram and the ECI, when it takes them.
@@ -31,6 +33,7 @@ public struct RelaySettings: Sendable {
         cnp = try Self.upstream(&reader, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA)
         try Self.credentials(
             &reader, for: &cnp, url: C.relayCnpUpstream, user: C.relayCnpUpstreamUser, file: C.relayCnpUpstreamPasswordFile)
+        cnpMerchantIDs = try Self.merchantIDs(&reader, upstream: cnp)
         mercuryPay = try Self.upstream(&reader, url: C.relayMercuryPayUpstream, ca: C.relayMercuryPayUpstreamCA)
         try Self.credentials(
             &reader, for: &mercuryPay, url: C.relayMercuryPayUpstream, user: C.relayMercuryPayUpstreamUser,
@@ -70,6 +73,40 @@ public struct RelaySettings: Sendable {
         }
         upstream?.user = user
         upstream?.passwordFile = passwordFile
+    }
+
+    /// `ORGANIZATION=MERCHANTID` entries. With an upstream they are required: it authorizes on
+    /// Paywarden's credentials for whatever merchantId a request names, so without them any
+    /// organisation could charge to any merchant.
+    private static func merchantIDs(_ reader: inout SettingsReader, upstream: Upstream?) throws(ConfigurationError) -> [String: Set<String>]
+    {
+        typealias C = SettingCatalog
+        var map: [String: Set<String>] = [:]
+        for entry in try reader.list(C.relayCnpMerchantIDs) {
+            let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let isName = { (text: String, maximum: Int) in
+                (1...maximum).contains(text.utf8.count)
+                    && text.unicodeScalars.allSatisfy {
+                        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
+                    }
+            }
+            guard parts.count == 2, isName(parts[0], 64), isName(parts[1], 50) else {
+                throw ConfigurationError(C.relayCnpMerchantIDs, value: entry, expected: "ORGANIZATION=MERCHANTID (letters, digits, . _ -)")
+            }
+            map[parts[0], default: []].insert(parts[1])
+        }
+        if upstream != nil, map.isEmpty {
+            throw ConfigurationError(
+                "\(C.relayCnpUpstream.environmentName) is set without \(C.relayCnpMerchantIDs.environmentName): the upstream acts on "
+                    + "Paywarden's credentials for whatever merchantId a request names, so say which merchantIds each organisation may "
+                    + "use (ORGANIZATION=MERCHANTID, comma-separated)")
+        }
+        if upstream == nil, !map.isEmpty {
+            throw ConfigurationError(
+                "\(C.relayCnpMerchantIDs.environmentName) is set without \(C.relayCnpUpstream.environmentName): there is no "
+                    + "upstream to bind")
+        }
+        return map
     }
 
     /// A JSON field name of the upstream's (letters, digits, `_`), one Paywarden does not already

@@ -133,6 +133,10 @@ public enum SettingCatalog {
             + "with an empty password")
     public static let relayCnpUpstreamPasswordFile = Setting(
         "relay_cnp_upstream_password_file", .path, "a file holding the cnpAPI upstream's password (mode 0600), read at start-up")
+    public static let relayCnpMerchantIDs = Setting(
+        "relay_cnp_merchant_ids", .list,
+        "ORGANIZATION=MERCHANTID entries: the cnpAPI merchantIds each organisation may send upstream (one entry per merchantId); "
+            + "required with relay_cnp_upstream, since the upstream acts on Paywarden's credentials for whichever merchantId it gets")
     public static let relayMercuryPayUpstream = Setting(
         "relay_mercurypay_upstream", .url,
         "base URL of the MercuryPay engine that relayed SaleByRecordNo and AuthorizeByRecordNo requests go to (as BASE/PaymentsAPI/"
@@ -193,7 +197,8 @@ public enum SettingCatalog {
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
         applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,
-        relayCnpUpstream, relayCnpUpstreamCA, relayCnpUpstreamUser, relayCnpUpstreamPasswordFile, relayMercuryPayUpstream,
+        relayCnpUpstream, relayCnpUpstreamCA, relayCnpUpstreamUser, relayCnpUpstreamPasswordFile, relayCnpMerchantIDs,
+        relayMercuryPayUpstream,
         relayMercuryPayUpstreamCA, relayMercuryPayUpstreamUser, relayMercuryPayUpstreamPasswordFile, relayMercuryPayCryptogramField,
         relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayRadialUpstreamAPIKeyFile,
         relayUpstreamTimeoutSeconds,

@@ -127,6 +127,21 @@ struct CnpRewriteTests {
         #expect(rewritten.user == "UPSTREAM" && rewritten.password == "upstream-pass")
     }
 
+    @Test func passesThroughWhatNeedsNoCardDataButNeverAPaypageOrApplePay() throws {
+        let account = CnpUpstreamRewriter.UpstreamAccount(user: "UPSTREAM", password: "upstream-pass")
+        let withCard = envelope(authorization(source: "<card><type>VI</type><number>4111111111111111</number></card>"))
+        let cardRequest = try CnpOnlineRequest.parse(Array(withCard.utf8))
+        let passed = try CnpOnlineRequest.parse(
+            ProcessorXML.serialize(try CnpUpstreamRewriter.passthroughRequest(cardRequest, account: account)))
+        #expect(passed.user == "UPSTREAM" && passed.password == "upstream-pass" && passed.merchantId == cardRequest.merchantId)
+        #expect(serialized(passed.document).contains("<number>4111111111111111</number>"))
+        for fixture in ["cnp-authorization-paypage.xml", "litle-sale-applepay.xml", "cnp-register-token-applepay.xml"] {
+            let request = try CnpOnlineRequest.parse(try Fixture.bytes(fixture))
+            let code = messageError { _ = try CnpUpstreamRewriter.passthroughRequest(request, account: account) }?.code
+            #expect(code == .unsupportedPaymentSource || code == .unsupportedTransaction, "\(fixture)")
+        }
+    }
+
     @Test func refusesWhatItCannotRewrite() throws {
         let registration = try CnpOnlineRequest.parse(try Fixture.bytes("cnp-register-token-applepay.xml"))
         #expect(

@@ -29,7 +29,7 @@ struct CnpRelayTests {
         try await RelayFixture.with(tls: tls) { base in
             var relay = base
             if credentials { relay.credentials = .init(user: "upstream-user", password: "upstream-secret") }
-            return RelayConfiguration(cnp: relay)
+            return RelayConfiguration(cnp: relay, cnpMerchantIDs: ["example": ["01234", "01235"], "rival": ["56789"]])
         } _: { fixture in
             try await body(fixture)
         }
@@ -37,11 +37,13 @@ struct CnpRelayTests {
 
     // MARK: Messages
 
-    func envelope(_ namespace: Namespace, user: String = "merchant-server", password: String, _ transaction: String) -> [UInt8] {
+    func envelope(
+        _ namespace: Namespace, user: String = "merchant-server", password: String, merchantId: String = "01234", _ transaction: String
+    ) -> [UInt8] {
         Array(
             """
             <?xml version="1.0" encoding="UTF-8"?>
-            <\(namespace.root) version="12.10" xmlns="\(namespace.rawValue)" merchantId="01234">\
+            <\(namespace.root) version="12.10" xmlns="\(namespace.rawValue)" merchantId="\(merchantId)">\
             <authentication><user>\(user)</user><password>\(password)</password></authentication>\
             \(transaction)</\(namespace.root)>
             """.utf8)
@@ -155,7 +157,7 @@ struct CnpRelayTests {
             let id = try await register(server, pan: "4457119922393002")
             // Another organisation's key does not know the ID: 877.
             let unknown = try await post(
-                server, envelope(.cnp, user: "rival-server", password: server.rivalKey, paypage(registrationID: id))
+                server, envelope(.cnp, user: "rival-server", password: server.rivalKey, merchantId: "56789", paypage(registrationID: id))
             ).text
             #expect(element("response", in: unknown) == "877" && unknown.contains("<authorizationResponse"), "\(unknown)")
             #expect(element("orderId", in: unknown) == "o-1" && !unknown.contains("tokenResponse"))
@@ -171,23 +173,34 @@ struct CnpRelayTests {
         }
     }
 
-    @Test func otherSourcesAndTransactionsAreNotRelayed() async throws {
-        try await withFixture(credentials: false) { fixture in
+    @Test func otherSourcesAndTransactionsPassThroughForTheOrganisationsMerchantsOnly() async throws {
+        try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)
-            // A card sale or a capture would reach the upstream under Paywarden's credentials with
-            // whatever merchant the client named: refused until organisations are bound to theirs.
             let card =
                 #"<authorization id="p1" reportGroup="web"><orderId>o-9</orderId><amount>500</amount><orderSource>ecommerce</orderSource>"#
                 + "<card><type>VI</type><number>4111111111111111</number><expDate>1230</expDate></card></authorization>"
             let capture = #"<capture id="c1" reportGroup="web"><cnpTxnId>123456789012345678</cnpTxnId></capture>"#
-            for transaction in [card, capture] {
-                let reply = try await post(server, envelope(.cnp, password: server.vaultKey, transaction))
-                #expect(
-                    reply.status == 200 && reply.text.contains(#"response="1""#) && reply.text.contains("nothing was sent"), "\(reply.text)"
-                )
-                #expect(!reply.text.contains("4111111111111111"))
+            // Another organisation's merchant, or one bound to none: refused, nothing sent (a paypage too).
+            for (password, merchantId) in [(server.vaultKey, "56789"), (server.vaultKey, "99999")] {
+                for transaction in [card, capture, paypage(registrationID: "1234567890123456789")] {
+                    let reply = try await post(server, envelope(.cnp, password: password, merchantId: merchantId, transaction))
+                    #expect(reply.status == 200 && reply.text.contains(#"response="1""#) && reply.text.contains("nothing was sent"))
+                }
             }
             #expect(upstream.received.isEmpty)
+            // The organisation's own merchants: passed through as written, but for the credentials.
+            let authorized = try await post(server, envelope(.cnp, password: server.vaultKey, merchantId: "01235", card))
+            #expect(authorized.status == 200 && element("response", in: authorized.text) == "000", "\(authorized.text)")
+            #expect(!authorized.text.contains("4111111111111111") && !authorized.text.contains("tokenResponse"), "\(authorized.text)")
+            let captured = try await post(server, envelope(.litle, password: server.vaultKey, capture))
+            #expect(captured.text.contains("<captureResponse id=\"c1\"") && element("response", in: captured.text) == "000")
+            #expect(upstream.received.count == 2)
+            for received in upstream.received {
+                #expect(received.user == "upstream-user" && received.password == "upstream-secret")
+                #expect(!received.text.contains(server.vaultKey))
+            }
+            #expect(upstream.received.first?.accountNumber == "4111111111111111" && upstream.received.first?.parsed?.merchantId == "01235")
+            #expect(!server.logs.text.contains("4111111111111111"))
         }
     }
 
@@ -305,6 +318,13 @@ struct CnpRelayTests {
                 "PAYWARDEN_RELAY_CNP_UPSTREAM_PASSWORD_FILE"
             ),
             (["PAYWARDEN_RELAY_CNP_UPSTREAM_CA": "/etc/hostname"], "PAYWARDEN_RELAY_CNP_UPSTREAM"),
+            // No merchant binding: any organisation could charge to any merchant.
+            (["PAYWARDEN_RELAY_CNP_UPSTREAM": "https://processor.example.com"], "PAYWARDEN_RELAY_CNP_MERCHANT_IDS"),
+            (
+                ["PAYWARDEN_RELAY_CNP_UPSTREAM": "https://processor.example.com", "PAYWARDEN_RELAY_CNP_MERCHANT_IDS": "example"],
+                "PAYWARDEN_RELAY_CNP_MERCHANT_IDS"
+            ),
+            (["PAYWARDEN_RELAY_CNP_MERCHANT_IDS": "example=01234"], "PAYWARDEN_RELAY_CNP_UPSTREAM"),
             (["PAYWARDEN_RELAY_RADIAL_UPSTREAM": "http://radial.example.com"], "PAYWARDEN_RELAY_RADIAL_UPSTREAM"),
             (["PAYWARDEN_RELAY_UPSTREAM_TIMEOUT_SECONDS": "0"], "PAYWARDEN_RELAY_UPSTREAM_TIMEOUT_SECONDS"),
         ]
@@ -319,6 +339,7 @@ struct CnpRelayTests {
         try Data("s3cret\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
         defer { try? FileManager.default.removeItem(atPath: passwordFile) }
         let settings = try await PaywardenSettings.load(environment: [
+            "PAYWARDEN_RELAY_CNP_MERCHANT_IDS": "example=01234,example=01235,rival=56789",
             "PAYWARDEN_RELAY_CNP_UPSTREAM": "http://127.0.0.1:9999", "PAYWARDEN_RELAY_CNP_UPSTREAM_USER": "upstream",
             "PAYWARDEN_RELAY_CNP_UPSTREAM_PASSWORD_FILE": passwordFile,
         ])
@@ -326,6 +347,7 @@ struct CnpRelayTests {
         let cnp = try #require(configuration.relay.cnp)
         #expect(cnp.credentials?.user == "upstream" && cnp.credentials?.password.revealed == "s3cret")
         #expect(cnp.timeout == .seconds(30) && configuration.relay.mercuryPay == nil)
+        #expect(configuration.relay.cnpMerchantIDs == ["example": ["01234", "01235"], "rival": ["56789"]])
         #expect(!settings.effective.map(\.displayValue).contains { $0.contains("s3cret") })
     }
 }

@@ -239,7 +239,9 @@ public struct PaywardenServer: Sendable {
             .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .detokenize))
             .post("/{token}/detokenize", use: controller.detokenize)
             .delete("/{token}", use: controller.deleteToken)
-        let cnpRelay = relay.cnp.map { CnpRelay(service: vaultService, upstream: $0, logger: logger) }
+        let cnpRelay = relay.cnp.map {
+            CnpRelay(service: vaultService, upstream: $0, merchantIDs: configuration.relay.cnpMerchantIDs, logger: logger)
+        }
         let cnp = CnpController(
             service: vaultService, registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: cnpRelay)
         router.post("/vap/communicator/online", use: cnp.online)

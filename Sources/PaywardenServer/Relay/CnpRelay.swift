@@ -9,10 +9,13 @@ import Vault
 /// expiry and cryptogram, Worldpay's merchant-decrypted form) and goes to the upstream once; the
 /// upstream's reply comes back with the high-value token in `tokenResponse` and account numbers
 /// masked. A registration ID that cannot be redeemed is declined here (877, 878) and the upstream
-/// sees nothing; one that was relayed is ended first, so its cryptogram is sent once. Nothing else
-/// is relayed: other transactions and payment sources (`card`, `token`, a capture, a credit) would
-/// reach the upstream under Paywarden's credentials with whatever merchant the client named, so
-/// until organisations are bound to their upstream merchant ids they are refused here.
+/// sees nothing; one that was relayed is ended first, so its cryptogram is sent once. Other
+/// transactions and payment sources (`card`, `token`, a capture, a credit) need no substitution and
+/// pass through unchanged but for the credentials, their replies masked the same way.
+///
+/// Merchants: the upstream acts on Paywarden's credentials for whichever `merchantId` a request
+/// names, so each organisation may name only the merchantIds bound to it (``merchantIDs``,
+/// `relay_cnp_merchant_ids`); any other is refused before anything is redeemed or sent.
 ///
 /// Credentials: the client's `<authentication>` holds its Paywarden API key, which never leaves.
 /// The upstream gets the configured user and password, or, without them, the client's user and an
@@ -27,6 +30,8 @@ import Vault
 struct CnpRelay: Sendable {
     let service: VaultService
     let upstream: UpstreamClient
+    /// The merchantIds each organisation may name.
+    let merchantIDs: [String: Set<String>]
     let logger: Logger
 
     /// The path under the upstream's base URL.
@@ -40,10 +45,16 @@ struct CnpRelay: Sendable {
     }
 
     func relay(_ request: CnpOnlineRequest, key: APIKey, organization: String) async -> Reply {
+        guard merchantIDs[organization]?.contains(request.merchantId) == true else {
+            return Self.refused(
+                request,
+                "merchantId \(request.merchantId) is not bound to the API key's organisation (relay_cnp_merchant_ids); nothing was sent")
+        }
         let transaction: CnpPaymentTransaction
         switch request.transaction {
         case .authorization(let value), .sale(let value): transaction = value
-        case .registerToken, .other: return Self.notRelayed(request, "\(request.transaction.name) is not relayed")
+        case .registerToken: return Self.refused(request, "registerTokenRequest is answered by Paywarden, not relayed")
+        case .other: return await passthrough(request)
         }
         let card: ForwardedCardData
         let issued: IssuedToken
@@ -71,31 +82,41 @@ struct CnpRelay: Sendable {
                 return refusal(request, transaction: transaction, failure: error)
             }
         case .other, .none:
-            return Self.notRelayed(request, "only a paypage or applepay payment source is relayed")
+            return await passthrough(request)
         }
-        return await forward(request, substituted: (card, issued))
-    }
-
-    /// Forwards the request with `substituted` card data in place of the paypage or applepay, and
-    /// rewrites the reply.
-    private func forward(_ request: CnpOnlineRequest, substituted: (card: ForwardedCardData, issued: IssuedToken)) async -> Reply {
-        let account = upstreamAccount(request)
         let document: ProcessorXML.Document
         do throws(ProcessorMessageError) {
-            document = try CnpUpstreamRewriter.upstreamRequest(request, card: substituted.card, account: account)
+            document = try CnpUpstreamRewriter.upstreamRequest(request, card: card, account: upstreamAccount(request))
         } catch {
             return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, refusing: error))
         }
+        let token = CnpResponseRewriter.TokenResult(
+            token: issued.token, code: issued.isNew ? .registered : .previouslyRegistered,
+            type: issued.network.rawValue.isEmpty ? card.resolvedNetwork?.cnpCode : issued.network.rawValue, bin: issued.firstSix)
+        return await exchange(request, document, token: token, card: card)
+    }
+
+    /// A transaction with nothing to substitute, sent as the client wrote it but for the credentials.
+    private func passthrough(_ request: CnpOnlineRequest) async -> Reply {
+        let document: ProcessorXML.Document
+        do throws(ProcessorMessageError) {
+            document = try CnpUpstreamRewriter.passthroughRequest(request, account: upstreamAccount(request))
+        } catch {
+            return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, refusing: error))
+        }
+        return await exchange(request, document, token: nil, card: nil)
+    }
+
+    /// Sends `document` once and rewrites the reply: `token` added, account numbers masked.
+    private func exchange(
+        _ request: CnpOnlineRequest, _ document: ProcessorXML.Document, token: CnpResponseRewriter.TokenResult?, card: ForwardedCardData?
+    ) async -> Reply {
         let reply: UpstreamClient.Reply
         do throws(UpstreamClient.Failure) {
             reply = try await upstream.post(Self.path, body: ProcessorXML.serialize(document), contentType: "text/xml; charset=utf-8")
         } catch {
             return systemError(request, error)
         }
-        let (card, issued) = substituted
-        let token = CnpResponseRewriter.TokenResult(
-            token: issued.token, code: issued.isNew ? .registered : .previouslyRegistered,
-            type: issued.network.rawValue.isEmpty ? card.resolvedNetwork?.cnpCode : issued.network.rawValue, bin: issued.firstSix)
         do throws(ProcessorMessageError) {
             return Reply(document: try CnpResponseRewriter.clientResponse(reply.body, token: token, forwarded: card))
         } catch {
@@ -144,11 +165,11 @@ struct CnpRelay: Sendable {
         return Reply(document: document, status: failure.status)
     }
 
-    /// A transaction Paywarden does not relay: a validation error naming why, and nothing sent.
-    static func notRelayed(_ request: CnpOnlineRequest, _ why: String) -> Reply {
-        let status = CnpEnvelopeStatus.schemaValidationFailed(
-            "\(why): Paywarden relays authorization and sale with a paypage registration ID or an applepay token; nothing was sent")
-        return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: status))
+    /// A request Paywarden does not relay: a validation error saying why; nothing was sent.
+    static func refused(_ request: CnpOnlineRequest, _ why: String) -> Reply {
+        Reply(
+            document: CnpOnlineResponse.errorEnvelope(
+                dialect: request.dialect, version: request.version, status: .schemaValidationFailed(why)))
     }
 
     static func transactionID() -> UInt64 { UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999) }

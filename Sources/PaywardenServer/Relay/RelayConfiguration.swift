@@ -60,6 +60,9 @@ public struct UpstreamConfiguration: Sendable {
 /// The relay's upstreams, one per format; a format without one refuses relayed requests.
 public struct RelayConfiguration: Sendable {
     public var cnp: UpstreamConfiguration?
+    /// The cnpAPI merchantIds each organisation may send upstream; an organisation without an
+    /// entry relays nothing.
+    public var cnpMerchantIDs: [String: Set<String>]
     public var mercuryPay: UpstreamConfiguration?
     public var radial: UpstreamConfiguration?
     /// Where the MercuryPay upstream takes the cryptogram and ECI; by default neither is sent.
@@ -68,10 +71,12 @@ public struct RelayConfiguration: Sendable {
     public var radialAPIKey: Sensitive<String>?
 
     public init(
-        cnp: UpstreamConfiguration? = nil, mercuryPay: UpstreamConfiguration? = nil, radial: UpstreamConfiguration? = nil,
+        cnp: UpstreamConfiguration? = nil, cnpMerchantIDs: [String: Set<String>] = [:], mercuryPay: UpstreamConfiguration? = nil,
+        radial: UpstreamConfiguration? = nil,
         mercuryPayFields: MercuryPayForwarding.Options = .init(), radialAPIKey: Sensitive<String>? = nil
     ) {
         self.cnp = cnp
+        self.cnpMerchantIDs = cnpMerchantIDs
         self.mercuryPay = mercuryPay
         self.radial = radial
         self.mercuryPayFields = mercuryPayFields
@@ -83,6 +88,7 @@ public struct RelayConfiguration: Sendable {
         cnp = try Self.upstream(
             settings.cnp, format: .cnpAPI, timeout: settings.timeout, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA,
             passwordFile: C.relayCnpUpstreamPasswordFile)
+        cnpMerchantIDs = settings.cnpMerchantIDs
         mercuryPay = try Self.upstream(
             settings.mercuryPay, format: .mercuryPay, timeout: settings.timeout, url: C.relayMercuryPayUpstream,
             ca: C.relayMercuryPayUpstreamCA, passwordFile: C.relayMercuryPayUpstreamPasswordFile)

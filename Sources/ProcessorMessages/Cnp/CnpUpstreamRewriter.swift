@@ -71,14 +71,40 @@ public enum CnpUpstreamRewriter {
             throw ProcessorMessageError(.cnpAPI, .missingField, field: transaction.kind.rawValue, "the transaction element is missing")
         }
         document.root.children[index] = .element(element)
-        if let account {
-            if let merchantId = account.merchantId { document.root.setAttribute("merchantId", value: merchantId) }
-            document.root.withFirstChild(named: "authentication", namespaceURI: namespace) { authentication in
-                authentication.withFirstChild(named: "user", namespaceURI: namespace) { $0.setText(account.user) }
-                authentication.withFirstChild(named: "password", namespaceURI: namespace) { $0.setText(account.password) }
-            }
-        }
+        if let account { use(account, in: &document, namespace: namespace) }
         return document
+    }
+
+    /// A transaction that needs no card data substituted (a `card` or `token` authorization, a
+    /// capture, a credit, …), unchanged but for the upstream's credentials. A `registerTokenRequest`,
+    /// which Paywarden answers, and a paypage or applepay, which must be substituted, are refused.
+    public static func passthroughRequest(
+        _ request: CnpOnlineRequest, account: UpstreamAccount
+    ) throws(ProcessorMessageError) -> ProcessorXML.Document {
+        switch request.transaction {
+        case .registerToken:
+            throw ProcessorMessageError(
+                .cnpAPI, .unsupportedTransaction, field: request.transaction.name, "registerTokenRequest is answered by Paywarden")
+        case .authorization(let transaction), .sale(let transaction):
+            guard !transaction.needsCardData else {
+                throw ProcessorMessageError(
+                    .cnpAPI, .unsupportedPaymentSource, field: transaction.kind.rawValue,
+                    "a paypage or applepay is replaced by the card data, never passed through")
+            }
+        case .other:
+            break
+        }
+        var document = request.document
+        use(account, in: &document, namespace: request.dialect.namespaceURI)
+        return document
+    }
+
+    private static func use(_ account: UpstreamAccount, in document: inout ProcessorXML.Document, namespace: String) {
+        if let merchantId = account.merchantId { document.root.setAttribute("merchantId", value: merchantId) }
+        document.root.withFirstChild(named: "authentication", namespaceURI: namespace) { authentication in
+            authentication.withFirstChild(named: "user", namespaceURI: namespace) { $0.setText(account.user) }
+            authentication.withFirstChild(named: "password", namespaceURI: namespace) { $0.setText(account.password) }
+        }
     }
 
     private static func paypageType(_ transaction: CnpPaymentTransaction) -> String? {
