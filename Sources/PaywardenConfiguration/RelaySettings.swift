@@ -13,6 +13,10 @@ public struct RelaySettings: Sendable {
         public var user: String?
         /// The file the password is read from (at start-up, by the server).
         public var passwordFile: String?
+        /// PEM files of the client certificate (with its chain) and its key, for an upstream that
+        /// requires mutual TLS.
+        public var clientCertificate: String?
+        public var clientKey: String?
     }
 
     public var cnp: Upstream?
@@ -30,11 +34,15 @@ public struct RelaySettings: Sendable {
 
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
-        cnp = try Self.upstream(&reader, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA)
+        cnp = try Self.upstream(
+            &reader, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA,
+            client: (C.relayCnpUpstreamClientCertificate, C.relayCnpUpstreamClientKey))
         try Self.credentials(
             &reader, for: &cnp, url: C.relayCnpUpstream, user: C.relayCnpUpstreamUser, file: C.relayCnpUpstreamPasswordFile)
         cnpMerchantIDs = try Self.merchantIDs(&reader, upstream: cnp)
-        mercuryPay = try Self.upstream(&reader, url: C.relayMercuryPayUpstream, ca: C.relayMercuryPayUpstreamCA)
+        mercuryPay = try Self.upstream(
+            &reader, url: C.relayMercuryPayUpstream, ca: C.relayMercuryPayUpstreamCA,
+            client: (C.relayMercuryPayUpstreamClientCertificate, C.relayMercuryPayUpstreamClientKey))
         try Self.credentials(
             &reader, for: &mercuryPay, url: C.relayMercuryPayUpstream, user: C.relayMercuryPayUpstreamUser,
             file: C.relayMercuryPayUpstreamPasswordFile)
@@ -45,7 +53,9 @@ public struct RelaySettings: Sendable {
                 "\(C.relayMercuryPayCryptogramField.environmentName) and \(C.relayMercuryPayECIField.environmentName) name the same "
                     + "field (\(field)): give each its own")
         }
-        radial = try Self.upstream(&reader, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA)
+        radial = try Self.upstream(
+            &reader, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
+            client: (C.relayRadialUpstreamClientCertificate, C.relayRadialUpstreamClientKey))
         radialAPIKeyFile = try reader.file(C.relayRadialUpstreamAPIKeyFile)
         if radialAPIKeyFile != nil, radial == nil {
             throw ConfigurationError(
@@ -132,22 +142,30 @@ public struct RelaySettings: Sendable {
         return name
     }
 
-    private static func upstream(_ reader: inout SettingsReader, url setting: Setting, ca: Setting) throws(ConfigurationError)
-        -> Upstream?
-    {
+    private static func upstream(
+        _ reader: inout SettingsReader, url setting: Setting, ca: Setting, client: (certificate: Setting, key: Setting)
+    ) throws(ConfigurationError) -> Upstream? {
         let url = try reader.string(setting)
         let roots = try reader.list(ca)
         for path in roots where !FileManager.default.isReadableFile(atPath: path) {
             throw ConfigurationError(ca, value: path, expected: "readable PEM files")
         }
+        let certificate = try reader.file(client.certificate)
+        let key = try reader.file(client.key)
+        if (certificate == nil) != (key == nil) {
+            throw ConfigurationError(
+                "\(client.certificate.environmentName) and \(client.key.environmentName) go together: set both for an upstream that "
+                    + "requires a client certificate, or neither")
+        }
         guard let url else {
-            if !roots.isEmpty {
-                throw ConfigurationError("\(ca.environmentName) is set without \(setting.environmentName): there is no upstream to trust")
+            if !roots.isEmpty || certificate != nil {
+                let set = roots.isEmpty ? client.certificate : ca
+                throw ConfigurationError("\(set.environmentName) is set without \(setting.environmentName): there is no upstream for it")
             }
             return nil
         }
         try checkUpstreamURL(url, setting)
-        return Upstream(url: url, trustRoots: roots, user: nil, passwordFile: nil)
+        return Upstream(url: url, trustRoots: roots, user: nil, passwordFile: nil, clientCertificate: certificate, clientKey: key)
     }
 
     /// `https://HOST[:PORT][/PATH]`, or `http://` to a loopback host (a stand-in on the same machine);

@@ -133,6 +133,12 @@ public enum SettingCatalog {
             + "with an empty password")
     public static let relayCnpUpstreamPasswordFile = Setting(
         "relay_cnp_upstream_password_file", .path, "a file holding the cnpAPI upstream's password (mode 0600), read at start-up")
+    public static let relayCnpUpstreamClientCertificate = Setting(
+        "relay_cnp_upstream_client_certificate", .path,
+        "a PEM file with the client certificate (and chain) Paywarden presents to the cnpAPI upstream, with "
+            + "relay_cnp_upstream_client_key; unset: none")
+    public static let relayCnpUpstreamClientKey = Setting(
+        "relay_cnp_upstream_client_key", .path, "a PEM file with that certificate's private key (mode 0600), read at start-up")
     public static let relayCnpMerchantIDs = Setting(
         "relay_cnp_merchant_ids", .list,
         "ORGANIZATION=MERCHANTID entries: the cnpAPI merchantIds each organisation may send upstream (one entry per merchantId); "
@@ -150,6 +156,12 @@ public enum SettingCatalog {
     public static let relayMercuryPayUpstreamPasswordFile = Setting(
         "relay_mercurypay_upstream_password_file", .path,
         "a file holding the MercuryPay upstream's password (mode 0600), read at start-up")
+    public static let relayMercuryPayUpstreamClientCertificate = Setting(
+        "relay_mercurypay_upstream_client_certificate", .path,
+        "a PEM file with the client certificate (and chain) Paywarden presents to the MercuryPay upstream, with "
+            + "relay_mercurypay_upstream_client_key; unset: none")
+    public static let relayMercuryPayUpstreamClientKey = Setting(
+        "relay_mercurypay_upstream_client_key", .path, "a PEM file with that certificate's private key (mode 0600), read at start-up")
     public static let relayMercuryPayCryptogramField = Setting(
         "relay_mercurypay_cryptogram_field", .string,
         "the upstream's JSON field for the Apple Pay cryptogram (MercuryPay documents none); unset: the cryptogram is not sent")
@@ -164,6 +176,12 @@ public enum SettingCatalog {
     public static let relayRadialUpstreamAPIKeyFile = Setting(
         "relay_radial_upstream_api_key_file", .path,
         "a file holding the Radial upstream's API key (mode 0600), read at start-up and sent as its apiKey header; unset: none is sent")
+    public static let relayRadialUpstreamClientCertificate = Setting(
+        "relay_radial_upstream_client_certificate", .path,
+        "a PEM file with the client certificate (and chain) Paywarden presents to the Radial upstream, with "
+            + "relay_radial_upstream_client_key; unset: none")
+    public static let relayRadialUpstreamClientKey = Setting(
+        "relay_radial_upstream_client_key", .path, "a PEM file with that certificate's private key (mode 0600), read at start-up")
     public static let relayUpstreamTimeoutSeconds = Setting(
         "relay_upstream_timeout_seconds", .integer(1...300), default: .value("30"),
         "how long one upstream call may take, the TLS handshake included; it is never retried")
@@ -197,11 +215,14 @@ public enum SettingCatalog {
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
         applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,
-        relayCnpUpstream, relayCnpUpstreamCA, relayCnpUpstreamUser, relayCnpUpstreamPasswordFile, relayCnpMerchantIDs,
+        relayCnpUpstream, relayCnpUpstreamCA, relayCnpUpstreamUser, relayCnpUpstreamPasswordFile, relayCnpUpstreamClientCertificate,
+        relayCnpUpstreamClientKey,
+        relayCnpMerchantIDs,
         relayMercuryPayUpstream,
-        relayMercuryPayUpstreamCA, relayMercuryPayUpstreamUser, relayMercuryPayUpstreamPasswordFile, relayMercuryPayCryptogramField,
+        relayMercuryPayUpstreamCA, relayMercuryPayUpstreamUser, relayMercuryPayUpstreamPasswordFile,
+        relayMercuryPayUpstreamClientCertificate, relayMercuryPayUpstreamClientKey, relayMercuryPayCryptogramField,
         relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayRadialUpstreamAPIKeyFile,
-        relayUpstreamTimeoutSeconds,
+        relayRadialUpstreamClientCertificate, relayRadialUpstreamClientKey, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]
 

@@ -7,8 +7,10 @@ import X509
 /// A throw-away CA and a server certificate for "localhost" it signed, for the stand-in servers
 /// (Apple's gateway, processors' upstreams): a client trusts the CA as an extra root, so the real
 /// TLS verification runs against them.
-struct LoopbackServerIdentity {
+struct LoopbackServerIdentity: Sendable {
     let caDER: [UInt8]
+    private let ca: Certificate
+    private let caKey: P256.Signing.PrivateKey
     /// TLS 1.2 or later with the server certificate and key; callers add what they require of clients.
     let configuration: TLSConfiguration
 
@@ -49,7 +51,28 @@ struct LoopbackServerIdentity {
         )
         tls.minimumTLSVersion = .tlsv12
         caDER = try Self.der(ca)
+        self.ca = ca
+        self.caKey = caKey
         configuration = tls
+    }
+
+    /// A client certificate for `commonName` from the same CA, and its key, both as PEM.
+    func clientIdentity(commonName: String) throws -> (certificatePEM: String, keyPEM: String) {
+        let now = Date()
+        let key = P256.Signing.PrivateKey()
+        let certificate = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
+            issuer: ca.subject, subject: try DistinguishedName { CommonName(commonName) }, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.clientAuth])
+            },
+            issuerPrivateKey: Certificate.PrivateKey(caKey)
+        )
+        let base64 = Data(try Self.der(certificate)).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return ("-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n", key.pemRepresentation + "\n")
     }
 
     static func der(_ certificate: Certificate) throws -> [UInt8] {

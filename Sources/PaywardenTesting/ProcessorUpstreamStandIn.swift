@@ -48,19 +48,30 @@ public final class ProcessorUpstreamStandIn: Sendable {
         var receivedRadial: [ReceivedRadialRequest] = []
     }
 
-    private init(serverCADER: [UInt8]?, sslContext: NIOSSLContext?) {
+    private let identity: LoopbackServerIdentity?
+
+    private init(serverCADER: [UInt8]?, sslContext: NIOSSLContext?, identity: LoopbackServerIdentity?) {
         self.serverCADER = serverCADER
         self.sslContext = sslContext
+        self.identity = identity
     }
 
-    /// Starts on 127.0.0.1 on a free port, over HTTPS when `tls` (then trust ``writeServerCA(to:)``).
-    public static func start(tls: Bool = false) async throws -> ProcessorUpstreamStandIn {
+    /// Starts on 127.0.0.1 on a free port, over HTTPS when `tls` (then trust ``writeServerCA(to:)``),
+    /// requiring a client certificate from its own CA when `requireClientCertificate`
+    /// (``writeClientIdentity(to:)`` writes one).
+    public static func start(tls: Bool = false, requireClientCertificate: Bool = false) async throws -> ProcessorUpstreamStandIn {
         let standIn: ProcessorUpstreamStandIn
         if tls {
-            let (caDER, configuration) = try serverTLS()
-            standIn = ProcessorUpstreamStandIn(serverCADER: caDER, sslContext: try NIOSSLContext(configuration: configuration))
+            let identity = try LoopbackServerIdentity(caName: "Paywarden Stand-in Processor CA")
+            var configuration = identity.configuration
+            if requireClientCertificate {
+                configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: identity.caDER, format: .der)])
+                configuration.certificateVerification = .noHostnameVerification
+            }
+            standIn = ProcessorUpstreamStandIn(
+                serverCADER: identity.caDER, sslContext: try NIOSSLContext(configuration: configuration), identity: identity)
         } else {
-            standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil)
+            standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil, identity: nil)
         }
         let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, _ in
             if head.uri.hasPrefix(ReceivedRadialRequest.pathPrefix) {
@@ -89,6 +100,18 @@ public final class ProcessorUpstreamStandIn: Sendable {
         let base64 = Data(serverCADER).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
         try Data("-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: path))
         return path
+    }
+
+    /// Writes a client certificate from the stand-in's CA and its key into `directory`; returns the
+    /// certificate's and the key's paths.
+    public func writeClientIdentity(to directory: String) throws -> (certificate: String, key: String) {
+        guard let identity else { throw CocoaError(.featureUnsupported) }
+        let (certificatePEM, keyPEM) = try identity.clientIdentity(commonName: "Paywarden relay")
+        let certificate = directory + "/processor-client-\(port).pem"
+        let key = directory + "/processor-client-\(port).key"
+        try Data(certificatePEM.utf8).write(to: URL(fileURLWithPath: certificate))
+        try Data(keyPEM.utf8).write(to: URL(fileURLWithPath: key))
+        return (certificate, key)
     }
 
     // MARK: Controls
@@ -178,12 +201,6 @@ public final class ProcessorUpstreamStandIn: Sendable {
     static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-    }
-
-    /// A CA and a server certificate for "localhost" signed by it.
-    private static func serverTLS() throws -> (caDER: [UInt8], configuration: TLSConfiguration) {
-        let identity = try LoopbackServerIdentity(caName: "Paywarden Stand-in Processor CA")
-        return (identity.caDER, identity.configuration)
     }
 }
 

@@ -25,8 +25,11 @@ struct CnpRelayTests {
     static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
     static let timeout = RelayFixture.timeout
 
-    func withFixture(tls: Bool = false, credentials: Bool = true, _ body: (RelayFixture) async throws -> Void) async throws {
-        try await RelayFixture.with(tls: tls) { base in
+    func withFixture(
+        tls: Bool = false, clientCertificate: RelayFixture.ClientCertificate? = nil, credentials: Bool = true,
+        _ body: (RelayFixture) async throws -> Void
+    ) async throws {
+        try await RelayFixture.with(tls: tls, clientCertificate: clientCertificate) { base in
             var relay = base
             if credentials { relay.credentials = .init(user: "upstream-user", password: "upstream-secret") }
             return RelayConfiguration(cnp: relay, cnpMerchantIDs: ["example": ["01234", "01235"], "rival": ["56789"]])
@@ -134,6 +137,22 @@ struct CnpRelayTests {
                 #expect(received.expDate == "1229" && received.cardType == "MC")
             }
             #expect(!server.logs.text.contains(pan) && !server.logs.text.contains(Self.cryptogram))
+        }
+    }
+
+    @Test func aClientCertificateIsPresentedToAnUpstreamThatRequiresOne() async throws {
+        try await withFixture(clientCertificate: .presented) { fixture in
+            let id = try await register(fixture.server, pan: "4457119922397003")
+            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            #expect(reply.status == 200 && element("response", in: reply.text) == "000", "\(reply.text)")
+            #expect(fixture.upstream.received.count == 1)
+        }
+        // Without one the handshake fails: nothing reaches the upstream's engine.
+        try await withFixture(clientCertificate: .withheld) { fixture in
+            let id = try await register(fixture.server, pan: "4457119922397003")
+            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            #expect([502, 503].contains(reply.status) && reply.text.contains(#"response="2""#), "\(reply.text)")
+            #expect(fixture.upstream.received.isEmpty)
         }
     }
 
@@ -325,6 +344,13 @@ struct CnpRelayTests {
                 "PAYWARDEN_RELAY_CNP_MERCHANT_IDS"
             ),
             (["PAYWARDEN_RELAY_CNP_MERCHANT_IDS": "example=01234"], "PAYWARDEN_RELAY_CNP_UPSTREAM"),
+            // Half a client identity.
+            (
+                [
+                    "PAYWARDEN_RELAY_RADIAL_UPSTREAM": "https://radial.example.com",
+                    "PAYWARDEN_RELAY_RADIAL_UPSTREAM_CLIENT_CERTIFICATE": "/etc/hostname",
+                ], "PAYWARDEN_RELAY_RADIAL_UPSTREAM_CLIENT_KEY"
+            ),
             (["PAYWARDEN_RELAY_RADIAL_UPSTREAM": "http://radial.example.com"], "PAYWARDEN_RELAY_RADIAL_UPSTREAM"),
             (["PAYWARDEN_RELAY_UPSTREAM_TIMEOUT_SECONDS": "0"], "PAYWARDEN_RELAY_UPSTREAM_TIMEOUT_SECONDS"),
         ]

@@ -12,22 +12,35 @@ struct RelayFixture: Sendable {
 
     static let timeout = Duration.seconds(2)
 
+    /// An upstream that requires a client certificate, and whether Paywarden is given one.
+    enum ClientCertificate {
+        case presented
+        case withheld
+    }
+
     /// Runs `body` against a server whose relay `configure` sets up, given the stand-in's base
     /// configuration (URL, trust roots, a 2 s timeout). Afterwards, whatever the test sent, the
     /// upstream must have seen no registration ID, no encrypted token and no missing card data.
     static func with(
-        tls: Bool = false, configure: @escaping @Sendable (UpstreamConfiguration) -> RelayConfiguration,
+        tls: Bool = false, clientCertificate: ClientCertificate? = nil,
+        configure: @escaping @Sendable (UpstreamConfiguration) -> RelayConfiguration,
         adjust: @escaping @Sendable (inout ServerConfiguration) throws -> Void = { _ in }, _ body: (RelayFixture) async throws -> Void
     ) async throws {
-        let upstream = try await ProcessorUpstreamStandIn.start(tls: tls)
+        let upstream = try await ProcessorUpstreamStandIn.start(
+            tls: tls || clientCertificate != nil, requireClientCertificate: clientCertificate != nil)
         let directory = NSTemporaryDirectory() + "paywarden-relay-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         TestResources.track(directory: directory)
-        let caPath = tls ? try upstream.writeServerCA(to: directory) : nil
+        let caPath = tls || clientCertificate != nil ? try upstream.writeServerCA(to: directory) : nil
+        let identity = clientCertificate == .presented ? try upstream.writeClientIdentity(to: directory) : nil
         do {
             try await withServer { configuration in
                 var base = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: timeout)
                 if let caPath { base.extraTrustRoots = try NIOSSLCertificate.fromPEMFile(caPath) }
+                if let identity {
+                    base.clientCertificateChain = try NIOSSLCertificate.fromPEMFile(identity.certificate)
+                    base.clientKey = try NIOSSLPrivateKey(file: identity.key, format: .pem)
+                }
                 configuration.relay = configure(base)
                 try adjust(&configuration)
             } _: { server in

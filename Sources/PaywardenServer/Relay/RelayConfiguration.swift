@@ -19,6 +19,9 @@ public struct UpstreamConfiguration: Sendable {
     public var baseURL: URL
     public var extraTrustRoots: [NIOSSLCertificate]
     public var credentials: Credentials?
+    /// The client certificate (leaf first) and key presented to an upstream that requires mutual TLS.
+    public var clientCertificateChain: [NIOSSLCertificate] = []
+    public var clientKey: NIOSSLPrivateKey?
     public var timeout: Duration
     /// The most of a reply that is read; a longer one is an upstream failure.
     public var maximumResponseBytes = 1 << 20
@@ -87,15 +90,16 @@ public struct RelayConfiguration: Sendable {
         typealias C = SettingCatalog
         cnp = try Self.upstream(
             settings.cnp, format: .cnpAPI, timeout: settings.timeout, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA,
-            passwordFile: C.relayCnpUpstreamPasswordFile)
+            passwordFile: C.relayCnpUpstreamPasswordFile, client: C.relayCnpUpstreamClientCertificate)
         cnpMerchantIDs = settings.cnpMerchantIDs
         mercuryPay = try Self.upstream(
             settings.mercuryPay, format: .mercuryPay, timeout: settings.timeout, url: C.relayMercuryPayUpstream,
-            ca: C.relayMercuryPayUpstreamCA, passwordFile: C.relayMercuryPayUpstreamPasswordFile)
+            ca: C.relayMercuryPayUpstreamCA, passwordFile: C.relayMercuryPayUpstreamPasswordFile,
+            client: C.relayMercuryPayUpstreamClientCertificate)
         mercuryPayFields = .init(cryptogramField: settings.mercuryPayCryptogramField, eciField: settings.mercuryPayECIField)
         radial = try Self.upstream(
             settings.radial, format: .radial, timeout: settings.timeout, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
-            passwordFile: nil)
+            passwordFile: nil, client: C.relayRadialUpstreamClientCertificate)
         if let path = settings.radialAPIKeyFile {
             radialAPIKey = Sensitive(try Self.readPassword(path, setting: C.relayRadialUpstreamAPIKeyFile))
         }
@@ -105,7 +109,8 @@ public struct RelayConfiguration: Sendable {
     var all: [UpstreamConfiguration] { [cnp, mercuryPay, radial].compactMap { $0 } }
 
     private static func upstream(
-        _ settings: RelaySettings.Upstream?, format: UpstreamFormat, timeout: Duration, url: Setting, ca: Setting, passwordFile: Setting?
+        _ settings: RelaySettings.Upstream?, format: UpstreamFormat, timeout: Duration, url: Setting, ca: Setting, passwordFile: Setting?,
+        client: Setting
     ) throws(ConfigurationError) -> UpstreamConfiguration? {
         guard let settings else { return nil }
         guard let baseURL = URL(string: settings.url) else { throw ConfigurationError("\(url.environmentName) is not a URL") }
@@ -121,7 +126,21 @@ public struct RelayConfiguration: Sendable {
         if let user = settings.user, let path = settings.passwordFile, let passwordFile {
             credentials = .init(user: user, password: Sensitive(try readPassword(path, setting: passwordFile)))
         }
-        return UpstreamConfiguration(format: format, baseURL: baseURL, extraTrustRoots: roots, credentials: credentials, timeout: timeout)
+        var upstream = UpstreamConfiguration(
+            format: format, baseURL: baseURL, extraTrustRoots: roots, credentials: credentials, timeout: timeout)
+        if let certificate = settings.clientCertificate, let key = settings.clientKey {
+            do {
+                upstream.clientCertificateChain = try NIOSSLCertificate.fromPEMFile(certificate)
+                upstream.clientKey = try NIOSSLPrivateKey(file: key, format: .pem)
+            } catch {
+                throw ConfigurationError(
+                    "\(client.environmentName): \(certificate) and its key \(key) must be a PEM certificate and a PEM private key")
+            }
+            guard !upstream.clientCertificateChain.isEmpty else {
+                throw ConfigurationError("\(client.environmentName): \(certificate) holds no PEM certificate")
+            }
+        }
+        return upstream
     }
 
     /// The file's text without its trailing line breaks; an empty one is refused.

@@ -8,8 +8,9 @@ import NIOPosix
 import NIOSSL
 
 /// One format's upstream over HTTPS (TLS 1.2 or later, the system's roots plus the configured
-/// ones): a request is POSTed once and never retried, because once it may have left, a second
-/// one could authorize the same cryptogram twice. Redirects are not followed, compressed replies
+/// ones, the configured client certificate when the upstream requires one): a request is POSTed
+/// once and never retried, because once it may have left, a second one could authorize the same
+/// cryptogram twice. Redirects are not followed, compressed replies
 /// are not inflated, at most ``UpstreamConfiguration/maximumResponseBytes`` are read, and the
 /// whole exchange has the configured timeout. Every call is measured by format and outcome (`ok`,
 /// `http_<status>`, `unreachable`, `timeout`, `too_large`); logs name the outcome, never a body.
@@ -27,6 +28,10 @@ final class UpstreamClient: Sendable {
         tls.minimumTLSVersion = .tlsv12
         tls.renegotiationSupport = .none
         if !configuration.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.extraTrustRoots)] }
+        if let key = configuration.clientKey, !configuration.clientCertificateChain.isEmpty {
+            tls.certificateChain = configuration.clientCertificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(key)
+        }
         let timeout = TimeAmount(configuration.timeout)
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
