@@ -26,18 +26,8 @@ extension ProcessorUpstreamStandIn {
         guard request.problems.isEmpty || answer != .approve else {
             return error("stand-in: " + request.problems.joined(separator: "; "))
         }
-        switch answer {
-        case .httpError(let status):
-            return StandInResponse(status: status, body: Array("stand-in failure".utf8), headers: [("Content-Type", "text/plain")])
-        case .envelopeError(let message):
-            return error(message)
-        case .garbage:
-            return StandInResponse(status: 200, body: Array("not json at all".utf8), headers: [("Content-Type", "application/json")])
-        case .dropConnection:
-            return StandInResponse(status: 0)
-        case .approve, .decline:
-            break
-        }
+        if let response = formatFreeAnswer(answer, contentType: "application/json") { return response }
+        if case .envelopeError(let message) = answer { return error(message) }
         let approved = answer == .approve
         let text: String =
             switch answer {

@@ -26,18 +26,8 @@ extension ProcessorUpstreamStandIn {
                     + "<Code>VALIDATION_FAILED</Code><Description>\(escape(message))</Description></Fault>")
         }
         guard request.problems.isEmpty || answer != .approve else { return fault("stand-in: " + request.problems.joined(separator: "; ")) }
-        switch answer {
-        case .httpError(let status):
-            return StandInResponse(status: status, body: Array("stand-in failure".utf8), headers: [("Content-Type", "text/plain")])
-        case .envelopeError(let message):
-            return fault(message)
-        case .garbage:
-            return StandInResponse(status: 200, body: Array("not xml at all".utf8), headers: [("Content-Type", "application/xml")])
-        case .dropConnection:
-            return StandInResponse(status: 0)
-        case .approve, .decline:
-            break
-        }
+        if let response = formatFreeAnswer(answer, contentType: "application/xml") { return response }
+        if case .envelopeError(let message) = answer { return fault(message) }
         let approved = answer == .approve
         let code: String =
             switch answer {

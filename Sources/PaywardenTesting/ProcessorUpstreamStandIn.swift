@@ -164,18 +164,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
             let problems = escape(request.problems.joined(separator: "; "))
             return xml(head + #" response="1" message="Error validating xml data against the schema: stand-in: \#(problems)"/>"#)
         }
-        switch answer {
-        case .httpError(let status):
-            return StandInResponse(status: status, body: Array("stand-in failure".utf8), headers: [("Content-Type", "text/plain")])
-        case .envelopeError(let message):
-            return xml(head + #" response="1" message="\#(escape(message))"/>"#)
-        case .garbage:
-            return StandInResponse(status: 200, body: Array("not xml at all".utf8), headers: [("Content-Type", "text/xml")])
-        case .dropConnection:
-            return StandInResponse(status: 0)
-        case .approve, .decline:
-            break
-        }
+        if let response = formatFreeAnswer(answer, contentType: "text/xml") { return response }
+        if case .envelopeError(let message) = answer { return xml(head + #" response="1" message="\#(escape(message))"/>"#) }
         let (code, message) =
             switch answer {
             case .decline(let code, let message): (code, message)
@@ -196,6 +186,21 @@ public final class ProcessorUpstreamStandIn: Sendable {
             fields += "<accountInformation><type>\(escape(request.cardType ?? "VI"))</type><number>\(number)</number></accountInformation>"
         }
         return xml(head + #" response="0" message="Valid Format"><\#(name)\#(attributes)>\#(fields)</\#(name)></\#(root)>"#)
+    }
+
+    /// The answers every format gives alike: an HTTP error, a 200 whose body is not the format's,
+    /// a dropped connection; nil for the format's own answers.
+    static func formatFreeAnswer(_ answer: Answer, contentType: String) -> StandInResponse? {
+        switch answer {
+        case .httpError(let status):
+            StandInResponse(status: status, body: Array("stand-in failure".utf8), headers: [("Content-Type", "text/plain")])
+        case .garbage:
+            StandInResponse(status: 200, body: Array("not the format at all".utf8), headers: [("Content-Type", contentType)])
+        case .dropConnection:
+            StandInResponse(status: 0)
+        case .approve, .decline, .envelopeError:
+            nil
+        }
     }
 
     static func escape(_ text: String) -> String {

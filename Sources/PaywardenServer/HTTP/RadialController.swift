@@ -18,31 +18,38 @@ struct RadialController {
     let maxBodyBytes: Int
 
     func decryptBlob(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        let caller: Caller
-        switch try await admit(request, context: context, scope: .decrypt) {
-        case .refused(let reply): return Self.xml(reply)
-        case .admitted(let admitted): caller = admitted
-        }
-        do throws(ProcessorMessageError) {
-            let parsed = try RadialDecryptBlobRequest.parse(caller.body)
-            return Self.xml(await relay.decryptBlob(parsed, organization: caller.organization))
-        } catch {
-            return Self.xml(relay.fault(.validationFailed, error.message, .badRequest))
+        try await handle(request, context: context, scope: .decrypt) { body throws(ProcessorMessageError) in
+            try RadialDecryptBlobRequest.parse(body)
+        } relay: { parsed, caller in
+            await relay.decryptBlob(parsed, organization: caller.organization)
         }
     }
 
     func authorize(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        try await handle(request, context: context, scope: .redeem) { body throws(ProcessorMessageError) in
+            try RadialCreditCardAuthRequest.parse(body)
+        } relay: { parsed, caller in
+            await relay.authorize(parsed, storeID: caller.storeID, organization: caller.organization)
+        }
+    }
+
+    /// Admits the caller, parses the body (a refusal names the rule it broke), then relays.
+    private func handle<Message>(
+        _ request: Request, context: PaywardenRequestContext, scope: APIScope,
+        parse: ([UInt8]) throws(ProcessorMessageError) -> Message, relay answer: (Message, Caller) async -> RadialRelay.Reply
+    ) async throws -> Response {
         let caller: Caller
-        switch try await admit(request, context: context, scope: .redeem) {
+        switch try await admit(request, context: context, scope: scope) {
         case .refused(let reply): return Self.xml(reply)
         case .admitted(let admitted): caller = admitted
         }
+        let parsed: Message
         do throws(ProcessorMessageError) {
-            let parsed = try RadialCreditCardAuthRequest.parse(caller.body)
-            return Self.xml(await relay.authorize(parsed, storeID: caller.storeID, organization: caller.organization))
+            parsed = try parse(caller.body)
         } catch {
             return Self.xml(relay.fault(.validationFailed, error.message, .badRequest))
         }
+        return Self.xml(await answer(parsed, caller))
     }
 
     private struct Caller {

@@ -111,19 +111,15 @@ struct CnpRelay: Sendable {
     private func exchange(
         _ request: CnpOnlineRequest, _ document: ProcessorXML.Document, token: CnpResponseRewriter.TokenResult?, card: ForwardedCardData?
     ) async -> Reply {
-        let reply: UpstreamClient.Reply
         do throws(UpstreamClient.Failure) {
-            reply = try await upstream.post(Self.path, body: ProcessorXML.serialize(document), contentType: "text/xml; charset=utf-8")
+            let document = try await upstream.exchange(
+                Self.path, body: ProcessorXML.serialize(document), contentType: "text/xml; charset=utf-8"
+            ) { body throws(ProcessorMessageError) in
+                try CnpResponseRewriter.clientResponse(body, token: token, forwarded: card)
+            }
+            return Reply(document: document)
         } catch {
             return systemError(request, error)
-        }
-        do throws(ProcessorMessageError) {
-            return Reply(document: try CnpResponseRewriter.clientResponse(reply.body, token: token, forwarded: card))
-        } catch {
-            logger.warning(
-                "the cnpAPI upstream's reply is not a cnpAPI response",
-                metadata: ["code": "\(error.code.rawValue)", "field": "\(error.field ?? "")"])
-            return systemError(request, UpstreamClient.Failure(outcome: "invalid_response", mayHaveArrived: true))
         }
     }
 

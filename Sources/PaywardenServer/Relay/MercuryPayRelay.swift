@@ -67,20 +67,15 @@ struct MercuryPayRelay: Sendable {
             let basic = Data("\(credentials.user):\(credentials.password.revealed)".utf8).base64EncodedString()
             headers.append(("Authorization", "Basic \(basic)"))
         }
-        let reply: UpstreamClient.Reply
         do throws(UpstreamClient.Failure) {
-            reply = try await upstream.post(
-                forwarded.path, body: forwarded.body.serialized(), contentType: "application/json", headers: headers)
+            let body = try await upstream.exchange(
+                forwarded.path, body: forwarded.body.serialized(), contentType: "application/json", headers: headers
+            ) { body throws(ProcessorMessageError) in
+                try MercuryPayResponseRewriter.clientResponse(body, token: token, forwarded: card)
+            }
+            return Reply(body: body)
         } catch {
             return Self.upstreamFailure(error, invoiceNo: request.invoiceNo)
-        }
-        do throws(ProcessorMessageError) {
-            return Reply(body: try MercuryPayResponseRewriter.clientResponse(reply.body, token: token, forwarded: card))
-        } catch {
-            logger.warning(
-                "the MercuryPay upstream's reply is not a MercuryPay response",
-                metadata: ["code": "\(error.code.rawValue)", "field": "\(error.field ?? "")"])
-            return Self.upstreamFailure(.init(outcome: "invalid_response", mayHaveArrived: true), invoiceNo: request.invoiceNo)
         }
     }
 

@@ -91,21 +91,16 @@ struct RadialRelay: Sendable {
         guard let tenderType = forwarded.tenderType else {
             return fault(.tokenNotAccepted, "invalid_request: the card's network has no Radial tender type; nothing was sent", .badRequest)
         }
-        let reply: UpstreamClient.Reply
         do throws(UpstreamClient.Failure) {
-            reply = try await upstream.post(
+            let document = try await upstream.exchange(
                 "/v1.0/stores/\(storeID)/payments/creditcard/auth/\(tenderType).xml", body: ProcessorXML.serialize(forwarded.document),
-                contentType: "application/xml; charset=utf-8", headers: apiKey.map { [("apiKey", $0.revealed)] } ?? [])
+                contentType: "application/xml; charset=utf-8", headers: apiKey.map { [("apiKey", $0.revealed)] } ?? []
+            ) { body throws(ProcessorMessageError) in
+                try RadialReplyRewriter.clientReply(body, token: issued.token, forwarded: card)
+            }
+            return Reply(document: document)
         } catch {
             return upstreamFailure(error)
-        }
-        do throws(ProcessorMessageError) {
-            return Reply(document: try RadialReplyRewriter.clientReply(reply.body, token: issued.token, forwarded: card))
-        } catch {
-            logger.warning(
-                "the Radial upstream's reply is not a CreditCardAuthReply",
-                metadata: ["code": "\(error.code.rawValue)", "field": "\(error.field ?? "")"])
-            return upstreamFailure(.init(outcome: "invalid_response", mayHaveArrived: true))
         }
     }
 

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import ProcessorMessages
 
 /// One format's upstream over HTTPS (TLS 1.2 or later, the system's roots plus the configured
 /// ones, the configured client certificate when the upstream requires one): a request is POSTed
@@ -118,6 +119,25 @@ final class UpstreamClient: Sendable {
             logger.warning("upstream call failed; it is not retried", metadata: metadata)
         }
         return try result.get()
+    }
+
+    /// POSTs once, then makes the client's answer of the reply with `rewrite`. A reply `rewrite`
+    /// refuses is an `invalid_response` failure, logged by the rule it broke, never by content.
+    func exchange<Value>(
+        _ path: String, body: [UInt8], contentType: String, headers: [(String, String)] = [],
+        rewrite: ([UInt8]) throws(ProcessorMessageError) -> Value
+    ) async throws(Failure) -> Value {
+        let reply = try await post(path, body: body, contentType: contentType, headers: headers)
+        do {
+            return try rewrite(reply.body)
+        } catch {
+            logger.warning(
+                "the upstream's reply is not one of its format's",
+                metadata: [
+                    "format": "\(configuration.format.rawValue)", "code": "\(error.code.rawValue)", "field": "\(error.field ?? "")",
+                ])
+            throw Failure(outcome: "invalid_response", mayHaveArrived: true)
+        }
     }
 
     private static func failure(_ error: any Error) -> Failure {
