@@ -6,11 +6,9 @@ extension ProcessorUpstreamStandIn {
     /// with `RecordNo` (the upstream's own token, which the relay must replace), the account
     /// number echoed in full (the relay must mask it), a decline, or an error.
     func respondMercuryPay(path: String, body: [UInt8], authorization: String?) -> (StandInResponse, Duration) {
-        let received = ReceivedMercuryPayRequest(path: path, body: body, authorization: authorization)
-        return state.withLock { state in
-            state.receivedMercuryPay.append(received)
-            return (Self.mercuryPayResponse(to: received, answer: state.answer), state.delay)
-        }
+        record(
+            ReceivedMercuryPayRequest(path: path, body: body, authorization: authorization), in: \.receivedMercuryPay,
+            answering: Self.mercuryPayResponse)
     }
 
     static func mercuryPayResponse(to request: ReceivedMercuryPayRequest, answer: Answer) -> StandInResponse {

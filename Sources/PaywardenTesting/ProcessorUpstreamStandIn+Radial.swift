@@ -6,11 +6,7 @@ extension ProcessorUpstreamStandIn {
     /// approval or a decline with the account number echoed in `PaymentAccountUniqueId` (the relay
     /// must replace it with the token), a `Fault`, or an HTTP error.
     func respondRadial(path: String, body: [UInt8], apiKey: String?) -> (StandInResponse, Duration) {
-        let received = ReceivedRadialRequest(path: path, body: body, apiKey: apiKey)
-        return state.withLock { state in
-            state.receivedRadial.append(received)
-            return (Self.radialResponse(to: received, answer: state.answer), state.delay)
-        }
+        record(ReceivedRadialRequest(path: path, body: body, apiKey: apiKey), in: \.receivedRadial, answering: Self.radialResponse)
     }
 
     static func radialResponse(to request: ReceivedRadialRequest, answer: Answer) -> StandInResponse {

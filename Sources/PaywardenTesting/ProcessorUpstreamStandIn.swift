@@ -146,10 +146,16 @@ public final class ProcessorUpstreamStandIn: Sendable {
 
     /// Records the request and returns the answer and how long to wait before sending it.
     func respond(path: String, body: [UInt8]) -> (StandInResponse, Duration) {
-        let received = ReceivedCnpRequest(path: path, body: body)
-        return state.withLock { state in
-            state.received.append(received)
-            return (Self.response(to: received, answer: state.answer), state.delay)
+        record(ReceivedCnpRequest(path: path, body: body), in: \.received, answering: Self.response)
+    }
+
+    /// Appends `received` to its format's list and answers it as the current answer and delay say.
+    func record<Received>(
+        _ received: Received, in list: WritableKeyPath<State, [Received]>, answering: (Received, Answer) -> StandInResponse
+    ) -> (StandInResponse, Duration) {
+        state.withLock { state in
+            state[keyPath: list].append(received)
+            return (answering(received, state.answer), state.delay)
         }
     }
 
