@@ -95,7 +95,7 @@ public struct DatabaseSettings: Sendable {
 
     private static func readPassword(_ path: String) throws(ConfigurationError) -> String {
         guard let password = SecretFile.read(path) else {
-            throw ConfigurationError(SettingCatalog.databasePasswordFile, value: path, expected: "a readable file")
+            throw ConfigurationError(SettingCatalog.databasePasswordFile, value: path, expected: "a readable UTF-8 text file")
         }
         return password
     }

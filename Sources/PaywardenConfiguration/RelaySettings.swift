@@ -24,6 +24,10 @@ public struct RelaySettings: Sendable {
     public var cnpMerchantIDs: [String: Set<String>]
     public var mercuryPay: Upstream?
     public var radial: Upstream?
+    /// The organisations that may use the MercuryPay upstream (one merchant's credentials for all).
+    public var mercuryPayOrganizations: Set<String>
+    /// The Radial stores each organisation may name.
+    public var radialStoreIDs: [String: Set<String>]
     /// The MercuryPay upstream's JSON fields for the cryptogram and the ECI, when it takes them.
     public var mercuryPayCryptogramField: String?
     public var mercuryPayECIField: String?
@@ -39,13 +43,15 @@ public struct RelaySettings: Sendable {
             client: (C.relayCnpUpstreamClientCertificate, C.relayCnpUpstreamClientKey))
         try Self.credentials(
             &reader, for: &cnp, url: C.relayCnpUpstream, user: C.relayCnpUpstreamUser, file: C.relayCnpUpstreamPasswordFile)
-        cnpMerchantIDs = try Self.merchantIDs(&reader, upstream: cnp)
+        cnpMerchantIDs = try Self.bindings(&reader, C.relayCnpMerchantIDs, url: C.relayCnpUpstream, upstream: cnp, naming: "merchantId")
         mercuryPay = try Self.upstream(
             &reader, url: C.relayMercuryPayUpstream, ca: C.relayMercuryPayUpstreamCA,
             client: (C.relayMercuryPayUpstreamClientCertificate, C.relayMercuryPayUpstreamClientKey))
         try Self.credentials(
             &reader, for: &mercuryPay, url: C.relayMercuryPayUpstream, user: C.relayMercuryPayUpstreamUser,
             file: C.relayMercuryPayUpstreamPasswordFile)
+        mercuryPayOrganizations = try Self.organizations(
+            &reader, C.relayMercuryPayOrganizations, url: C.relayMercuryPayUpstream, upstream: mercuryPay)
         mercuryPayCryptogramField = try Self.fieldName(&reader, C.relayMercuryPayCryptogramField, upstream: mercuryPay)
         mercuryPayECIField = try Self.fieldName(&reader, C.relayMercuryPayECIField, upstream: mercuryPay)
         if let field = mercuryPayECIField, field == mercuryPayCryptogramField {
@@ -56,6 +62,7 @@ public struct RelaySettings: Sendable {
         radial = try Self.upstream(
             &reader, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
             client: (C.relayRadialUpstreamClientCertificate, C.relayRadialUpstreamClientKey))
+        radialStoreIDs = try Self.bindings(&reader, C.relayRadialStoreIDs, url: C.relayRadialUpstream, upstream: radial, naming: "store")
         radialAPIKeyFile = try reader.file(C.relayRadialUpstreamAPIKeyFile)
         if radialAPIKeyFile != nil, radial == nil {
             throw ConfigurationError(
@@ -85,38 +92,55 @@ public struct RelaySettings: Sendable {
         upstream?.passwordFile = passwordFile
     }
 
-    /// `ORGANIZATION=MERCHANTID` entries. With an upstream they are required: it authorizes on
-    /// Paywarden's credentials for whatever merchantId a request names, so without them any
-    /// organisation could charge to any merchant.
-    private static func merchantIDs(_ reader: inout SettingsReader, upstream: Upstream?) throws(ConfigurationError) -> [String: Set<String>]
-    {
-        typealias C = SettingCatalog
+    /// `ORGANIZATION=VALUE` entries binding organisations to the upstream's merchantIds or stores.
+    /// With an upstream they are required: it acts on Paywarden's credentials for whatever merchant
+    /// or store a request names, so without them any organisation could charge to any merchant.
+    private static func bindings(
+        _ reader: inout SettingsReader, _ setting: Setting, url: Setting, upstream: Upstream?, naming what: String
+    ) throws(ConfigurationError) -> [String: Set<String>] {
         var map: [String: Set<String>] = [:]
-        for entry in try reader.list(C.relayCnpMerchantIDs) {
+        for entry in try reader.list(setting) {
             let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            let isName = { (text: String, maximum: Int) in
-                (1...maximum).contains(text.utf8.count)
-                    && text.unicodeScalars.allSatisfy {
-                        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
-                    }
-            }
-            guard parts.count == 2, isName(parts[0], 64), isName(parts[1], 50) else {
-                throw ConfigurationError(C.relayCnpMerchantIDs, value: entry, expected: "ORGANIZATION=MERCHANTID (letters, digits, . _ -)")
+            guard parts.count == 2, isName(parts[0], maximum: 64), isName(parts[1], maximum: 50) else {
+                throw ConfigurationError(setting, value: entry, expected: "ORGANIZATION=\(what.uppercased()) (letters, digits, . _ -)")
             }
             map[parts[0], default: []].insert(parts[1])
         }
-        if upstream != nil, map.isEmpty {
-            throw ConfigurationError(
-                "\(C.relayCnpUpstream.environmentName) is set without \(C.relayCnpMerchantIDs.environmentName): the upstream acts on "
-                    + "Paywarden's credentials for whatever merchantId a request names, so say which merchantIds each organisation may "
-                    + "use (ORGANIZATION=MERCHANTID, comma-separated)")
-        }
-        if upstream == nil, !map.isEmpty {
-            throw ConfigurationError(
-                "\(C.relayCnpMerchantIDs.environmentName) is set without \(C.relayCnpUpstream.environmentName): there is no "
-                    + "upstream to bind")
-        }
+        try requireWithUpstream(map.isEmpty, setting, url: url, upstream: upstream, why: "for whatever \(what) a request names")
         return map
+    }
+
+    /// The organisations that may use an upstream whose requests name no merchant (MercuryPay: one
+    /// merchant's credentials for all).
+    private static func organizations(
+        _ reader: inout SettingsReader, _ setting: Setting, url: Setting, upstream: Upstream?
+    ) throws(ConfigurationError) -> Set<String> {
+        let names = try reader.list(setting)
+        for name in names where !isName(name, maximum: 64) {
+            throw ConfigurationError(setting, value: name, expected: "organisation names (letters, digits, . _ -)")
+        }
+        try requireWithUpstream(names.isEmpty, setting, url: url, upstream: upstream, why: "for every organisation")
+        return Set(names)
+    }
+
+    private static func requireWithUpstream(
+        _ isEmpty: Bool, _ setting: Setting, url: Setting, upstream: Upstream?, why: String
+    ) throws(ConfigurationError) {
+        if upstream != nil, isEmpty {
+            throw ConfigurationError(
+                "\(url.environmentName) is set without \(setting.environmentName): the upstream acts on Paywarden's credentials \(why), "
+                    + "so say which organisations may use it")
+        }
+        if upstream == nil, !isEmpty {
+            throw ConfigurationError("\(setting.environmentName) is set without \(url.environmentName): there is no upstream to bind")
+        }
+    }
+
+    private static func isName(_ text: String, maximum: Int) -> Bool {
+        (1...maximum).contains(text.utf8.count)
+            && text.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
+            }
     }
 
     /// A JSON field name of the upstream's (letters, digits, `_`), one Paywarden does not already

@@ -162,6 +162,10 @@ public enum SettingCatalog {
             + "relay_mercurypay_upstream_client_key; unset: none")
     public static let relayMercuryPayUpstreamClientKey = Setting(
         "relay_mercurypay_upstream_client_key", .path, "a PEM file with that certificate's private key (mode 0600), read at start-up")
+    public static let relayMercuryPayOrganizations = Setting(
+        "relay_mercurypay_organizations", .list,
+        "the organisations that may relay through the MercuryPay upstream; required with relay_mercurypay_upstream, since every "
+            + "request goes on the one configured merchant's credentials")
     public static let relayMercuryPayCryptogramField = Setting(
         "relay_mercurypay_cryptogram_field", .string,
         "the upstream's JSON field for the Apple Pay cryptogram (MercuryPay documents none); unset: the cryptogram is not sent")
@@ -173,6 +177,10 @@ public enum SettingCatalog {
             + "VC.xml, MC.xml or AM.xml); https, or http to a loopback host; unset: those requests are refused (decryptblob still answers)")
     public static let relayRadialUpstreamCA = Setting(
         "relay_radial_upstream_ca", .list, "PEM files of extra trust roots for the Radial upstream, beside the system's")
+    public static let relayRadialStoreIDs = Setting(
+        "relay_radial_store_ids", .list,
+        "ORGANIZATION=STOREID entries: the Radial stores each organisation may authorize for; required with relay_radial_upstream, "
+            + "since the upstream acts on Paywarden's API key for whatever store a request names")
     public static let relayRadialUpstreamAPIKeyFile = Setting(
         "relay_radial_upstream_api_key_file", .path,
         "a file holding the Radial upstream's API key (mode 0600), read at start-up and sent as its apiKey header; unset: none is sent")
@@ -220,8 +228,9 @@ public enum SettingCatalog {
         relayCnpMerchantIDs,
         relayMercuryPayUpstream,
         relayMercuryPayUpstreamCA, relayMercuryPayUpstreamUser, relayMercuryPayUpstreamPasswordFile,
-        relayMercuryPayUpstreamClientCertificate, relayMercuryPayUpstreamClientKey, relayMercuryPayCryptogramField,
-        relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayRadialUpstreamAPIKeyFile,
+        relayMercuryPayUpstreamClientCertificate, relayMercuryPayUpstreamClientKey, relayMercuryPayOrganizations,
+        relayMercuryPayCryptogramField,
+        relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayRadialStoreIDs, relayRadialUpstreamAPIKeyFile,
         relayRadialUpstreamClientCertificate, relayRadialUpstreamClientKey, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
     ]

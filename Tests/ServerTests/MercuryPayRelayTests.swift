@@ -18,13 +18,14 @@ struct MercuryPayRelayTests {
     static let upstreamAuthorization = "Basic " + Data("494901:upstream-secret".utf8).base64EncodedString()
 
     func withFixture(
-        fields: MercuryPayForwarding.Options = .init(), credentials: Bool = true, _ body: (RelayFixture) async throws -> Void
+        fields: MercuryPayForwarding.Options = .init(cryptogramField: "Cryptogram"), organizations: Set<String> = ["example", "rival"],
+        credentials: Bool = true, _ body: (RelayFixture) async throws -> Void
     ) async throws {
         try await RelayFixture.with { base in
             var upstream = base
             upstream.format = .mercuryPay
             if credentials { upstream.credentials = .init(user: "494901", password: "upstream-secret") }
-            return RelayConfiguration(mercuryPay: upstream, mercuryPayFields: fields)
+            return RelayConfiguration(mercuryPay: upstream, mercuryPayOrganizations: organizations, mercuryPayFields: fields)
         } _: { fixture in
             try await body(fixture)
         }
@@ -74,8 +75,10 @@ struct MercuryPayRelayTests {
             let (server, upstream) = (fixture.server, fixture.upstream)
             let pan = "4457119922391006"
             let id = try await server.registerThroughEProtect(pan: pan, cryptogram: Self.cryptogram)
+            // The client's own Cryptogram and ECI fields never travel: Paywarden's take their place.
             let (status, json, reply) = try await post(
-                server, body(tokenType: spelling, recordNo: id), operation: operation, credential: merchant(server))
+                server, body(tokenType: spelling, recordNo: id, extra: #","Cryptogram":"client-made","ECI":"05""#), operation: operation,
+                credential: merchant(server))
             #expect(status == 200, "\(reply.text)")
 
             let received = try #require(upstream.receivedMercuryPay.first)
@@ -89,7 +92,7 @@ struct MercuryPayRelayTests {
                 ], "\(received.fieldNames)")
             #expect(received.field("Memo") == "Paywarden tests" && received.field("Purchase") == "19.99")
             #expect(received.authorization == Self.upstreamAuthorization)
-            #expect(!received.text.contains(id) && !received.text.contains(server.vaultKey))
+            #expect(!received.text.contains(id) && !received.text.contains(server.vaultKey) && !received.text.contains("client-made"))
 
             #expect(json["CmdStatus"] as? String == "Approved" && json["InvoiceNo"] as? String == "10042")
             let token = try #require(json["RecordNo"] as? String)
@@ -118,9 +121,10 @@ struct MercuryPayRelayTests {
             let id = try await server.registerThroughEProtect(pan: pan, cryptogram: Self.cryptogram)
             let first = try await post(server, body(recordNo: id), credential: .bearer(server.vaultKey))
             let token = try #require(first.json["RecordNo"] as? String, "\(first.reply.text)")
-            // The default fields: no cryptogram or ECI is sent anywhere.
-            #expect(upstream.receivedMercuryPay.first?.fieldNames.contains("Cryptogram") == false)
-            #expect(upstream.receivedMercuryPay.first?.text.contains(Self.cryptogram) == false)
+            // A key with redeem alone does not turn a token back into its card.
+            let redeemOnly = try await post(
+                server, body(tokenType: "OmniToken", recordNo: token), credential: .bearer(server.redeemOnlyKey))
+            #expect(redeemOnly.status == 403 && redeemOnly.json["PaywardenErrorCode"] as? String == "forbidden", "\(redeemOnly.reply.text)")
 
             let (status, json, reply) = try await post(
                 server, body(tokenType: "OmniToken", recordNo: token, invoice: "10043"), operation: .authorizeByRecordNo,
@@ -130,6 +134,8 @@ struct MercuryPayRelayTests {
             #expect(upstream.receivedMercuryPay.count == 2 && received.path == "/PaymentsAPI/Credit/PreAuth")
             #expect(received.accountNumber == pan && received.expDate == "1229" && received.authorization == nil)
             #expect(!received.text.contains(token) && !reply.text.contains(pan))
+            // A stored token has no cryptogram: none is sent, and no client-made one either.
+            #expect(!received.fieldNames.contains("Cryptogram") && !received.text.contains(Self.cryptogram))
 
             // Another organisation's key does not know the token; nothing is sent.
             let rival = try await post(
@@ -137,6 +143,27 @@ struct MercuryPayRelayTests {
             #expect(rival.status == 404 && rival.json["PaywardenErrorCode"] as? String == "token_not_found", "\(rival.reply.text)")
             #expect(upstream.receivedMercuryPay.count == 2)
             #expect(!server.logs.text.contains(token) && !server.logs.text.contains(pan))
+        }
+    }
+
+    @Test func onlyBoundOrganisationsRelayAndRegistrationIDsNeedACryptogramField() async throws {
+        // The rival organisation is not bound to the upstream's merchant.
+        try await withFixture(organizations: ["example"]) { fixture in
+            let id = try await fixture.server.registerThroughEProtect(pan: "4457119922398001", cryptogram: Self.cryptogram)
+            let rival = try await post(fixture.server, body(recordNo: id), credential: .bearer(fixture.server.rivalKey))
+            #expect(rival.status == 403 && rival.json["DSIXReturnCode"] as? String == "004117", "\(rival.reply.text)")
+            #expect(fixture.upstream.receivedMercuryPay.isEmpty)
+        }
+        // No field for the cryptogram: a registration ID is refused before it is redeemed.
+        try await withFixture(fields: .init()) { fixture in
+            let server = fixture.server
+            let id = try await server.registerThroughEProtect(pan: "4457119922398001", cryptogram: Self.cryptogram)
+            let refused = try await post(server, body(recordNo: id), credential: merchant(server))
+            #expect(refused.status == 403 && refused.json["PaywardenErrorCode"] as? String == "merchant_not_authorized")
+            #expect((refused.json["TextResponse"] as? String)?.contains("cryptogram") == true, "\(refused.reply.text)")
+            #expect(fixture.upstream.receivedMercuryPay.isEmpty)
+            let redeemed = try await server.send(.POST, "/v1/registrations/\(id)/redeem", apiKey: .some(server.vaultKey))
+            #expect(redeemed.status == 200, "\(redeemed.text)")
         }
     }
 
@@ -223,7 +250,7 @@ struct MercuryPayRelayTests {
             let slowID = try await server.registerThroughEProtect(pan: "4457119922394000", cryptogram: Self.cryptogram)
             let start = ContinuousClock.now
             let slow = try await post(server, body(recordNo: slowID), credential: merchant(server))
-            #expect(ContinuousClock.now - start < RelayFixture.timeout + .seconds(2))
+            #expect(ContinuousClock.now - start < RelayFixture.timeout + .seconds(4))
             #expect(slow.status == 504 && (slow.json["TextResponse"] as? String)?.contains("outcome is unknown") == true)
             try await Task.sleep(for: .seconds(2))
             #expect(upstream.receivedMercuryPay.count == 3)
@@ -233,7 +260,8 @@ struct MercuryPayRelayTests {
             let down = try await post(server, body(recordNo: downID), credential: merchant(server))
             #expect(
                 down.status == 503 && (down.json["TextResponse"] as? String)?.contains("nothing was sent") == true, "\(down.reply.text)")
-            #expect(down.reply.headers.contains { $0.0.lowercased() == "retry-after" })
+            // Not worth retrying as is: the registration ID was spent on the attempt.
+            #expect(!down.reply.headers.contains { $0.0.lowercased() == "retry-after" })
             #expect(!server.logs.text.contains("4457119922394000"))
             let metrics = try await server.operations("/metrics").text
             #expect(metrics.contains(#"format="mercurypay",outcome="timeout"} 1"#), "\(metrics)")
@@ -254,7 +282,9 @@ struct MercuryPayRelayTests {
         let passwordFile = NSTemporaryDirectory() + "paywarden-mercurypay-password-\(UUID().uuidString.prefix(8))"
         try Data("s3cret\r\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
         defer { try? FileManager.default.removeItem(atPath: passwordFile) }
-        let upstream = ["PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM": "https://mercurypay.example.com"]
+        let upstream = [
+            "PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM": "https://mercurypay.example.com", "PAYWARDEN_RELAY_MERCURYPAY_ORGANIZATIONS": "example",
+        ]
         let refused: [([String: String], String)] = [
             (["PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM": "http://mercurypay.example.com"], "PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM"),
             (
@@ -275,6 +305,7 @@ struct MercuryPayRelayTests {
                 "name the same field"
             ),
             (["PAYWARDEN_RELAY_MERCURYPAY_CRYPTOGRAM_FIELD": "Cryptogram"], "PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM"),
+            (["PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM": "https://mercurypay.example.com"], "PAYWARDEN_RELAY_MERCURYPAY_ORGANIZATIONS"),
         ]
         for (environment, name) in refused {
             let error = await #expect(throws: ConfigurationError.self, "\(environment)") {
@@ -292,6 +323,7 @@ struct MercuryPayRelayTests {
         #expect(mercuryPay.format == .mercuryPay && mercuryPay.credentials?.user == "494901")
         #expect(mercuryPay.credentials?.password.revealed == "s3cret")
         #expect(configuration.relay.mercuryPayFields == .init(cryptogramField: "Cryptogram"))
+        #expect(configuration.relay.mercuryPayOrganizations == ["example"])
         #expect(!settings.effective.map(\.displayValue).contains { $0.contains("s3cret") })
     }
 }

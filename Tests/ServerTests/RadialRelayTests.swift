@@ -24,7 +24,9 @@ struct RadialRelayTests {
         try await RelayFixture.with { base in
             var upstream = base
             upstream.format = .radial
-            return RelayConfiguration(radial: configured ? upstream : nil, radialAPIKey: configured ? .init("radial-upstream-key") : nil)
+            return RelayConfiguration(
+                radial: configured ? upstream : nil, radialStoreIDs: configured ? ["example": ["TMSUS"], "rival": ["RIVAL"]] : [:],
+                radialAPIKey: configured ? .init("radial-upstream-key") : nil)
         } adjust: { configuration in
             configuration.apiKeys = APIKeyRegistry(keys: configuration.apiKeys.keys + [try APIKey(entry: Self.app.entry)])
             if trustingApple {
@@ -198,6 +200,17 @@ struct RadialRelayTests {
                 .POST, "/v1.0/stores/a%2F..%2Fb/payments/creditcard/auth/DW.xml", body: try walletAuthorization(token),
                 apiKey: .some(Self.app.key), contentType: "application/xml")
             #expect(store.status == 400 && store.text.contains("store ID"), "\(store.text)")
+            // Another organisation's store: the upstream would act on Paywarden's key for it.
+            for store in ["RIVAL", "UNBOUND"] {
+                let other = try await post(
+                    server, Self.authorizationPath.replacingOccurrences(of: "TMSUS", with: store), try walletAuthorization(token))
+                #expect(other.status == 403 && element("Code", in: other.text) == "FORBIDDEN", "\(other.text)")
+            }
+            // A client's own ExpirationDate in a wallet request is refused, not forwarded.
+            let withExpiry = String(decoding: try walletAuthorization(token), as: UTF8.self).replacingOccurrences(
+                of: "<OrderId>", with: "<ExpirationDate>2030-01</ExpirationDate><OrderId>")
+            let expiry = try await post(server, Self.authorizationPath, Array(withExpiry.utf8))
+            #expect(expiry.status == 400 && expiry.text.contains("ExpirationDate"), "\(expiry.text)")
             let unauthorized = try await post(server, Self.authorizationPath, try walletAuthorization(token), key: nil)
             #expect(unauthorized.status == 401 && element("Code", in: unauthorized.text) == "UNAUTHORIZED")
             #expect(upstream.receivedRadial.isEmpty)
@@ -225,7 +238,8 @@ struct RadialRelayTests {
             try await upstream.stop()
             let down = try await authorize()
             #expect(down.status == 503 && element("Code", in: down.text) == "SERVICE_UNAVAILABLE", "\(down.text)")
-            #expect(down.text.contains("nothing was sent") && down.headers.contains { $0.0.lowercased() == "retry-after" })
+            // No Retry-After: the wallet token's transaction id was spent on the attempt.
+            #expect(down.text.contains("nothing was sent") && !down.headers.contains { $0.0.lowercased() == "retry-after" })
         }
     }
 
@@ -242,18 +256,24 @@ struct RadialRelayTests {
     }
 
     @Test func theUpstreamKeyFileIsChecked() async throws {
-        let keyFile = NSTemporaryDirectory() + "paywarden-radial-key-\(UUID().uuidString.prefix(8))"
-        try Data("radial-key\n".utf8).write(to: URL(fileURLWithPath: keyFile))
+        let keyFile = NSTemporaryDirectory() + "paywarden-radial-\(UUID().uuidString.prefix(8))"
+        try Data("sEcReT-radial-42\n".utf8).write(to: URL(fileURLWithPath: keyFile))
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
         let error = await #expect(throws: ConfigurationError.self) {
             try await PaywardenSettings.load(environment: ["PAYWARDEN_RELAY_RADIAL_UPSTREAM_API_KEY_FILE": keyFile])
         }
         #expect(error?.message.contains("PAYWARDEN_RELAY_RADIAL_UPSTREAM") == true, "\(error?.message ?? "")")
+        let unbound = await #expect(throws: ConfigurationError.self) {
+            try await PaywardenSettings.load(environment: ["PAYWARDEN_RELAY_RADIAL_UPSTREAM": "https://radial.example.com"])
+        }
+        #expect(unbound?.message.contains("PAYWARDEN_RELAY_RADIAL_STORE_IDS") == true, "\(unbound?.message ?? "")")
         let settings = try await PaywardenSettings.load(environment: [
             "PAYWARDEN_RELAY_RADIAL_UPSTREAM": "https://radial.example.com", "PAYWARDEN_RELAY_RADIAL_UPSTREAM_API_KEY_FILE": keyFile,
+            "PAYWARDEN_RELAY_RADIAL_STORE_IDS": "example=TMSUS",
         ])
         let configuration = try ServerConfiguration(settings: settings)
-        #expect(configuration.relay.radial?.format == .radial && configuration.relay.radialAPIKey?.revealed == "radial-key")
-        #expect(!settings.effective.map(\.displayValue).contains { $0.contains("radial-key") && !$0.contains(keyFile) })
+        #expect(configuration.relay.radial?.format == .radial && configuration.relay.radialAPIKey?.revealed == "sEcReT-radial-42")
+        #expect(configuration.relay.radialStoreIDs == ["example": ["TMSUS"]])
+        #expect(!settings.effective.map(\.displayValue).contains { $0.contains("sEcReT-radial-42") })
     }
 }

@@ -247,14 +247,18 @@ public struct PaywardenServer: Sendable {
         router.post("/vap/communicator/online", use: cnp.online)
         router.post("/cnpAPI", use: cnp.online)
         let mercuryPayRelay = relay.mercuryPay.map {
-            MercuryPayRelay(service: vaultService, upstream: $0, fields: configuration.relay.mercuryPayFields, logger: logger)
+            MercuryPayRelay(
+                service: vaultService, upstream: $0, fields: configuration.relay.mercuryPayFields,
+                organizations: configuration.relay.mercuryPayOrganizations)
         }
         let mercuryPay = MercuryPayController(
             registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: mercuryPayRelay)
         router.post(RouterPath(MercuryPayOperation.saleByRecordNo.path), use: mercuryPay.saleByRecordNo)
         router.post(RouterPath(MercuryPayOperation.authorizeByRecordNo.path), use: mercuryPay.authorizeByRecordNo)
         let radial = RadialController(
-            relay: RadialRelay(service: vaultService, upstream: relay.radial, apiKey: configuration.relay.radialAPIKey, logger: logger),
+            relay: RadialRelay(
+                service: vaultService, upstream: relay.radial, storeIDs: configuration.relay.radialStoreIDs,
+                apiKey: configuration.relay.radialAPIKey, logger: logger),
             registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes)
         router.post("/v1.0/stores/{StoreID}/payments/decryptblob", use: radial.decryptBlob)
         router.post("/v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml", use: radial.authorize)

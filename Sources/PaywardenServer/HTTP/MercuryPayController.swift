@@ -77,9 +77,7 @@ struct MercuryPayController {
     static func error(
         _ status: HTTPResponse.Status, code: String, _ message: String, invoiceNo: String? = nil, headers: HTTPFields = [:]
     ) -> Response {
-        var headers = headers
-        if status == .serviceUnavailable { headers[.retryAfter] = "1" }
-        return json(
+        json(
             MercuryPayErrorResponse.body(returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: code), status: status,
             headers: headers)
     }

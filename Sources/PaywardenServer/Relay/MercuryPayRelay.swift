@@ -11,10 +11,14 @@ import Vault
 /// high-value token in `RecordNo` and `AcctNo` masked, a decline or error with no `RecordNo`.
 ///
 /// A registration ID is ended before the request leaves, as in the cnpAPI relay: one cryptogram,
-/// one authorization, and a resend is refused here. An OmniToken is detokenized (audited as a
-/// detokenization) and carries no cryptogram; the cryptogram and ECI of a registration go only
-/// to the fields the operator names (`relay_mercurypay_cryptogram_field`, `…_eci_field`), because
-/// MercuryPay's public material documents none.
+/// one authorization, and a resend is refused here. Its cryptogram and ECI go to the fields the
+/// operator names (`relay_mercurypay_cryptogram_field`, `…_eci_field`), because MercuryPay's public
+/// material documents none; without a cryptogram field, registration IDs are refused (a device
+/// account number is not sent without its cryptogram). An OmniToken is detokenized (audited, and
+/// with the `detokenize` scope its own route needs) and carries no cryptogram.
+///
+/// Every request goes on the one configured merchant's credentials, so only the organisations
+/// bound to it (`relay_mercurypay_organizations`) may relay.
 ///
 /// Credentials: the client's Basic or Bearer credentials are its Paywarden API key and never
 /// leave; the upstream gets the configured merchant ID and password as HTTP Basic, or no
@@ -29,7 +33,8 @@ struct MercuryPayRelay: Sendable {
     let service: VaultService
     let upstream: UpstreamClient
     let fields: MercuryPayForwarding.Options
-    let logger: Logger
+    /// The organisations bound to the upstream's merchant.
+    let organizations: Set<String>
 
     struct Reply: Sendable {
         var body: ProcessorJSON
@@ -38,19 +43,36 @@ struct MercuryPayRelay: Sendable {
     }
 
     func relay(_ request: MercuryPayRequest, key: APIKey, organization: String) async -> Reply {
+        // One merchant's credentials serve every request: only the organisations bound to it use them.
+        guard organizations.contains(organization) else {
+            return Self.refusal(
+                .vault(VaultError(.merchantNotAuthorized, "the organisation is not bound to the MercuryPay upstream's merchant")),
+                invoiceNo: request.invoiceNo)
+        }
         let card: ForwardedCardData
         let token: String
         do throws(VaultFailure) {
             switch request.tokenType {
             case .registrationID:
+                // A device account number authorizes with its cryptogram or not at all: without a field
+                // for it upstream, nothing is redeemed.
+                guard fields.cryptogramField != nil else {
+                    throw .vault(
+                        VaultError(
+                            .merchantNotAuthorized,
+                            "the MercuryPay upstream takes no cryptogram (relay_mercurypay_cryptogram_field is unset), and a device "
+                                + "account number is not sent without it"))
+                }
                 let redemption = try await service.redeem(request.recordNo, key: key, organization: organization)
-                // An upstream that takes the cryptogram gets a 3-D Secure payment or nothing.
                 card = try RelayCardData.forwarded(
-                    redemption.paymentData, issued: redemption.highValueToken,
-                    cryptogramRequiredBy: fields.cryptogramField == nil ? nil : "the configured MercuryPay upstream")
+                    redemption.paymentData, issued: redemption.highValueToken, cryptogramRequiredBy: "the MercuryPay upstream")
                 token = redemption.highValueToken.token
                 try await service.endRegistration(request.recordNo, key: key, organization: organization)
             case .omniToken:
+                // Detokenization, with the scope Paywarden's own detokenize route requires.
+                guard key.scopes.contains(.detokenize) else {
+                    return Self.forbidden("API key \(key.name) needs the detokenize scope for an OmniToken", invoiceNo: request.invoiceNo)
+                }
                 card = try RelayCardData.forwarded(try await service.detokenize(request.recordNo, key: key, organization: organization))
                 token = request.recordNo
             }
@@ -58,6 +80,12 @@ struct MercuryPayRelay: Sendable {
             return Self.refusal(error, invoiceNo: request.invoiceNo)
         }
         return await forward(request, card: card, token: token)
+    }
+
+    static func forbidden(_ message: String, invoiceNo: String?) -> Reply {
+        Reply(
+            body: MercuryPayErrorResponse.body(returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: "forbidden"),
+            status: .forbidden)
     }
 
     private func forward(_ request: MercuryPayRequest, card: ForwardedCardData, token: String) async -> Reply {
@@ -98,6 +126,7 @@ struct MercuryPayRelay: Sendable {
     static func upstreamFailure(_ failure: UpstreamClient.Failure, invoiceNo: String?) -> Reply {
         let body = MercuryPayErrorResponse.body(
             returnCode: nil, textResponse: failure.explanation, invoiceNo: invoiceNo, paywardenCode: "upstream_unavailable")
-        return Reply(body: body, status: failure.status, headers: failure.status == .serviceUnavailable ? [.retryAfter: "1"] : [:])
+        // No Retry-After: the registration ID or token was spent on this attempt.
+        return Reply(body: body, status: failure.status)
     }
 }

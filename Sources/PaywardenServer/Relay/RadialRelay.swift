@@ -28,6 +28,8 @@ struct RadialRelay: Sendable {
     let service: VaultService
     /// The Radial upstream; without one, authorizations are refused (the decrypt API still answers).
     let upstream: UpstreamClient?
+    /// The stores each organisation may authorize for (`relay_radial_store_ids`).
+    let storeIDs: [String: Set<String>]
     /// Sent as Radial's `apiKey` header when configured (the header Radial's own SDK sends:
     /// eBayEnterprise/RetailOrderManagement-SDK, Api/HttpApi.php buildHeader).
     let apiKey: Sensitive<String>?
@@ -71,6 +73,11 @@ struct RadialRelay: Sendable {
             return fault(
                 .upstreamUnavailable, "no Radial upstream is configured (relay_radial_upstream); nothing was decrypted or sent",
                 .serviceUnavailable)
+        }
+        // The upstream acts on Paywarden's API key for whatever store the path names.
+        guard storeIDs[organization]?.contains(storeID) == true else {
+            return fault(
+                .forbidden, "forbidden: store \(storeID) is not bound to the API key's organisation (relay_radial_store_ids)", .forbidden)
         }
         let card: ForwardedCardData
         let issued: IssuedToken
@@ -123,9 +130,8 @@ struct RadialRelay: Sendable {
             case .serviceUnavailable: .upstreamUnavailable
             default: .systemError
             }
-        return fault(
-            code, "upstream_unavailable: \(failure.explanation)", failure.status,
-            headers: failure.status == .serviceUnavailable ? [.retryAfter: "1"] : [:])
+        // No Retry-After: the wallet token's transaction id was spent on this attempt.
+        return fault(code, "upstream_unavailable: \(failure.explanation)", failure.status)
     }
 
     func fault(_ code: RadialFault.Code, _ description: String, _ status: HTTPResponse.Status, headers: HTTPFields = [:]) -> Reply {

@@ -68,6 +68,10 @@ public struct RelayConfiguration: Sendable {
     public var cnpMerchantIDs: [String: Set<String>]
     public var mercuryPay: UpstreamConfiguration?
     public var radial: UpstreamConfiguration?
+    /// The organisations that may use the MercuryPay upstream.
+    public var mercuryPayOrganizations: Set<String>
+    /// The Radial stores each organisation may name; an organisation without an entry relays nothing.
+    public var radialStoreIDs: [String: Set<String>]
     /// Where the MercuryPay upstream takes the cryptogram and ECI; by default neither is sent.
     public var mercuryPayFields: MercuryPayForwarding.Options
     /// Radial's `apiKey` header for its upstream, when configured.
@@ -75,13 +79,15 @@ public struct RelayConfiguration: Sendable {
 
     public init(
         cnp: UpstreamConfiguration? = nil, cnpMerchantIDs: [String: Set<String>] = [:], mercuryPay: UpstreamConfiguration? = nil,
-        radial: UpstreamConfiguration? = nil,
+        mercuryPayOrganizations: Set<String> = [], radial: UpstreamConfiguration? = nil, radialStoreIDs: [String: Set<String>] = [:],
         mercuryPayFields: MercuryPayForwarding.Options = .init(), radialAPIKey: Sensitive<String>? = nil
     ) {
         self.cnp = cnp
         self.cnpMerchantIDs = cnpMerchantIDs
         self.mercuryPay = mercuryPay
+        self.mercuryPayOrganizations = mercuryPayOrganizations
         self.radial = radial
+        self.radialStoreIDs = radialStoreIDs
         self.mercuryPayFields = mercuryPayFields
         self.radialAPIKey = radialAPIKey
     }
@@ -96,6 +102,8 @@ public struct RelayConfiguration: Sendable {
             settings.mercuryPay, format: .mercuryPay, timeout: settings.timeout, url: C.relayMercuryPayUpstream,
             ca: C.relayMercuryPayUpstreamCA, passwordFile: C.relayMercuryPayUpstreamPasswordFile,
             client: C.relayMercuryPayUpstreamClientCertificate)
+        mercuryPayOrganizations = settings.mercuryPayOrganizations
+        radialStoreIDs = settings.radialStoreIDs
         mercuryPayFields = .init(cryptogramField: settings.mercuryPayCryptogramField, eciField: settings.mercuryPayECIField)
         radial = try Self.upstream(
             settings.radial, format: .radial, timeout: settings.timeout, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
@@ -146,7 +154,7 @@ public struct RelayConfiguration: Sendable {
     /// The file's text without its trailing line breaks; an empty one is refused.
     private static func readPassword(_ path: String, setting: Setting) throws(ConfigurationError) -> String {
         guard let password = SecretFile.read(path) else {
-            throw ConfigurationError("\(setting.environmentName): \(path) cannot be read")
+            throw ConfigurationError("\(setting.environmentName): \(path) cannot be read as UTF-8 text")
         }
         guard !password.isEmpty else { throw ConfigurationError("\(setting.environmentName): \(path) holds no password") }
         return password

@@ -45,16 +45,10 @@ final class UpstreamClient: Sendable {
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
     }
 
-    /// What the upstream answered: its status and body.
-    struct Reply: Sendable {
-        let status: Int
-        let body: [UInt8]
-    }
-
     /// Why there is no usable reply. `mayHaveArrived` is false only when the request certainly
-    /// never reached the upstream (the connection was refused).
+    /// never reached the upstream (the connection was refused, the TLS handshake failed).
     struct Failure: Error, Sendable {
-        /// The metric outcome: `http_<status>`, `unreachable`, `timeout`, `too_large`.
+        /// The metric outcome: `http_<status>`, `unreachable`, `timeout`, `too_large`, `invalid_response`.
         let outcome: String
         let mayHaveArrived: Bool
 
@@ -75,32 +69,37 @@ final class UpstreamClient: Sendable {
             case "timeout": "the processor did not answer in time; the transaction's outcome is unknown (query it before sending again)"
             case "unreachable" where !mayHaveArrived: "the processor cannot be reached; nothing was sent"
             case "unreachable": "the connection to the processor failed; the transaction's outcome is unknown"
+            case let refused where refused.hasPrefix("http_4"):
+                "the processor refused the request (HTTP \(refused.dropFirst(5))); query it before sending the transaction again"
             default: "the processor's answer was not usable (\(outcome)); the transaction's outcome is unknown"
             }
         }
     }
 
     /// POSTs `body` to the upstream's base URL plus `path`, once, with `headers` beside the content
-    /// type. A reply other than 2xx is a failure.
-    func post(_ path: String, body: [UInt8], contentType: String, headers: [(String, String)] = []) async throws(Failure) -> Reply {
-        var request = HTTPClientRequest(url: configuration.url(path))
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: contentType)
-        request.headers.add(contentsOf: headers)
-        request.headers.add(name: "Accept-Encoding", value: "identity")
-        request.body = .bytes(ByteBuffer(bytes: body))
+    /// type, then makes the client's answer of a 2xx reply with `rewrite`. Anything else is a
+    /// failure: another status, no reply, or a reply `rewrite` refuses (`invalid_response`, logged by
+    /// the rule it broke, never by content). The call is measured once, by its final outcome.
+    func exchange<Value>(
+        _ path: String, body: [UInt8], contentType: String, headers: [(String, String)] = [],
+        rewrite: ([UInt8]) throws(ProcessorMessageError) -> Value
+    ) async throws(Failure) -> Value {
         let start = ContinuousClock.now
-        let result: Result<Reply, Failure>
-        do {
-            let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
-            let status = Int(response.status.code)
-            let collected = try await response.body.collect(upTo: configuration.maximumResponseBytes)
-            result =
-                (200..<300).contains(status)
-                ? .success(Reply(status: status, body: Array(buffer: collected)))
-                : .failure(Failure(outcome: "http_\(status)", mayHaveArrived: true))
-        } catch {
-            result = .failure(Self.failure(error))
+        let result: Result<Value, Failure>
+        switch await send(path, body: body, contentType: contentType, headers: headers) {
+        case .success(let reply):
+            do {
+                result = .success(try rewrite(reply))
+            } catch {
+                logger.warning(
+                    "the upstream's reply is not one of its format's",
+                    metadata: [
+                        "format": "\(configuration.format.rawValue)", "code": "\(error.code.rawValue)", "field": "\(error.field ?? "")",
+                    ])
+                result = .failure(Failure(outcome: "invalid_response", mayHaveArrived: true))
+            }
+        case .failure(let failure):
+            result = .failure(failure)
         }
         let duration = ContinuousClock.now - start
         let outcome: String
@@ -121,22 +120,22 @@ final class UpstreamClient: Sendable {
         return try result.get()
     }
 
-    /// POSTs once, then makes the client's answer of the reply with `rewrite`. A reply `rewrite`
-    /// refuses is an `invalid_response` failure, logged by the rule it broke, never by content.
-    func exchange<Value>(
-        _ path: String, body: [UInt8], contentType: String, headers: [(String, String)] = [],
-        rewrite: ([UInt8]) throws(ProcessorMessageError) -> Value
-    ) async throws(Failure) -> Value {
-        let reply = try await post(path, body: body, contentType: contentType, headers: headers)
+    /// One POST: the body of a 2xx reply, or why there is none.
+    private func send(_ path: String, body: [UInt8], contentType: String, headers: [(String, String)]) async -> Result<[UInt8], Failure> {
+        var request = HTTPClientRequest(url: configuration.url(path))
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: contentType)
+        request.headers.add(contentsOf: headers)
+        request.headers.add(name: "Accept-Encoding", value: "identity")
+        request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            return try rewrite(reply.body)
+            let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
+            let status = Int(response.status.code)
+            let collected = try await response.body.collect(upTo: configuration.maximumResponseBytes)
+            return (200..<300).contains(status)
+                ? .success(Array(buffer: collected)) : .failure(Failure(outcome: "http_\(status)", mayHaveArrived: true))
         } catch {
-            logger.warning(
-                "the upstream's reply is not one of its format's",
-                metadata: [
-                    "format": "\(configuration.format.rawValue)", "code": "\(error.code.rawValue)", "field": "\(error.field ?? "")",
-                ])
-            throw Failure(outcome: "invalid_response", mayHaveArrived: true)
+            return .failure(Self.failure(error))
         }
     }
 
@@ -155,6 +154,8 @@ final class UpstreamClient: Sendable {
         if error is NIOConnectionError || (error as? IOError)?.errnoCode == ECONNREFUSED {
             return Failure(outcome: "unreachable", mayHaveArrived: false)
         }
+        // No request is written before the handshake completes.
+        if case .handshakeFailed = error as? NIOSSLError { return Failure(outcome: "unreachable", mayHaveArrived: false) }
         // TLS failures, a connection closed mid-exchange, …: nothing usable came back.
         return Failure(outcome: "unreachable", mayHaveArrived: true)
     }

@@ -94,6 +94,17 @@ public enum CnpUpstreamRewriter {
         case .other:
             break
         }
+        // A credit, a force capture or a subscription update can name a paypage too: a registration
+        // ID or Apple Pay token never reaches the upstream, wherever it stands.
+        var stack = [request.document.root]
+        while let element = stack.popLast() {
+            if ["paypage", "paypageRegistrationId", "applepay"].contains(element.name.localName) {
+                throw ProcessorMessageError(
+                    .cnpAPI, .unsupportedPaymentSource, field: element.name.localName,
+                    "\(request.transaction.name) carries a \(element.name.localName), which is not passed through")
+            }
+            stack += element.childElements
+        }
         var document = request.document
         use(account, in: &document, namespace: request.dialect.namespaceURI)
         return document

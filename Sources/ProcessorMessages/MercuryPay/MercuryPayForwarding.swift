@@ -5,8 +5,9 @@
 /// mozvat/PaymentBOT creditsale.py `{InvoiceNo, RefNo, Memo, AcctNo, ExpDate, Purchase}` to
 /// `/PaymentsAPI/Credit/Sale`; wix-playground/libpay-mercurypay AuthorizeOrSaleRequest `AcctNo`,
 /// `ExpDate` as MMYY):
-/// - `RecordNo` and `TokenType` are removed; `AcctNo` (the full account number) and `ExpDate` (MMYY)
-///   take `RecordNo`'s place in the object.
+/// - `RecordNo` and `TokenType` are removed, and so are the client's own fields of the names the
+///   options fill (the cryptogram, ECI and AccountSource fields), sent or not; `AcctNo` (the full
+///   account number) and `ExpDate` (MMYY) take `RecordNo`'s place in the object.
 /// - Every other field (OperatorID, InvoiceNo, Purchase, Tax, Frequency, RefNo, Memo, unknown ones)
 ///   is forwarded unchanged and in order.
 /// - Cryptogram and ECI: no MercuryPay field for them is documented in the public material (the
@@ -51,7 +52,11 @@ public enum MercuryPayForwarding {
     ) -> Forwarded {
         let original = request.body.members ?? []
         let recordIndex = original.firstIndex { $0.key == "RecordNo" } ?? original.count
-        let replaced: Set<String> = ["RecordNo", "TokenType"]
+        // The fields Paywarden fills are never the client's: a client's own cryptogram, ECI or account
+        // source would claim an authentication the card never had.
+        let replaced = Set(
+            ["RecordNo", "TokenType"]
+                + [options.cryptogramField, options.eciField, options.accountSource.map { _ in "AccountSource" }].compactMap { $0 })
         var members = original.filter { !replaced.contains($0.key) }
         let insertAt = original[..<recordIndex].filter { !replaced.contains($0.key) }.count
         var added: [ProcessorJSON.Member] = [.init("AcctNo", .string(card.accountNumber)), .init("ExpDate", .string(card.expirationMMYY))]

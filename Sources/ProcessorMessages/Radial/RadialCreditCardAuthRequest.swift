@@ -97,10 +97,10 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
         var seen: Set<String> = []
         for child in try reader.elements(of: root, path: path, allowForeign: true) {
             let name = child.name.localName
-            if name == "PaymentContext" {
+            if name == "PaymentContext" || name == "ExpirationDate" {
                 throw ProcessorMessageError(
-                    .radial, .unexpectedField, field: "\(path)/PaymentContext",
-                    "a wallet authorization carries WalletPaymentInformation, not PaymentContext")
+                    .radial, .unexpectedField, field: "\(path)/\(name)",
+                    "a wallet authorization carries WalletPaymentInformation, not \(name): the card data is Paywarden's to place")
             }
             guard let rank = RadialSchema.walletRequestOrder.firstIndex(of: name) else { continue }
             guard seen.insert(name).inserted else { throw reader.rules.duplicate("\(path)/\(name)") }

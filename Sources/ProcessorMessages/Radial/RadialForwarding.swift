@@ -7,8 +7,9 @@
 ///     CustomerEmail, CustomerIPAddress, ShipToFirstName, ShipToLastName, ShipToPhoneNo,
 ///     ShippingAddress, isRequestToCorrectCVVOrAVSError, SecureVerificationData?
 ///
-/// - `WalletPaymentInformation` and the top-level `OrderId` are removed; `PaymentContext` (the
-///   OrderId and the DPAN) and `ExpirationDate` take their place at the front.
+/// - `WalletPaymentInformation` and the top-level `OrderId` are removed, and so are any
+///   `PaymentContext`, `ExpirationDate` and `SecureVerificationData` the client sent; `PaymentContext`
+///   (the OrderId and the DPAN) and `ExpirationDate` take the wallet's place at the front.
 /// - `isRequestToCorrectCVVOrAVSError`, required by the sequence, is added as `false` after
 ///   `ShippingAddress` when the wallet request had none.
 /// - With a cryptogram, `SecureVerificationData` follows it. SecureVerificationDataType's sequence
@@ -38,6 +39,10 @@ public enum RadialForwarding {
         var root = request.document.root
         let namespace = RadialSchema.namespaceURI
         let template = root.firstChild(named: "WalletPaymentInformation", namespaceURI: namespace) ?? root
+        // Card data is Paywarden's to place: whatever the client put there does not travel.
+        for name in ["PaymentContext", "ExpirationDate", "SecureVerificationData"] {
+            root.removeChildren(named: name, namespaceURI: namespace)
+        }
         let firstIndex = root.childIndices(named: "WalletPaymentInformation", namespaceURI: namespace).first ?? 0
         root.removeChildren(named: "WalletPaymentInformation", namespaceURI: namespace)
         root.removeChildren(named: "OrderId", namespaceURI: namespace)
