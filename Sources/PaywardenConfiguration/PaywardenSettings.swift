@@ -58,6 +58,8 @@ public struct HSMSettings: Sendable {
     /// `auto`, `on` or `off`.
     public var sessionKeyCopies: String
     public var recycleEvery: Int
+    public var operationTimeout: Duration
+    public var healthCheckTimeout: Duration
     public var keyRefreshInterval: Duration
 
     /// Where the user PIN comes from: a file (read at every login), or the environment.
@@ -85,6 +87,8 @@ public struct HSMSettings: Sendable {
         allowSoftwareOAEPDecoding = try reader.boolean(C.hsmAllowSoftwareOAEP)
         sessionKeyCopies = try reader.choice(defaulted: C.hsmSessionKeyCopies)
         recycleEvery = try reader.integer(defaulted: C.hsmRecycleEvery)
+        operationTimeout = .milliseconds(try reader.integer(defaulted: C.hsmOperationTimeoutMilliseconds))
+        healthCheckTimeout = .milliseconds(try reader.integer(defaulted: C.hsmHealthTimeoutMilliseconds))
         keyRefreshInterval = .seconds(try reader.integer(defaulted: C.keyRefreshSeconds))
     }
 }

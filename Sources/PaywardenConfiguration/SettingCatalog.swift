@@ -30,7 +30,7 @@ public enum SettingCatalog {
         "sessions and threads doing HSM work")
     public static let hsmMaxPending = Setting(
         "hsm_max_pending", .integer(1...1_000_000), default: .value("256"),
-        "HSM operations allowed to wait for a worker before new ones are refused as overloaded")
+        "HSM operations and decryptions allowed to wait for a worker before new ones are refused as overloaded")
     public static let hsmAllowExtractableECDH = Setting(
         "hsm_allow_extractable_ecdh", .boolean, default: .value("false"),
         "permit the ECDH path where the shared secret leaves the HSM")
@@ -43,6 +43,12 @@ public enum SettingCatalog {
     public static let hsmRecycleEvery = Setting(
         "hsm_recycle_every", .integer(0...100_000_000), default: .value("10000"),
         "decryptions between module recycles (0: never); SoftHSM leaks about 241 B per derive until then")
+    public static let hsmOperationTimeoutMilliseconds = Setting(
+        "hsm_operation_timeout_ms", .integer(100...600_000), default: .value("10000"),
+        "how long a request waits for an HSM operation (queued and running) before a 503 hsm_unavailable")
+    public static let hsmHealthTimeoutMilliseconds = Setting(
+        "hsm_health_timeout_ms", .integer(100...60_000), default: .value("2000"),
+        "how long the health check waits for the HSM before the service reports not ready")
     public static let keyRefreshSeconds = Setting(
         "key_refresh_seconds", .integer(1...3600), default: .value("10"),
         "seconds between key-map reloads and HSM health checks")
@@ -216,7 +222,7 @@ public enum SettingCatalog {
     public static let all: [Setting] = [
         home, logLevel,
         pkcs11Module, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH, hsmAllowSoftwareOAEP,
-        hsmSessionKeyCopies, hsmRecycleEvery, keyRefreshSeconds,
+        hsmSessionKeyCopies, hsmRecycleEvery, hsmOperationTimeoutMilliseconds, hsmHealthTimeoutMilliseconds, keyRefreshSeconds,
         signingTimeWindow, trustRoots,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
         maxBodyBytes, maxInFlight, eventLoopThreads,

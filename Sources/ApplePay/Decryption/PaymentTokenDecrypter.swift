@@ -29,14 +29,16 @@ public final class PaymentTokenDecrypter: Sendable {
     /// - Parameter at: evaluate the signature as of this time instead of now (`--at`).
     /// - Parameter merchantIdentifierHashes: when given, a token whose key belongs to any other
     ///   merchant identifier is refused after verification and before its transaction id is claimed.
+    /// - Parameter attempt: lets the caller give up on this decryption while it runs without
+    ///   burning the token's transaction id (see ``DecryptionAttempt``).
     public func decrypt(
-        json: [UInt8], at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil
+        json: [UInt8], at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil, attempt: DecryptionAttempt? = nil
     ) async throws(PaymentTokenError) -> DecryptedPaymentToken {
-        try await decrypt(try PaymentToken(json: json), at: at, merchantIdentifierHashes: merchantIdentifierHashes)
+        try await decrypt(try PaymentToken(json: json), at: at, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt)
     }
 
     public func decrypt(
-        _ token: PaymentToken, at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil
+        _ token: PaymentToken, at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil, attempt: DecryptionAttempt? = nil
     ) async throws(PaymentTokenError) -> DecryptedPaymentToken {
         let now = at ?? clock()
         let verification = await verifier.verify(token, now: now)
@@ -80,6 +82,10 @@ public final class PaymentTokenDecrypter: Sendable {
                     + "token is decrypted once"
             )
         }
+        if let attempt, !attempt.recordClaim(token.header.transactionID) {
+            await replayCache.release(token.header.transactionID)
+            throw PaymentTokenError(.hsmUnavailable, "the HSM did not answer in time; retry shortly")
+        }
         do {
             let plaintext = try await open(token, with: key)
             return DecryptedPaymentToken(
@@ -88,8 +94,10 @@ public final class PaymentTokenDecrypter: Sendable {
                 merchantIdentifierHash: Hex.encode(key.merchantIdentifierHash)
             )
         } catch {
-            if error.code == .hsmUnavailable || error.code == .overloaded {
-                // A failed release leaves the id claimed until it expires: the token is then refused, never decrypted twice.
+            // An HSM failure after full verification is retryable: the id is given back (unless the
+            // caller abandoned the attempt and gave it back already). A failed release leaves it
+            // claimed until it expires: the token is then refused, never decrypted twice.
+            if error.code == .hsmUnavailable || error.code == .overloaded, attempt?.takeClaimForRelease() ?? true {
                 await replayCache.release(token.header.transactionID)
             }
             throw error

@@ -19,13 +19,27 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
     /// Rebuilds the map from the HSM. Returns the number of keys that decrypt.
     @discardableResult
     public func reload(from store: MerchantKeyStore) async throws(CustodyError) -> Int {
-        reload(from: try await store.list())
+        reload(from: try await store.inventory())
+    }
+
+    /// Rebuilds the map from keys already read. A key that could not be read this time keeps the
+    /// entry it had (its record or certificate may be damaged; the key itself still works), so one
+    /// bad object never takes working keys out of service. Returns the number of keys that decrypt.
+    @discardableResult
+    public func reload(from inventory: KeyInventory) -> Int {
+        let unreadable = Set(inventory.unreadable.map(\.id.hex))
+        let kept = keys.withLock { map in map.filter { unreadable.contains($0.value.keyID) } }
+        return reload(from: inventory.keys, keeping: kept)
     }
 
     /// Rebuilds the map from keys already read. Returns the number of keys that decrypt.
     @discardableResult
     public func reload(from keys: [MerchantKey]) -> Int {
-        var map: [[UInt8]: MerchantKeyReference] = [:]
+        reload(from: keys, keeping: [:])
+    }
+
+    private func reload(from keys: [MerchantKey], keeping kept: [[UInt8]: MerchantKeyReference]) -> Int {
+        var map = kept
         for key in keys where key.purpose == .processing && key.state.decrypts {
             guard let hash = Data(base64Encoded: key.publicKeyHash), let partyV = key.merchantIdentifierHash.flatMap(Hex.decode),
                 partyV.count == 32
@@ -86,8 +100,12 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
                 .decryptionFailed,
                 "the HSM refused the token's key material in \(operation) (\(error.returnValue?.name ?? "invalid input"))")
         case (.keyNotFound, _):
+            // The key map lists it, so the HSM should have it: a session that lost its login sees
+            // no private keys. Retryable; a key really destroyed leaves the map at the next reload.
             return PaymentTokenError(
-                .unknownPublicKeyHash, "the key for this publicKeyHash is no longer in the HSM; it may have been destroyed")
+                .hsmUnavailable,
+                "the HSM did not find the key the key map lists for this publicKeyHash (a lost login, or a key destroyed "
+                    + "moments ago); retry shortly")
         default:
             return PaymentTokenError(
                 .hsmUnavailable,

@@ -21,10 +21,19 @@ public final class MerchantKeyStore: Sendable {
 
     // MARK: Reading
 
-    /// Every key Paywarden manages, oldest first.
+    /// Every key Paywarden manages and can read, oldest first.
     public func list() async throws(CustodyError) -> [MerchantKey] {
+        try await inventory().keys
+    }
+
+    /// Every key Paywarden manages, oldest first, and those it manages but cannot read (a record
+    /// or certificate that does not decode, a key object without its public half): one bad object
+    /// leaves the others usable, and is reported by key.
+    public func inventory() async throws(CustodyError) -> KeyInventory {
         let snapshot = try await self.snapshot()
-        return snapshot.managed.sorted { ($0.record.createdAt, $0.id) < ($1.record.createdAt, $1.id) }
+        return KeyInventory(
+            keys: snapshot.managed.sorted { ($0.record.createdAt, $0.id) < ($1.record.createdAt, $1.id) },
+            unreadable: snapshot.unreadable.sorted { $0.id < $1.id })
     }
 
     /// The key `reference` names: a full key id in hex, a unique prefix of at least 6 hex digits,
@@ -309,28 +318,46 @@ public final class MerchantKeyStore: Sendable {
         let records: [KeyIdentifier: Result<KeyRecord, CustodyError>]
         let certificates: [KeyIdentifier: [UInt8]]
         let managed: [MerchantKey]
+        let unreadable: [UnreadableMerchantKey]
     }
 
     /// One consistent read of keys, records and certificates, in one session.
     private func snapshot() async throws(CustodyError) -> Snapshot {
-        let (keys, records, certificates): ([KeyObject], [KeyIdentifier: Result<KeyRecord, CustodyError>], [KeyIdentifier: [UInt8]])
+        let (listing, records, certificates): (KeyListing, [KeyIdentifier: Result<KeyRecord, CustodyError>], [KeyIdentifier: [UInt8]])
         do throws(PKCS11Error) {
-            (keys, records, certificates) = try await hsm.withSession { session throws(PKCS11Error) in
+            (listing, records, certificates) = try await hsm.withSession { session throws(PKCS11Error) in
                 (try session.privateKeys(), try CustodyObjects.records(session), try CustodyObjects.certificates(session))
             }
             // A key destroyed elsewhere must not live on in session copies.
-            try await hsm.keysListed(Set(keys.map(\.id)))
+            try await hsm.keysListed(listing)
         } catch {
             throw CustodyError(error)
         }
         var managed: [MerchantKey] = []
-        for key in keys {
+        var unreadable: [UnreadableMerchantKey] = []
+        for key in listing.keys {
             guard let result = records[key.id] else { continue }
-            let record = try result.get()
-            let certificate = try certificates[key.id].map { (der) throws(CustodyError) in try MerchantCertificate(bytes: der) }
-            managed.append(try Self.merchantKey(key, record, certificate: certificate))
+            do throws(CustodyError) {
+                let record = try result.get()
+                let certificate = try certificates[key.id].map { (der) throws(CustodyError) -> MerchantCertificate in
+                    do throws(CustodyError) {
+                        return try MerchantCertificate(bytes: der)
+                    } catch {
+                        throw CustodyError(.storage, "the certificate of key \(key.id) in the HSM is unreadable: \(error.message)")
+                    }
+                }
+                managed.append(try Self.merchantKey(key, record, certificate: certificate))
+            } catch {
+                unreadable.append(UnreadableMerchantKey(id: key.id, reason: error.message))
+            }
         }
-        return Snapshot(keys: keys, records: records, certificates: certificates, managed: managed)
+        // Key objects that could not be read count only when Paywarden keeps a record for them:
+        // the others belong to other applications sharing the token.
+        for object in listing.unreadable {
+            guard let id = object.id, records[id] != nil else { continue }
+            unreadable.append(UnreadableMerchantKey(id: id, reason: "the key object is unreadable: \(object.reason)"))
+        }
+        return Snapshot(keys: listing.keys, records: records, certificates: certificates, managed: managed, unreadable: unreadable)
     }
 
     private func check(_ certificate: MerchantCertificate, for purpose: KeyPurpose, merchantID: String?, allowExpired: Bool)

@@ -17,6 +17,8 @@ public struct PKCS11Error: Error, Sendable, Hashable, CustomStringConvertible {
         case unsupportedKey
         case poolStopped
         case overloaded
+        /// The HSM did not answer within the operation deadline.
+        case timedOut
     }
 
     public let code: Code
@@ -85,6 +87,16 @@ extension PKCS11Error {
 
     static func mechanismUnsupported(_ message: String) -> PKCS11Error {
         PKCS11Error(code: .mechanismUnsupported, category: .misconfiguration, message: message)
+    }
+
+    static func overloaded(_ maxPending: Int) -> PKCS11Error {
+        PKCS11Error(code: .overloaded, category: .retry, message: "\(maxPending) HSM operations are already waiting; retry shortly")
+    }
+
+    static func timedOut(after deadline: Duration) -> PKCS11Error {
+        PKCS11Error(
+            code: .timedOut, category: .retry,
+            message: "the HSM did not answer within \(deadline); the operation was given up (it may still finish in the module)")
     }
 
     static func keyNotFound(_ id: KeyIdentifier) -> PKCS11Error {

@@ -30,18 +30,23 @@ extension HSM {
     /// Every private key in the token, read afresh (another instance may have changed them);
     /// the handle cache is replaced with what was found.
     public func keys() async throws(PKCS11Error) -> [KeyObject] {
-        let keys = try await withSession { [self] session throws(PKCS11Error) in
-            let keys = try session.privateKeys()
-            handles.withLock { $0.replacePrivateKeys(with: keys) }  // inside the job: same generation
-            return keys
+        let listing = try await withSession { [self] session throws(PKCS11Error) in
+            let listing = try session.privateKeys()
+            handles.withLock { $0.replacePrivateKeys(with: listing.keys) }  // inside the job: same generation
+            return listing
         }
-        try await keysListed(Set(keys.map(\.id)))
-        return keys.sorted { $0.id < $1.id }
+        try await keysListed(listing)
+        return listing.keys.sorted { $0.id < $1.id }
     }
 
     /// To be told every listing of the token's keys, from any session. When a key listed before
     /// is gone (an administrator destroyed it) and sessions may hold copies of keys, the module
     /// is recycled, which ends every session and its copies.
+    public func keysListed(_ listing: KeyListing) async throws(PKCS11Error) {
+        // An unreadable key is still in the token: it has not gone.
+        try await keysListed(Set(listing.keys.map(\.id) + listing.unreadable.compactMap(\.id)))
+    }
+
     public func keysListed(_ ids: Set<KeyIdentifier>) async throws(PKCS11Error) {
         let gone = listedKeys.withLock { known in
             defer { known = ids }
@@ -106,7 +111,8 @@ extension HSM {
         while true {
             let observed = generation.load(ordering: .acquiring)
             do {
-                return try await pool.run(job)
+                try await reestablishIfLoggedOut(observed)
+                return try await pool.run(deadline: configuration.operationTimeout, job)
             } catch {
                 guard !retried else { throw error }
                 retried = true

@@ -33,6 +33,11 @@ public final class HSM: Sendable {
     let sessionKeyCopiesMayExist = Atomic<Bool>(false)
     /// The ids of the token's keys at the last listing (or found since), to notice keys that go.
     let listedKeys = Mutex<Set<KeyIdentifier>>([])
+    /// False after a recycle failed to log in again: sessions opened now would see no private
+    /// keys, so operations re-establish the HSM first (as the ``loginGuard`` allows).
+    private let loggedIn = Atomic<Bool>(true)
+    /// Paces re-establishment after failures, and never presents a refused PIN twice.
+    let loginGuard = LoginGuard()
     let logger: Logger
 
     private init(configuration: HSMConfiguration, opened: Opened, logger: Logger) {
@@ -83,7 +88,7 @@ public final class HSM: Sendable {
                         : Capabilities.unprobed(mechanisms)
                     return Opened(
                         location: location, token: try module.tokenInfo(slot: location.slot),
-                        anchor: SessionTransfer(session: session), capabilities: capabilities, keys: try session.privateKeys()
+                        anchor: SessionTransfer(session: session), capabilities: capabilities, keys: try session.privateKeys().keys
                     )
                 } catch {
                     // Leave the module as we found it: nothing open, one user fewer.
@@ -147,11 +152,52 @@ public final class HSM: Sendable {
         retryingAfterLostLogin: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
         let observed = generation.load(ordering: .acquiring)
+        try await reestablishIfLoggedOut(observed)
         do {
-            return try await pool.run(body)
+            return try await pool.run(deadline: configuration.operationTimeout, body)
         } catch  where error.category == .relogin && retryingAfterLostLogin {
             try await recycle(ifStillAt: observed)
-            return try await pool.run(body)
+            return try await pool.run(deadline: configuration.operationTimeout, body)
+        }
+    }
+
+    /// Whether the HSM is logged in (a failed re-establishment leaves it logged out).
+    public var isLoggedIn: Bool { loggedIn.load(ordering: .relaxed) }
+
+    /// Why re-establishing the HSM is held back now, if it is (see ``LoginGuard``).
+    public var loginGuardHold: LoginGuard.Hold? { loginGuard.hold }
+
+    /// Whether the token refused the configured PIN, so no login is attempted until it changes.
+    public var pinRefused: Bool { loginGuard.pinRefused }
+
+    /// Re-establishes the HSM before an operation when the last recycle left it logged out.
+    func reestablishIfLoggedOut(_ observed: Int) async throws(PKCS11Error) {
+        guard !loggedIn.load(ordering: .relaxed) else { return }
+        try await recycle(ifStillAt: observed)
+    }
+
+    /// Runs `body` as a task on the worker threads, where its HSM calls run inline on the
+    /// worker's session (no thread hop per call), admitted against ``HSMConfiguration/maxPendingOperations``.
+    /// When it has not finished within ``HSMConfiguration/operationTimeout`` (an HSM call that
+    /// stopped answering holds its worker), the caller gets a `timedOut` error and `body` is left
+    /// to finish on its own; whatever it returns then is discarded.
+    public func runOnWorkers<R: Sendable>(_ body: @escaping @Sendable () async -> R) async throws(PKCS11Error) -> R {
+        let pool = self.pool
+        let deadline = configuration.operationTimeout
+        do {
+            return try await pool.admitted { () async throws -> R in
+                guard let deadline else { return await withTaskExecutorPreference(pool) { await body() } }
+                let pending = PendingRun<R>()
+                return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in
+                    pending.continuation = continuation
+                    Task(executorPreference: pool) { pending.finish(.success(await body())) }
+                    pending.expire(after: deadline)
+                }
+            }
+        } catch let error as PKCS11Error {
+            throw error
+        } catch {
+            throw PKCS11Error(code: .poolStopped, category: .retry, message: "unexpected error \(error)")
         }
     }
 
@@ -171,12 +217,27 @@ public final class HSM: Sendable {
     func recycle(ifStillAt observed: Int?) async throws(PKCS11Error) -> Duration? {
         let clock = ContinuousClock()
         let start = clock.now
+        // After a failure, attempts are paced, and a refused PIN is never presented again.
+        try loginGuard.admitAttempt()
+        let pin: [UInt8]
+        do throws(PKCS11Error) {
+            pin = try configuration.pin.read()
+        } catch {
+            // The module is untouched: a working login stays in use.
+            loginGuard.failed(error, pin: nil)
+            logger.error("HSM not re-established", metadata: ["error": "\(error)"])
+            throw error
+        }
+        // Not a failure of its own: checking for a new PIN touches no HSM, so it needs no pause,
+        // and the operator's fix is picked up at the next check.
+        try loginGuard.admitLogin(pin: pin)
         do {
             let done = try await pool.exclusive { [self] () throws(PKCS11Error) -> Bool in
                 if let observed, generation.load(ordering: .acquiring) != observed { return false }
                 let (keys, restarted) = try anchor.withLock { (session) throws(PKCS11Error) -> ([KeyObject], Bool) in
                     let old = session
                     session = nil
+                    loggedIn.store(false, ordering: .relaxed)
                     // When another HSM in this process shares the module, it is not restarted:
                     // the login is renewed and the old sessions are closed instead.
                     let restarted: Bool
@@ -191,12 +252,13 @@ public final class HSM: Sendable {
                     defer { if !restarted { old?.close() } }  // after the new login: the token stays logged in
                     if restarted { old?.abandon() }
                     location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
-                    let fresh = try location.logIn(pin: configuration.pin.read())
+                    let fresh = try location.logIn(pin: pin)
                     session = fresh
-                    return (try fresh.privateKeys(), restarted)
+                    return (try fresh.privateKeys().keys, restarted)
                 }
                 // Still exclusive: no job can see a handle of the old generation from here on.
                 generation.add(1, ordering: .releasing)
+                loggedIn.store(true, ordering: .relaxed)
                 if restarted { sessionKeyCopiesMayExist.store(false, ordering: .relaxed) }
                 // What the module leaked is free now and serves the next allocations. It is not
                 // handed back (malloc_trim): that lengthened each recycle from about 8 to 14 ms,
@@ -210,11 +272,15 @@ public final class HSM: Sendable {
             // The old handles are void whatever happened: nothing may use them again.
             generation.add(1, ordering: .releasing)
             handles.withLock { $0.replaceAll(privateKeys: []) }
-            logger.error("HSM module recycle failed", metadata: ["error": "\(error)"])
+            loginGuard.failed(error, pin: pin)
+            logger.error(
+                "HSM module recycle failed",
+                metadata: ["error": "\(error)", "consecutive_failures": "\(loginGuard.consecutiveFailures)"])
             throw error
         } catch {
             throw PKCS11Error(code: .moduleInvalid, category: .retry, message: "\(error)")
         }
+        loginGuard.succeeded()
         recycleCount.add(1, ordering: .relaxed)
         let elapsed = clock.now - start
         logger.info("HSM module recycled", metadata: ["duration": "\(elapsed)", "recycles": "\(recycles)"])
@@ -230,7 +296,7 @@ public final class HSM: Sendable {
         }
         let location = self.location
         let label = configuration.tokenLabel
-        let loggedIn = try await pool.run { session throws(PKCS11Error) -> Bool in
+        let loggedIn = try await pool.run(deadline: configuration.healthCheckTimeout) { session throws(PKCS11Error) -> Bool in
             let info = try location.module.tokenInfo(slot: location.slot)
             guard info.label == label else {
                 throw PKCS11Error(code: .tokenNotFound, category: .relogin, message: "the slot no longer holds token \"\(label)\"")

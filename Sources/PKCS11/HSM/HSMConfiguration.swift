@@ -20,6 +20,12 @@ public struct HSMConfiguration: Sendable {
     public var allowSoftwareOAEPDecoding = false
     /// Whether decryption uses per-session copies of the token keys (see ``SessionKeyCopies``).
     public var sessionKeyCopies = SessionKeyCopies.auto
+    /// How long a caller waits for an HSM operation, queued and running, before it is told the
+    /// HSM is unavailable (nil: for ever). A network HSM that stops answering would otherwise
+    /// hold every request; the call itself cannot be interrupted and finishes on its worker.
+    public var operationTimeout: Duration? = .seconds(10)
+    /// How long the health check waits for the HSM before calling it unavailable.
+    public var healthCheckTimeout: Duration = .seconds(2)
 
     /// Whether decryption works on session copies of the token keys.
     public enum SessionKeyCopies: String, Sendable, Hashable, CaseIterable {

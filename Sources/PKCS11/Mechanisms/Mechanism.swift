@@ -26,6 +26,17 @@ public enum Mechanism: Sendable {
     /// AES key wrap with padding (RFC 5649).
     case aesKeyWrapPad
 
+    /// Whether `CKR_GENERAL_ERROR` from this mechanism means the input was refused. SoftHSM
+    /// answers a bad GCM tag or a failed AES key-wrap integrity check that way; for RSA the input
+    /// has no integrity check the module could fail, so the error is the module's own, and a
+    /// request that met it may be retried.
+    var generalErrorMeansBadInput: Bool {
+        switch self {
+        case .aesGCM, .aesKeyWrapPad: true
+        default: false
+        }
+    }
+
     public var type: MechanismType {
         switch self {
         case .ecKeyPairGeneration: .ecKeyPairGeneration

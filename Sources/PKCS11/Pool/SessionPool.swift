@@ -27,6 +27,8 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     private var stopped = false
     private var generation = 0
     private var liveWorkers = 0
+    /// Tasks admitted to run on the workers (``admitted(_:)``) and not yet finished.
+    private var admittedTasks = 0
     /// Every worker's context, for maintenance to end their sessions while they are parked.
     private var contexts: [WorkerContext] = []
 
@@ -47,35 +49,71 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// Operations and tasks queued and not yet started.
+    /// Operations and tasks queued and not yet started, and admitted tasks not yet finished.
     var pending: Int {
         condition.lock()
         defer { condition.unlock() }
-        return queue.count - queueHead
+        return queue.count - queueHead + admittedTasks
     }
 
     /// Runs `body` with a worker's session on that worker's thread: inline when the caller is
     /// already on a worker of this pool, otherwise through the queue.
-    func run<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) async throws(PKCS11Error) -> R {
+    ///
+    /// - Parameter deadline: how long the caller waits, queued and running. When it passes, the
+    ///   caller gets a `timedOut` error; a job that has not started by then never runs, and one
+    ///   that is running (an HSM call that stopped answering) is left to finish on its worker,
+    ///   its result discarded. Inline calls run on the caller's own thread and cannot be left:
+    ///   their deadline is the caller's (``HSM/runOnWorkers(_:)``).
+    func run<R: Sendable>(
+        deadline: Duration? = nil, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
         if let context = WorkerContext.current, context.pool === self {
             return try context.withSession(body)
         }
+        let pending = PendingRun<R>()
         do {
             return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in
+                pending.continuation = continuation
                 let operation: Operation = { context in
+                    guard pending.start() else { return }  // the caller gave up before it started
                     do throws(PKCS11Error) {
-                        continuation.resume(returning: try context.withSession(body))
+                        pending.finish(.success(try context.withSession(body)))
                     } catch {
-                        continuation.resume(throwing: error)
+                        pending.finish(.failure(error))
                     }
                 }
-                if let refusal = enqueue(.operation(operation), bounded: true) { continuation.resume(throwing: refusal) }
+                if let refusal = enqueue(.operation(operation), bounded: true) {
+                    pending.finish(.failure(refusal))
+                } else if let deadline {
+                    pending.expire(after: deadline)
+                }
             }
         } catch let error as PKCS11Error {
             throw error
         } catch {
             throw PKCS11Error(code: .poolStopped, category: .retry, message: "unexpected error \(error)")
         }
+    }
+
+    /// Counts `body` among the operations waiting for the workers while it runs, refusing it as
+    /// overloaded when ``maxPending`` are already waiting. Tasks that prefer the pool as their
+    /// executor are admitted through here: once admitted, their jobs are never refused.
+    func admitted<R>(_ body: () async throws -> R) async throws -> R {
+        if let refusal = admitTask() { throw refusal }
+        defer { finishTask() }
+        return try await body()
+    }
+
+    private func admitTask() -> PKCS11Error? {
+        condition.withLock {
+            guard admittedTasks + queue.count - queueHead < maxPending else { return .overloaded(maxPending) }
+            admittedTasks += 1
+            return nil
+        }
+    }
+
+    private func finishTask() {
+        condition.withLock { admittedTasks -= 1 }
     }
 
     /// Accepts a task job from the Swift runtime. Tasks are never refused: the bound applies to
@@ -135,11 +173,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         if stopped {
             return PKCS11Error(code: .poolStopped, category: .retry, message: "the HSM session pool is shut down")
         }
-        if bounded && queue.count - queueHead >= maxPending {
-            return PKCS11Error(
-                code: .overloaded, category: .retry,
-                message: "\(maxPending) HSM operations are already waiting; retry shortly")
-        }
+        if bounded && admittedTasks + queue.count - queueHead >= maxPending { return .overloaded(maxPending) }
         queue.append(item)
         condition.signal()
         return nil

@@ -51,16 +51,30 @@ extension Session {
 
     /// Every private key in the token, with its public key read from the matching public object.
     /// Token objects only: session copies (``keyCopy(of:)``) share the ids of their keys.
-    public func privateKeys() throws(PKCS11Error) -> [KeyObject] {
-        var keys: [KeyObject] = []
+    ///
+    /// A key that cannot be described (another application's key type, no public object, a
+    /// public object without `CKA_EC_POINT` or `CKA_MODULUS`) is listed as unreadable instead of
+    /// failing the listing: one bad object must not hide every good one. Failures of the session
+    /// or the device still fail it.
+    public func privateKeys() throws(PKCS11Error) -> KeyListing {
+        var listing = KeyListing()
         for handle in try tokenObjects(.privateKey) {
             do {
-                keys.append(try keyObject(handle))
-            } catch  where error.code == .unsupportedKey || error.code == .keyNotFound {
-                continue  // foreign objects in a shared token are not ours to describe
+                listing.keys.append(try keyObject(handle))
+            } catch  where Self.describesObject(error) {
+                let id = (try? attributes(of: handle, [.id])[.id]).flatMap { $0 }.map(KeyIdentifier.init(bytes:))
+                listing.unreadable.append(UnreadableKey(id: id, reason: error.message))
             }
         }
-        return keys
+        return listing
+    }
+
+    /// Whether `error` is about the object read, rather than the session or the device.
+    static func describesObject(_ error: PKCS11Error) -> Bool {
+        switch error.code {
+        case .unsupportedKey, .keyNotFound, .invalidInput: true
+        default: error.category == .badInput
+        }
     }
 
     /// The private key with `id`, or nil.

@@ -220,20 +220,22 @@ public final class Session {
         }
     }
 
-    /// Unwraps `wrapped` under `unwrappingKey` into a new object; untrusted input, so
-    /// `CKR_GENERAL_ERROR` is bad input.
+    /// Unwraps `wrapped` under `unwrappingKey` into a new object. For AES key wrap the input is
+    /// untrusted and carries an integrity check, so `CKR_GENERAL_ERROR` is bad input; for RSA it
+    /// is the module's own failure (see ``Mechanism/generalErrorMeansBadInput``).
     public func unwrapKey(
         _ mechanism: Mechanism, unwrappingKey: ObjectHandle, wrapped: [UInt8], template: [Attribute]
     ) throws(PKCS11Error) -> ObjectHandle {
         var unwrapped: CK_OBJECT_HANDLE = 0
         var wrapped = wrapped
+        let generalErrorCategory: ErrorCategory? = mechanism.generalErrorMeansBadInput ? .badInput : nil
         try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
             try withTemplate(template) { (template, count) throws(PKCS11Error) in
                 let rv = wrapped.withUnsafeMutableBufferPointer {
                     functions.C_UnwrapKey(
                         raw, mechanism, unwrappingKey.rawValue, $0.baseAddress, CK_ULONG($0.count), template, count, &unwrapped)
                 }
-                try check("C_UnwrapKey", rv, generalErrorIs: .badInput)
+                try check("C_UnwrapKey", rv, generalErrorIs: generalErrorCategory)
             }
         }
         return ObjectHandle(unwrapped)
@@ -286,12 +288,14 @@ public final class Session {
         }
     }
 
-    /// Decrypts untrusted ciphertext; `CKR_GENERAL_ERROR` is reported as bad input.
+    /// Decrypts untrusted ciphertext; `CKR_GENERAL_ERROR` is bad input for authenticated
+    /// encryption (a bad tag), the module's failure otherwise.
     public func decrypt(_ mechanism: Mechanism, key: ObjectHandle, data: [UInt8]) throws(PKCS11Error) -> [UInt8] {
-        try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
+        let generalErrorCategory: ErrorCategory? = mechanism.generalErrorMeansBadInput ? .badInput : nil
+        return try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
             try check("C_DecryptInit", functions.C_DecryptInit(raw, mechanism, key.rawValue))
             var data = data
-            return try output("C_Decrypt", capacity: max(data.count, 512), generalErrorIs: .badInput) { out, length in
+            return try output("C_Decrypt", capacity: max(data.count, 512), generalErrorIs: generalErrorCategory) { out, length in
                 data.withUnsafeMutableBufferPointer { functions.C_Decrypt(raw, $0.baseAddress, CK_ULONG($0.count), out, length) }
             }
         }

@@ -26,6 +26,8 @@ public enum OperatorAdvice {
             return "run `paywarden hsm status` for the capability report"
         case .keyNotFound:
             return "run `paywarden keys list` to see the keys the token holds"
+        case .timedOut:
+            return "check the HSM and the network to it; \(C.hsmOperationTimeoutMilliseconds.environmentName) sets the deadline"
         default:
             break
         }

@@ -90,6 +90,8 @@ extension HSMConfiguration {
         allowExtractableSharedSecret = settings.allowExtractableSharedSecret
         allowSoftwareOAEPDecoding = settings.allowSoftwareOAEPDecoding
         sessionKeyCopies = SessionKeyCopies(rawValue: settings.sessionKeyCopies) ?? .auto
+        operationTimeout = settings.operationTimeout
+        healthCheckTimeout = settings.healthCheckTimeout
         do {
             try setToken(settings.token)
         } catch {

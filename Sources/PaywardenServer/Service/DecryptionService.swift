@@ -20,6 +20,11 @@ public final class DecryptionService: Sendable {
     /// Yields the decryption count each time another `recycleEvery` decryptions are done.
     let recycleRequests: AsyncStream<Int>
     private let recycleContinuation: AsyncStream<Int>.Continuation
+    /// Yields a description each time the HSM failed a verified token (it may be gone, logged
+    /// out or stuck), so that readiness follows at once rather than at the next health check.
+    let hsmFaults: AsyncStream<String>
+    private let hsmFaultContinuation: AsyncStream<String>.Continuation
+    private let replayCache: LedgerReplayCache
     private let inFlight = Atomic<Int>(0)
     private let decryptions = Atomic<Int>(0)
     /// False while the HSM cannot be used (lost, being re-established).
@@ -33,10 +38,12 @@ public final class DecryptionService: Sendable {
         self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery
         (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
+        (hsmFaults, hsmFaultContinuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
         self.database = database
+        self.replayCache = LedgerReplayCache(ledger: database.database, health: database, logger: logger)
         self.decrypter = PaymentTokenDecrypter(
             verifier: TokenSignatureVerifier(anchors: configuration.trustAnchors, signingTimeWindow: configuration.signingTimeWindow),
-            directory: keys, operations: keys, replayCache: LedgerReplayCache(ledger: database.database, health: database, logger: logger)
+            directory: keys, operations: keys, replayCache: replayCache
         )
     }
 
@@ -62,12 +69,23 @@ public final class DecryptionService: Sendable {
         }
         let start = ContinuousClock.now
         let decrypter = self.decrypter
-        let result: Result<DecryptedPaymentToken, PaymentTokenError> = await withTaskExecutorPreference(hsm.executor) {
-            do throws(PaymentTokenError) {
-                return .success(try await decrypter.decrypt(json: body, merchantIdentifierHashes: merchantIdentifierHashes))
-            } catch {
-                return .failure(error)
+        let attempt = DecryptionAttempt()
+        let result: Result<DecryptedPaymentToken, PaymentTokenError>
+        do {
+            result = try await hsm.runOnWorkers {
+                do throws(PaymentTokenError) {
+                    return .success(
+                        try await decrypter.decrypt(json: body, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt))
+                } catch {
+                    return .failure(error)
+                }
             }
+        } catch {
+            // Overloaded, or the HSM did not answer in time: the decryption left running is
+            // abandoned, and the transaction id it claimed is given back for the retry.
+            if let claimed = attempt.abandon() { await replayCache.release(claimed) }
+            let code: PaymentTokenError.Code = error.code == .overloaded ? .overloaded : .hsmUnavailable
+            result = .failure(PaymentTokenError(code, "\(error.message); retry shortly"))
         }
         let elapsed = ContinuousClock.now - start
         switch result {
@@ -78,6 +96,7 @@ public final class DecryptionService: Sendable {
             return token
         case .failure(let error):
             metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
+            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(error.message) }
             throw error
         }
     }

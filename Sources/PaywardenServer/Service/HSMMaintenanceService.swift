@@ -15,6 +15,8 @@ final class HSMMaintenanceService: Service, Sendable {
     let refreshInterval: Duration
     let logger: Logger
     private let ready = Atomic<Bool>(false)
+    /// The keys reported unreadable at the last listing, to log each once.
+    private let unreadable = Mutex<Set<String>>([])
 
     init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
@@ -31,21 +33,29 @@ final class HSMMaintenanceService: Service, Sendable {
     func readiness() -> Readiness {
         let capabilities = decryption.hsm.capabilities
         let database = decryption.database.isAvailable
+        let hsmReason = decryption.hsm.pinRefused ? "hsm_pin_refused" : "hsm_unavailable"
         return Readiness(
             ready: isReady && database, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
             rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", database: decryption.database.database.driver,
-            reason: !isReady ? "hsm_unavailable" : database ? nil : "database_unavailable"
+            reason: !isReady ? hsmReason : database ? nil : "database_unavailable"
         )
     }
 
     func run() async throws {
         await refresh()
-        // Graceful shutdown cancels both loops; ending is then the normal way out, not an error.
+        // Graceful shutdown cancels the loops; ending is then the normal way out, not an error.
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 // Recycle as soon as the decrypt path asks, so the cadence follows the load.
                 group.addTask {
                     for await due in self.decryption.recycleRequests { await self.recycle(after: due) }
+                }
+                // A verified token the HSM failed: not ready at once, and a health check now.
+                group.addTask {
+                    for await fault in self.decryption.hsmFaults {
+                        self.setReady(false, reason: fault)
+                        await self.refresh()
+                    }
                 }
                 group.addTask {
                     var sinceRefresh = Duration.zero
@@ -63,34 +73,63 @@ final class HSMMaintenanceService: Service, Sendable {
         }
     }
 
-    /// One health check and key-map reload; on failure, one attempt to re-establish the HSM.
+    /// One health check and key-map reload; on failure, an attempt to re-establish the HSM when
+    /// the HSM's pacing allows one. Attempts after failures are paced exponentially (250 ms up to
+    /// 30 s), and a PIN the token refused is never presented again (see `LoginGuard`), so a
+    /// wrong PIN cannot lock the token however long the service runs.
     func refresh() async {
+        let failure: any Error
         do {
+            try await reload()
+            return
+        } catch {
+            failure = error
+        }
+        setReady(false, reason: Self.describe(failure))
+        let hsm = decryption.hsm
+        // An HSM that stops answering is not helped by a recycle, which would wait for the
+        // stuck calls first: probe again at the next tick instead.
+        if let error = failure as? PKCS11Error, error.code == .timedOut { return }
+        // While a pause after a failed attempt runs, nothing is tried (and nothing logged again).
+        if case .pausing? = hsm.loginGuardHold { return }
+        do {
+            try await hsm.recycle()
+            metrics.recycled()
             try await reload()
         } catch {
             setReady(false, reason: Self.describe(error))
-            do {
-                try await decryption.hsm.recycle()
-                metrics.recycled()
-                try await reload()
-            } catch {
-                logger.error("HSM unavailable", metadata: ["error": "\(error)"])
-            }
         }
     }
 
     private func reload() async throws {
         try await decryption.hsm.checkHealth()
         // One read of the HSM serves both the key map and the certificate gauges.
-        let keys = try await decryption.store.list()
-        let count = decryption.keys.reload(from: keys)
+        let inventory = try await decryption.store.inventory()
+        let count = decryption.keys.reload(from: inventory)
+        reportUnreadable(inventory.unreadable)
         let now = Date()
-        let days = keys.compactMap { key -> (keyID: String, merchant: String, days: Int)? in
+        let days = inventory.keys.compactMap { key -> (keyID: String, merchant: String, days: Int)? in
             guard key.state.decrypts, let days = key.daysLeft(at: now) else { return nil }
             return (key.id.hex, key.merchantID ?? "unknown", days)
         }
         metrics.setCertificates(days, keyCount: count)
         setReady(true, reason: nil)
+    }
+
+    /// Logs each key whose objects cannot be read when it first becomes unreadable (its entry in
+    /// the key map is kept), and keeps the per-key gauge current.
+    private func reportUnreadable(_ keys: [UnreadableMerchantKey]) {
+        let ids = Set(keys.map(\.id.hex))
+        let new = unreadable.withLock { known in
+            defer { known = ids }
+            return ids.subtracting(known)
+        }
+        for key in keys where new.contains(key.id.hex) {
+            logger.error(
+                "a key in the HSM cannot be read; it is skipped, and keeps its earlier key-map entry if it had one",
+                metadata: ["key_id": "\(key.id.hex)", "reason": "\(key.reason)"])
+        }
+        metrics.setUnreadableKeys(ids)
     }
 
     private func setReady(_ value: Bool, reason: String?) {

@@ -13,6 +13,7 @@ public final class ServerMetrics: Sendable {
     private let databaseAvailable: Gauge
     private let replayPurged: Counter
     private let certificateDays = Mutex<Set<[String]>>([])
+    private let unreadableKeyIDs = Mutex<Set<String>>([])
     /// Counters by label values, so a request costs a dictionary lookup instead of the
     /// registry's name-and-labels key building.
     private let requestCounters = Mutex<[RequestLabels: Counter]>([:])
@@ -69,6 +70,10 @@ public final class ServerMetrics: Sendable {
     private static var readiness: MetricNameDescriptor { name("ready", unit: "", "1 when the HSM is logged in and the key map loaded") }
     private static var certificateDaysLeft: MetricNameDescriptor {
         name("certificate_days", unit: "left", "Days until the key certificate expires")
+    }
+
+    private static var unreadableKey: MetricNameDescriptor {
+        name("hsm_unreadable_key", unit: "", "1 for each key Paywarden manages whose object, record or certificate cannot be read")
     }
 
     private static func name(_ metric: String, unit: String, _ help: String) -> MetricNameDescriptor {
@@ -186,6 +191,16 @@ public final class ServerMetrics: Sendable {
             registry.unregisterGauge(
                 registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", labels[0]), ("merchant", labels[1])]))
         }
+    }
+
+    /// The keys that could not be read at the last listing; keys readable again are dropped.
+    func setUnreadableKeys(_ keyIDs: Set<String>) {
+        for keyID in keyIDs { registry.makeGauge(descriptor: Self.unreadableKey, labels: [("key_id", keyID)]).set(to: 1) }
+        let readable = unreadableKeyIDs.withLock { known in
+            defer { known = keyIDs }
+            return known.subtracting(keyIDs)
+        }
+        for keyID in readable { registry.unregisterGauge(registry.makeGauge(descriptor: Self.unreadableKey, labels: [("key_id", keyID)])) }
     }
 
     /// The Prometheus text exposition.
