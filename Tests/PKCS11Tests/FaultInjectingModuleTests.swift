@@ -186,6 +186,44 @@ extension HSMTests {
             #expect(try await hsm.withSession(retryingAfterLostLogin: false) { $0.isLoggedIn })
         }
 
+        /// Removals under load: the module waits for the calls inside SoftHSM before it closes
+        /// their sessions (SoftHSM frees a session another thread may be using), so nothing crashes
+        /// and every failure is a typed error.
+        @Test func removalsUnderLoadAreSafe() async throws {
+            let device = try FaultInjectingPKCS11.make()
+            let hsm = try await device.open(try await SoftHSMTestToken.make()) { $0.workers = 4 }
+            let key = try await hsm.generateKeyPair(KeySpecification(label: "signer", algorithm: .ecP256, usage: [.sign]))
+            let message = Data("under load".utf8)
+            let digest = Array(SHA256.hash(data: message))
+
+            let outcomes = try await withThrowingTaskGroup(of: Bool?.self) { group in
+                for _ in 0..<400 {
+                    group.addTask {
+                        do {
+                            return try await hsm.signECDSA(key.id, digest: digest).isEmpty == false
+                        } catch {
+                            return nil  // a PKCS11Error: signECDSA throws nothing else
+                        }
+                    }
+                }
+                group.addTask {
+                    for _ in 0..<5 {
+                        try await Task.sleep(for: .milliseconds(15))
+                        device.removeDevice()
+                        try await Task.sleep(for: .milliseconds(15))
+                        device.restoreDevice()
+                    }
+                    return nil
+                }
+                return try await group.reduce(into: [Bool?]()) { $0.append($1) }
+            }
+            #expect(outcomes.contains(true))
+            #expect(try device.calls("C_Sign") > 0)
+
+            try await hsm.recycle()
+            try verify(try await hsm.signECDSA(key.id, digest: digest), of: message, by: key)
+        }
+
         @Test func unknownNamesAndSpecifications() throws {
             let device = try FaultInjectingPKCS11.make()
             #expect(throws: FaultInjectingPKCS11.ControlError.self) { try device.fail("C_Nope", with: .generalError) }
