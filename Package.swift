@@ -23,6 +23,9 @@ let package = Package(
         .executable(name: "paywarden-bench", targets: ["PaywardenBench"]),
         .library(name: "PKCS11", targets: ["PKCS11"]),
         .library(name: "PaywardenTesting", targets: ["PaywardenTesting"]),
+        // Test-only: the fault-injecting PKCS#11 module, a shared object that tests dlopen
+        // (PaywardenTesting's `FaultInjectingPKCS11` finds it beside the test bundle).
+        .library(name: "PaywardenFaultInjectingPKCS11", type: .dynamic, targets: ["CFaultInjectingPKCS11"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -49,6 +52,11 @@ let package = Package(
         // Thin shims over OpenSSL's libcrypto where it is the vetted tool (key parsing, OAEP decoding, RFC 5649).
         .systemLibrary(name: "CLibCrypto", path: "CModules/CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "COpenSSLShim", dependencies: ["CLibCrypto"], path: "CModules/COpenSSLShim"),
+        // Test-only: a PKCS#11 module that forwards to SoftHSM and fails, hangs or slows down on command.
+        // Nothing links it: it is loaded by path, like any vendor's module.
+        .target(
+            name: "CFaultInjectingPKCS11", dependencies: ["CP11Kit"], path: "CModules/CFaultInjectingPKCS11",
+            linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
 
         // Below every module: value types with no behaviour beyond encoding (hex, masked secrets).
         .target(name: "PaywardenPrimitives"),
