@@ -1,0 +1,95 @@
+import Foundation
+import PKCS11
+import PaywardenTestTraits
+import PaywardenTesting
+import Testing
+
+/// Re-establishing a lost HSM: a refused PIN is never presented twice, and other failures are
+/// retried after pauses that grow, against a real SoftHSM token behind the fault-injecting module.
+@Suite(.serialized, .releasesTestResources)
+struct LoginPacingTests {
+    @Test func aRefusedPINIsNotPresentedAgainUntilItChanges() async throws {
+        let token = try await SoftHSMTestToken.make()
+        let device = try FaultInjectingPKCS11.make()
+        let hsm = try await device.open(token)
+        let correctPIN = try Data(contentsOf: URL(fileURLWithPath: token.pinFile))
+        try Data("not-the-pin".utf8).write(to: URL(fileURLWithPath: token.pinFile))
+        let loginsBefore = try device.calls("C_Login")
+
+        let refused = await #expect(throws: PKCS11Error.self) { try await hsm.recycle() }
+        #expect(refused?.returnValue == .pinIncorrect, "SoftHSM itself refused the PIN: \(String(describing: refused))")
+        #expect(try device.calls("C_Login") == loginsBefore + 1)
+        #expect(hsm.pinRefused)
+        #expect(!hsm.isLoggedIn)
+
+        // Forty more attempts over four seconds, as a maintenance loop and a stream of requests
+        // would make them: not one reaches C_Login with the refused PIN.
+        for _ in 0..<40 {
+            try await Task.sleep(for: .milliseconds(100))
+            await #expect(throws: PKCS11Error.self) { try await hsm.recycle() }
+            _ = try? await hsm.withSession { session throws(PKCS11Error) in session.isLoggedIn }
+        }
+        #expect(try device.calls("C_Login") == loginsBefore + 1, "a refused PIN must never be presented again")
+
+        // The operator fixes the file: the next attempt logs in with it.
+        try correctPIN.write(to: URL(fileURLWithPath: token.pinFile))
+        try await Task.sleep(for: .milliseconds(300))
+        try await hsm.recycle()
+        #expect(try device.calls("C_Login") == loginsBefore + 2)
+        #expect(hsm.isLoggedIn && !hsm.pinRefused)
+        let keys = try await hsm.keys()
+        #expect(keys.isEmpty)
+    }
+
+    @Test func failedAttemptsArePacedExponentially() async throws {
+        let token = try await SoftHSMTestToken.make()
+        let device = try FaultInjectingPKCS11.make()
+        let hsm = try await device.open(token)
+        try device.fail("C_GetSlotList", with: .deviceError)
+        let initializations = try device.calls("C_Initialize")
+        // Three seconds of attempts every 20 ms: pauses of 250 ms, 500 ms, 1 s and 2 s allow
+        // four real attempts (five at most with timing slack), not 150.
+        let clock = ContinuousClock()
+        let start = clock.now
+        while clock.now - start < .seconds(3) {
+            await #expect(throws: PKCS11Error.self) { try await hsm.recycle() }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let attempts = try device.calls("C_Initialize") - initializations
+        #expect((3...5).contains(attempts), "\(attempts) re-initialisations in 3 s")
+        #expect(!hsm.isLoggedIn)
+
+        // Operations on the logged-out HSM fail fast and typed, never on an unauthenticated session.
+        let refused = await #expect(throws: PKCS11Error.self) { try await hsm.keys() }
+        #expect(refused?.category == .retry || refused?.category == .relogin, "\(String(describing: refused))")
+
+        try device.stopFailing("C_GetSlotList")
+        try await Task.sleep(for: .seconds(2.1))
+        try await hsm.recycle()
+        #expect(hsm.isLoggedIn)
+        _ = try await hsm.keys()
+    }
+
+    @Test func aStuckHSMCallMeetsItsDeadline() async throws {
+        let token = try await SoftHSMTestToken.make()
+        let device = try FaultInjectingPKCS11.make()
+        let hsm = try await device.open(token) {
+            $0.workers = 1
+            $0.operationTimeout = .milliseconds(300)
+            $0.healthCheckTimeout = .milliseconds(200)
+        }
+        try device.hang("C_FindObjectsInit")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let stuck = await #expect(throws: PKCS11Error.self) { try await hsm.keys() }
+        #expect(stuck?.code == .timedOut)
+        #expect(clock.now - start < .seconds(2))
+        // The only worker is stuck, so the health check cannot run either, and says so in time.
+        let probe = await #expect(throws: PKCS11Error.self) { try await hsm.checkHealth() }
+        #expect(probe?.code == .timedOut)
+
+        try device.release()
+        try await hsm.checkHealth()
+        _ = try await hsm.keys()
+    }
+}
