@@ -142,7 +142,7 @@ let package = Package(
             name: "PaywardenBench",
             dependencies: [
                 "PKCS11", "ApplePay", "KeyCustody", "PaywardenTesting", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
-                crypto, asyncHTTPClient, nioCore, nioHTTP1,
+                "PaywardenStorage", crypto, asyncHTTPClient, nioCore, nioHTTP1,
             ]
         ),
 

@@ -16,8 +16,14 @@ import PaywardenTesting
 /// DIR/vault-entry) and DIR/forms.txt, FORMS more unique tokens as eProtect registration forms
 /// for PAYPAGE, one `application/x-www-form-urlencoded` body per line. The forms are forged last:
 /// the registration runs come after the decrypt runs, so their signing times had better be the newest.
+///
+/// `paywarden-bench loadtest-setup DIR --batches N COUNT` (`make soak`): the same set-up, then N
+/// files of COUNT tokens, each forged only once the one before it is taken (deleted by the
+/// driver), so that a long run never holds more than two batches on disk; each file appears whole
+/// (written aside, then renamed).
 enum LoadTestSetup {
-    static let usage = "usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--vault PAYPAGE ORGANIZATION FORMS]"
+    static let usage =
+        "usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--vault PAYPAGE ORGANIZATION FORMS] | DIR --batches N COUNT"
 
     static func run(_ arguments: [String]) async throws {
         var arguments = arguments
@@ -27,8 +33,13 @@ enum LoadTestSetup {
             vault = (arguments[flag + 1], arguments[flag + 2], forms)
             arguments.removeSubrange(flag...)
         }
+        var batches: Int?
+        if arguments.count == 4, arguments[1] == "--batches", let count = Int(arguments[2]), count > 0, vault == nil {
+            batches = count
+            arguments.removeSubrange(1...2)
+        }
         let counts = arguments.dropFirst().compactMap(Int.init)
-        guard arguments.count >= 2, counts.count == arguments.count - 1 else { throw BenchError(usage) }
+        guard arguments.count >= 2, counts.count == arguments.count - 1, counts.allSatisfy({ $0 > 0 }) else { throw BenchError(usage) }
         let directory = arguments[0]
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let pki = try ApplePayTestPKI(name: "LoadTest", rsaLeaf: false)
@@ -51,6 +62,17 @@ enum LoadTestSetup {
         let factory = Factory(
             forge: TokenForge(pki: pki), merchant: try .init(x963Representation: point),
             partyV: TokenForge.merchantIdentifierHash(merchantID), publicKeyHash: merchant.publicKeyHash)
+        if let batches, let count = counts.first {
+            for batch in 1...batches {
+                let previous = directory + "/tokens-\(batch - 1).jsonl"
+                while FileManager.default.fileExists(atPath: previous) { try await Task.sleep(for: .milliseconds(200)) }
+                let path = directory + "/tokens-\(batch).jsonl"
+                try await factory.write(count: count, to: path + ".part")
+                try FileManager.default.moveItem(atPath: path + ".part", toPath: path)
+                print("\(count) tokens in \(path)")
+            }
+            return
+        }
         for (index, count) in counts.enumerated() {
             let path = directory + "/tokens-\(index + 1).jsonl"
             try await factory.write(count: count, to: path)

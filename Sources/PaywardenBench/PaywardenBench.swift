@@ -6,7 +6,8 @@ import PaywardenTesting
 /// in the same run on the same SoftHSM store, alternating so both see the same machine noise.
 ///
 /// Arguments: `pkcs11` and/or `decrypt` (default both); `profile` alone prints the software cost
-/// of each decryption stage; `loadtest-setup` and `loadgen` serve `make loadtest`. Environment: BENCH_SECONDS (per
+/// of each decryption stage; `loadtest-setup` and `loadgen` serve `make loadtest`
+/// and `make soak`, `ledger-footprint` the soak's replay-ledger share. Environment: BENCH_SECONDS (per
 /// measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH (the built hsm_bench).
 @main
 struct PaywardenBench {
@@ -24,6 +25,9 @@ struct PaywardenBench {
             return
         case "loadgen":
             try await LoadGenerator.run(Array(arguments.dropFirst()))
+            return
+        case "ledger-footprint":
+            try await LedgerFootprint.run(Array(arguments.dropFirst()))
             return
         default: break
         }

@@ -271,6 +271,16 @@ struct CnpRelayTests {
                 down.status == 503 && down.text.contains("nothing was sent") && down.text.contains(#"response="2""#),
                 "\(down.status) \(down.text)")
             #expect(!down.text.contains("4457119922394000"))
+            // openapi.json lists these for both cnpAPI paths (OpenAPIVaultTests counts on it).
+            let document = try OpenAPIDocument.load()
+            for operation in [OpenAPIVaultTests.cnpOnline, OpenAPIVaultTests.cnpAPI] {
+                let documented = document.documentedPairs(operation)
+                #expect(OpenAPIVaultTests.cnpRelayFailures.isSubset(of: documented), "\(operation): \(documented.sorted())")
+                for reply in [dropped, failed, down] {
+                    #expect(documented.contains("\(reply.status) "), "\(operation): \(reply.status)")
+                    #expect(reply.header("Content-Type")?.hasPrefix("text/xml") == true, "\(reply.headers)")
+                }
+            }
             let metrics = try await server.operations("/metrics").text
             #expect(metrics.contains(#"paywarden_upstream_requests_total{format="cnpapi",outcome="http_500"} 1"#), "\(metrics)")
             #expect(metrics.contains(#"outcome="unreachable"} 2"#), "\(metrics)")

@@ -108,6 +108,10 @@ struct OpenAPIVaultTests {
     static let cnpOnline = "POST /vap/communicator/online"
     static let cnpAPI = "POST /cnpAPI"
     static let newOperations = [paypage, redeem, endRegistration, detokenize, deleteToken, cnpOnline, cnpAPI]
+    /// What only a relayed cnpAPI transaction answers (an upstream broken, down or slow; the vault
+    /// down): CnpRelayTests produces these against a stand-in upstream and checks them against the
+    /// document; this test's server has no upstream.
+    static let cnpRelayFailures: Set<String> = ["502 ", "503 ", "504 "]
 
     /// What a run produced.
     final class Record: Sendable {
@@ -250,7 +254,8 @@ struct OpenAPIVaultTests {
 
         for operation in Self.newOperations {
             let documented = document.documentedPairs(operation)
-            let observed = record.pairs.withLock { $0[operation] ?? [] }
+            var observed = record.pairs.withLock { $0[operation] ?? [] }
+            if [Self.cnpOnline, Self.cnpAPI].contains(operation) { observed.formUnion(Self.cnpRelayFailures) }
             #expect(documented == observed, "\(operation): documented \(documented.sorted()) vs produced \(observed.sorted())")
             #expect(!documented.isEmpty)
         }

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# `make test`'s contract test: schemathesis generates requests from openapi.json and sends them to
+# a real `paywarden serve` (the debug build `swift build --build-tests` made) on a fresh SoftHSM
+# token, and fails on any 5xx or any response the document does not describe (status, body
+# schema, content type, headers), and on a protected route that answers without credentials.
+#   Every request carries an API key with every scope and an organisation that has a paypage for
+#   the certified merchant key, so generated bodies get past authentication to the parsers; the
+#   vault routes' {id} and {token} are half of the time live ones (registered below). The relay
+#   upstreams are configured, bound to that organisation, at a loopback port nothing listens on,
+#   and so is Apple's gateway: a generated relay message or Apple call names no live registration,
+#   token or merchant identity, so none gets that far (one that did would be answered 503 and fail
+#   the run). Notifications are allowed from loopback.
+#   CONTRACT_MAX_EXAMPLES (default 100) cases per operation and phase, CONTRACT_SEED (default 14):
+#   the same seed generates the same requests. CONTRACT_BIN: the directory of the built binaries;
+#   CONTRACT_DOCUMENT: another document (to see the checks fail); CONTRACT_CHECKS: other checks;
+#   CONTRACT_KEEP_REPORT: a path to keep the JUnit report at.
+#   schemathesis is installed (pinned) into a virtualenv under .build on first use.
+set -euo pipefail
+umask 077   # the work directory holds an API key
+cd "$(dirname "$0")/.."
+SCHEMATHESIS_VERSION=4.32.5
+VENV=.build/schemathesis-venv
+BIN=${CONTRACT_BIN:-.build/debug}
+MAX_EXAMPLES=${CONTRACT_MAX_EXAMPLES:-100}
+SEED=${CONTRACT_SEED:-14}
+ORGANIZATION=contract
+PAYPAGE=contractPaypage
+
+if [ "$("$VENV/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $SCHEMATHESIS_VERSION" ]; then
+  rm -rf "$VENV"
+  # Debian's python3 makes virtualenvs only with python3-venv (ensurepip) installed.
+  if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    echo "installing Debian packages: python3 python3-venv"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+    python3 -m venv "$VENV"
+  fi
+  "$VENV/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/paywarden-contract.XXXXXX")
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+PYTHON="$VENV/bin/python"
+free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+ready() { "$PYTHON" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$1" >/dev/null 2>&1; }
+
+export PAYWARDEN_HOME="$WORK/home"
+"$BIN/paywarden" dev-hsm init --token-label contract >/dev/null
+set -a; . "$PAYWARDEN_HOME/softhsm/env"; set +a
+# A test PKI's root, a certified EC processing key, one forged token (unused here), and LIVE
+# forged tokens as eProtect forms for the paypage, registered before the run (below).
+LIVE=6
+"$BIN/paywarden-bench" loadtest-setup "$WORK" 1 --vault "$PAYPAGE" "$ORGANIZATION" "$LIVE" >/dev/null
+export PAYWARDEN_TRUST_ROOTS="$WORK/root.pem"
+export PAYWARDEN_DATABASE_URL="sqlite:$WORK/paywarden.sqlite"
+"$BIN/paywarden" paypages create --paypage-id "$PAYPAGE" --organization "$ORGANIZATION" \
+  --merchant-id "$(cat "$WORK/merchant-id")" > "$WORK/paypage.log" 2>&1 || { cat "$WORK/paypage.log"; exit 1; }
+
+KEY="pw_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+SCOPES=decrypt+redeem+detokenize+session+merchant-tokens
+export PAYWARDEN_API_KEYS="contract:$(printf '%s' "$KEY" | sha256sum | cut -d' ' -f1):$SCOPES:$ORGANIZATION"
+PORT=$(free_port)
+NOBODY=$(free_port)   # nothing listens there: a call to a peer would be upstream_unavailable
+export PAYWARDEN_LISTEN="127.0.0.1:$PORT"
+export PAYWARDEN_APPLE_PAY_GATEWAY="https://localhost:$NOBODY"
+export PAYWARDEN_MERCHANT_VALIDATION_HOSTS="localhost:$NOBODY"
+export PAYWARDEN_RELAY_CNP_UPSTREAM="http://127.0.0.1:$NOBODY" PAYWARDEN_RELAY_CNP_MERCHANT_IDS="$ORGANIZATION=01234"
+export PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM="http://127.0.0.1:$NOBODY" PAYWARDEN_RELAY_MERCURYPAY_ORGANIZATIONS="$ORGANIZATION"
+export PAYWARDEN_RELAY_MERCURYPAY_CRYPTOGRAM_FIELD=Cryptogram PAYWARDEN_RELAY_MERCURYPAY_ECI_FIELD=ECI
+export PAYWARDEN_RELAY_RADIAL_UPSTREAM="http://127.0.0.1:$NOBODY" PAYWARDEN_RELAY_RADIAL_STORE_IDS="$ORGANIZATION=store1"
+export PAYWARDEN_MERCHANT_TOKEN_ALLOWED_SOURCES="127.0.0.0/8"
+export PAYWARDEN_EPROTECT_RATE_PER_PAYPAGE=1000000 PAYWARDEN_EPROTECT_RATE_PER_ADDRESS=1000000
+export PAYWARDEN_LOG_LEVEL=warning
+"$BIN/paywarden" serve > "$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 150); do
+  ready "http://127.0.0.1:$PORT/readyz" && break
+  kill -0 "$SERVER_PID" 2>/dev/null || break
+  sleep 0.2
+done
+ready "http://127.0.0.1:$PORT/readyz" || { cat "$WORK/server.log"; echo "contract test: server not ready"; exit 1; }
+
+# Registers the forms and redeems the first half of the registrations for high-value tokens.
+# Where a route takes an {id} or a {token}, schemathesis draws half of the values from these
+# lists, so that redemption, detokenization and deletion answer 200 and 204 too (and 410 and 404
+# once schemathesis itself has ended or deleted one).
+PAYWARDEN_CONTRACT_KEY="$KEY" "$PYTHON" - "http://127.0.0.1:$PORT" "$WORK" <<'PYTHON'
+import json, os, sys, urllib.request
+base, work = sys.argv[1], sys.argv[2]
+def post(path, body=b"", headers={}):
+    request = urllib.request.Request(base + path, data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+form = {"Content-Type": "application/x-www-form-urlencoded"}
+ids = [post("/eProtect/paypage", line.rstrip(b"\n"), form)["paypageRegistrationId"] for line in open(work + "/forms.txt", "rb")]
+bearer = {"Authorization": "Bearer " + os.environ["PAYWARDEN_CONTRACT_KEY"]}
+tokens = [post("/v1/registrations/%s/redeem" % i, headers=bearer)["highValueToken"]["token"] for i in ids[: len(ids) // 2]]
+# Schemathesis reads dictionaries in AFL's format: one quoted string a line.
+open(work + "/registrations.txt", "w").write("".join('"%s"\n' % i for i in ids))
+open(work + "/tokens.txt", "w").write("".join('"%s"\n' % t for t in tokens))
+PYTHON
+[ -s "$WORK/tokens.txt" ] || { tail -20 "$WORK/server.log"; echo "contract test: the live registrations failed"; exit 1; }
+
+echo "== contract test: schemathesis $SCHEMATHESIS_VERSION, openapi.json against paywarden serve," \
+  "$MAX_EXAMPLES examples per operation, seed $SEED"
+status=0
+# The key rides in a header, not argv of a long-lived process the machine's other users can read:
+# schemathesis reads it from the environment through its configuration file.
+cat > "$WORK/schemathesis.toml" <<TOML
+[headers]
+Authorization = "Bearer \${PAYWARDEN_CONTRACT_KEY}"
+
+[dictionaries.registrations]
+from-file = "$WORK/registrations.txt"
+
+[dictionaries.tokens]
+from-file = "$WORK/tokens.txt"
+
+[parameters]
+"path.id" = { dictionary = "registrations", probability = 0.5 }
+"path.token" = { dictionary = "tokens", probability = 0.5 }
+TOML
+DOCUMENT=$(realpath "${CONTRACT_DOCUMENT:-openapi.json}")
+VENV=$(realpath "$VENV")
+# From the work directory: Hypothesis keeps its state in the current one.
+cd "$WORK"
+PAYWARDEN_CONTRACT_KEY="$KEY" "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$DOCUMENT" \
+  --url "http://127.0.0.1:$PORT" \
+  --checks ${CONTRACT_CHECKS:-not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,ignored_auth} \
+  --phases examples,coverage,fuzzing \
+  --max-examples "$MAX_EXAMPLES" --seed "$SEED" --no-color \
+  --workers 1 --request-timeout 30 --suppress-health-check all --generation-database none \
+  --report junit --report-junit-path "$WORK/junit.xml" || status=$?
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+  echo "contract test: paywarden serve died"; tail -50 "$WORK/server.log"; exit 1
+fi
+[ -s "$WORK/junit.xml" ] || { echo "contract test: schemathesis did not run (exit $status)"; exit 1; }
+[ -z "${CONTRACT_KEEP_REPORT:-}" ] || cp "$WORK/junit.xml" "$CONTRACT_KEEP_REPORT"
+# One line a CI reads: the operations (JUnit test cases) that passed and failed.
+"$VENV/bin/python" - "$WORK/junit.xml" <<'PYTHON' || true
+import sys, xml.etree.ElementTree as tree
+cases = list(tree.parse(sys.argv[1]).getroot().iter("testcase"))
+failed = sum(1 for case in cases if case.find("failure") is not None or case.find("error") is not None)
+print("contract: %d passed, %d failed" % (len(cases) - failed, failed))
+PYTHON
+[ "$status" -eq 0 ] || { echo "contract test: schemathesis reported failures (exit $status)"; exit "$status"; }
