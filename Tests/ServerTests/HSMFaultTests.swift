@@ -196,11 +196,16 @@ struct HSMFaultTests {
             #expect(try await server.waitForReadiness(200))
             try device.addLatency("C_DeriveKey", microseconds: 500)
             let done = Counter()
+            let recycles = server.server.hsm.recycles
+            // The load lasts until the module has been recycled at least five times under it, however
+            // fast the machine answers (40 requests per client at least, 400 at most).
             let replies = try await withThrowingTaskGroup(of: [TestServer.Reply].self) { group in
                 for _ in 0..<4 {
                     group.addTask {
                         var replies: [TestServer.Reply] = []
-                        for _ in 0..<40 { replies.append(try await server.send(body: try server.ecToken())) }
+                        while replies.count < 40 || (server.server.hsm.recycles - recycles < 5 && replies.count < 400) {
+                            replies.append(try await server.send(body: try server.ecToken()))
+                        }
                         done.increment()
                         return replies
                     }
@@ -214,10 +219,10 @@ struct HSMFaultTests {
                 }
                 return try await group.reduce(into: []) { $0 += $1 }
             }
-            #expect(replies.count == 160)
+            #expect(replies.count >= 160)
             #expect(replies.allSatisfy { $0.status == 200 }, "\(replies.filter { $0.status != 200 }.map(\.text).prefix(3))")
-            #expect(server.server.hsm.recycles >= 5, "\(server.server.hsm.recycles) recycles")
-            print("recycling under load: \(replies.count) requests, all 200, \(server.server.hsm.recycles) recycles")
+            #expect(server.server.hsm.recycles - recycles >= 5, "\(server.server.hsm.recycles - recycles) recycles under the load")
+            print("recycling under load: \(replies.count) requests, all 200, \(server.server.hsm.recycles - recycles) recycles")
         }
     }
 }
