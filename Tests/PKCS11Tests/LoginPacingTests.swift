@@ -70,6 +70,42 @@ struct LoginPacingTests {
         _ = try await hsm.keys()
     }
 
+    /// Requests that fail together on a lost HSM make one attempt between them: those queued
+    /// behind a failed attempt see its pause, not a chance to try again each.
+    @Test func requestsFailingTogetherMakeOneAttempt() async throws {
+        let token = try await SoftHSMTestToken.make()
+        let device = try FaultInjectingPKCS11.make()
+        let hsm = try await device.open(token) { $0.workers = 4 }
+        let initializations = try device.calls("C_Initialize")
+        device.removeDevice()
+        let failures = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<64 {
+                group.addTask {
+                    do {
+                        _ = try await hsm.keys()
+                        return 0
+                    } catch {
+                        return 1
+                    }
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(failures == 64)
+        let attempts = try device.calls("C_Initialize") - initializations
+        #expect(attempts == 1, "\(attempts) re-initialisations for one lost HSM")
+        guard case .pausing(let until) = hsm.loginGuardHold else {
+            Issue.record("no pause after the failed attempt: \(String(describing: hsm.loginGuardHold))")
+            return
+        }
+        #expect(until - ContinuousClock.now <= .milliseconds(250), "the first pause, not a later one")
+
+        device.restoreDevice()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await hsm.keys().isEmpty)
+        #expect(hsm.isLoggedIn)
+    }
+
     @Test func aStuckHSMCallMeetsItsDeadline() async throws {
         let token = try await SoftHSMTestToken.make()
         let device = try FaultInjectingPKCS11.make()

@@ -234,27 +234,23 @@ public final class HSM: Sendable {
         do {
             let done = try await pool.exclusive { [self] () throws(PKCS11Error) -> Bool in
                 if let observed, generation.load(ordering: .acquiring) != observed { return false }
-                let (keys, restarted) = try anchor.withLock { (session) throws(PKCS11Error) -> ([KeyObject], Bool) in
-                    let old = session
-                    session = nil
-                    loggedIn.store(false, ordering: .relaxed)
-                    // When another HSM in this process shares the module, it is not restarted:
-                    // the login is renewed and the old sessions are closed instead.
-                    let restarted: Bool
-                    do throws(PKCS11Error) {
-                        restarted = try module.reinitialize()
-                    } catch {
-                        pool.endWorkerSessions(moduleRestarted: true)  // the module's state is unknown: forget them
-                        old?.abandon()
-                        throw error
-                    }
-                    pool.endWorkerSessions(moduleRestarted: restarted)
-                    defer { if !restarted { old?.close() } }  // after the new login: the token stays logged in
-                    if restarted { old?.abandon() }
-                    location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
-                    let fresh = try location.logIn(pin: pin)
-                    session = fresh
-                    return (try fresh.privateKeys().keys, restarted)
+                // Admitted before an attempt queued ahead of this one failed: that failure's pause
+                // holds here too, or every request waiting on a lost HSM would make an attempt of its own.
+                try loginGuard.admitAttempt()
+                let keys: [KeyObject]
+                let restarted: Bool
+                do throws(PKCS11Error) {
+                    (keys, restarted) = try reestablish(pin: pin)
+                } catch {
+                    // Recorded while still exclusive, so the attempt queued next sees the new
+                    // generation and the pause. The old handles are void whatever happened.
+                    generation.add(1, ordering: .releasing)
+                    handles.withLock { $0.replaceAll(privateKeys: []) }
+                    loginGuard.failed(error, pin: pin)
+                    logger.error(
+                        "HSM module recycle failed",
+                        metadata: ["error": "\(error)", "consecutive_failures": "\(loginGuard.consecutiveFailures)"])
+                    throw error
                 }
                 // Still exclusive: no job can see a handle of the old generation from here on.
                 generation.add(1, ordering: .releasing)
@@ -269,13 +265,6 @@ public final class HSM: Sendable {
             }
             guard done else { return nil }
         } catch let error as PKCS11Error {
-            // The old handles are void whatever happened: nothing may use them again.
-            generation.add(1, ordering: .releasing)
-            handles.withLock { $0.replaceAll(privateKeys: []) }
-            loginGuard.failed(error, pin: pin)
-            logger.error(
-                "HSM module recycle failed",
-                metadata: ["error": "\(error)", "consecutive_failures": "\(loginGuard.consecutiveFailures)"])
             throw error
         } catch {
             throw PKCS11Error(code: .moduleInvalid, category: .retry, message: "\(error)")
@@ -285,6 +274,33 @@ public final class HSM: Sendable {
         let elapsed = clock.now - start
         logger.info("HSM module recycled", metadata: ["duration": "\(elapsed)", "recycles": "\(recycles)"])
         return elapsed
+    }
+
+    /// Re-initialises the module (or renews the login when another HSM shares it), logs in on a
+    /// new anchor session and lists the private keys. Runs while the pool is exclusive.
+    private func reestablish(pin: [UInt8]) throws(PKCS11Error) -> (keys: [KeyObject], restarted: Bool) {
+        try anchor.withLock { (session) throws(PKCS11Error) -> ([KeyObject], Bool) in
+            let old = session
+            session = nil
+            loggedIn.store(false, ordering: .relaxed)
+            // When another HSM in this process shares the module, it is not restarted:
+            // the login is renewed and the old sessions are closed instead.
+            let restarted: Bool
+            do throws(PKCS11Error) {
+                restarted = try module.reinitialize()
+            } catch {
+                pool.endWorkerSessions(moduleRestarted: true)  // the module's state is unknown: forget them
+                old?.abandon()
+                throw error
+            }
+            pool.endWorkerSessions(moduleRestarted: restarted)
+            defer { if !restarted { old?.close() } }  // after the new login: the token stays logged in
+            if restarted { old?.abandon() }
+            location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
+            let fresh = try location.logIn(pin: pin)
+            session = fresh
+            return (try fresh.privateKeys().keys, restarted)
+        }
     }
 
     /// Checks that the token is reachable and the login holds: the slot must still hold the

@@ -20,10 +20,10 @@ public final class DecryptionService: Sendable {
     /// Yields the decryption count each time another `recycleEvery` decryptions are done.
     let recycleRequests: AsyncStream<Int>
     private let recycleContinuation: AsyncStream<Int>.Continuation
-    /// Yields a description each time the HSM failed a verified token (it may be gone, logged
-    /// out or stuck), so that readiness follows at once rather than at the next health check.
-    let hsmFaults: AsyncStream<String>
-    private let hsmFaultContinuation: AsyncStream<String>.Continuation
+    /// Yields each time the HSM failed a verified token (it may be gone, logged out or stuck),
+    /// so that readiness follows at once rather than at the next health check.
+    let hsmFaults: AsyncStream<HSMFault>
+    private let hsmFaultContinuation: AsyncStream<HSMFault>.Continuation
     private let replayCache: LedgerReplayCache
     private let inFlight = Atomic<Int>(0)
     private let decryptions = Atomic<Int>(0)
@@ -38,7 +38,7 @@ public final class DecryptionService: Sendable {
         self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery
         (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
-        (hsmFaults, hsmFaultContinuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
+        (hsmFaults, hsmFaultContinuation) = AsyncStream.makeStream(of: HSMFault.self, bufferingPolicy: .bufferingNewest(1))
         self.database = database
         self.replayCache = LedgerReplayCache(ledger: database.database, health: database, logger: logger)
         self.decrypter = PaymentTokenDecrypter(
@@ -96,7 +96,7 @@ public final class DecryptionService: Sendable {
             return token
         case .failure(let error):
             metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
-            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(error.message) }
+            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: start)) }
             throw error
         }
     }

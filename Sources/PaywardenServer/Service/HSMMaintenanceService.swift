@@ -17,6 +17,8 @@ final class HSMMaintenanceService: Service, Sendable {
     private let ready = Atomic<Bool>(false)
     /// The keys reported unreadable at the last listing, to log each once.
     private let unreadable = Mutex<Set<String>>([])
+    /// When the last successful health check began: faults from before it are already answered.
+    private let healthySince = Mutex<ContinuousClock.Instant?>(nil)
 
     init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
@@ -50,10 +52,12 @@ final class HSMMaintenanceService: Service, Sendable {
                 group.addTask {
                     for await due in self.decryption.recycleRequests { await self.recycle(after: due) }
                 }
-                // A verified token the HSM failed: not ready at once, and a health check now.
+                // A verified token the HSM failed: not ready at once, and a health check now,
+                // unless a check that began after the request did has passed since.
                 group.addTask {
                     for await fault in self.decryption.hsmFaults {
-                        self.setReady(false, reason: fault)
+                        if let healthy = self.healthySince.withLock({ $0 }), healthy > fault.at { continue }
+                        self.setReady(false, reason: fault.reason)
                         await self.refresh()
                     }
                 }
@@ -102,6 +106,7 @@ final class HSMMaintenanceService: Service, Sendable {
     }
 
     private func reload() async throws {
+        let started = ContinuousClock.now
         try await decryption.hsm.checkHealth()
         // One read of the HSM serves both the key map and the certificate gauges.
         let inventory = try await decryption.store.inventory()
@@ -113,6 +118,7 @@ final class HSMMaintenanceService: Service, Sendable {
             return (key.id.hex, key.merchantID ?? "unknown", days)
         }
         metrics.setCertificates(days, keyCount: count)
+        healthySince.withLock { $0 = max($0 ?? started, started) }
         setReady(true, reason: nil)
     }
 
