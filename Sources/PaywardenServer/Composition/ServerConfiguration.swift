@@ -6,7 +6,7 @@ import Vault
 
 /// What `paywarden serve` runs with: plain values, built from ``PaywardenSettings`` by
 /// ``init(settings:)`` (which checks what the configuration module cannot: API-key scopes, trust
-/// roots); tests start from the catalog's defaults and change what they need.
+/// roots, the TLS files); tests start from the catalog's defaults and change what they need.
 public struct ServerConfiguration: Sendable {
     public var listen: ListenAddress
     public var operationsListen: ListenAddress?
@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable {
         signingTimeWindow = settings.verification.signingTimeWindow
         trustAnchors = try Self.trustAnchors(settings.verification.trustRoots)
         tls = server.tls
+        // The files themselves, now: the listener would only read them when it starts.
+        if let tls { _ = try ServerTLS.configuration(tls) }
         maxBodyBytes = server.maxBodyBytes
         maxInFlight = server.maxInFlight
         recycleEvery = settings.hsm.recycleEvery
