@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import KeyCustody
 import Logging
+import NIOCore
 import NIOSSL
 import OutboundTLS
 import PKCS11
@@ -283,10 +284,15 @@ public struct PaywardenServer: Sendable {
         router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, services: [any Service],
         onRunning: @escaping @Sendable (Int) async -> Void
     ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
-        let server: HTTPServerBuilder = if let tls { try .tls(.http1(), tlsConfiguration: ServerTLS.configuration(tls)) } else { .http1() }
+        // A connection that sends nothing for the idle timeout is closed, a request it has not
+        // finished included (slowloris); the connection cap makes further ones wait, unserved.
+        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.idleTimeout)))
+        let server: HTTPServerBuilder = if let tls { try .tls(http1, tlsConfiguration: ServerTLS.configuration(tls)) } else { http1 }
         return Application(
             router: router, server: server,
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "paywarden"),
+            configuration: .init(
+                address: .hostname(address.host, port: address.port), serverName: "paywarden",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections, logger: logger)),
             services: services,
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger

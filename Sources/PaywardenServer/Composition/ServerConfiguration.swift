@@ -16,6 +16,10 @@ public struct ServerConfiguration: Sendable {
     public var tls: ServerSettings.TLS?
     public var maxBodyBytes: Int
     public var maxInFlight: Int?
+    /// How long a connection may send nothing (an unfinished request included) before it is closed.
+    public var idleTimeout: Duration
+    /// Open connections per listener; more wait to be accepted until one closes.
+    public var maxConnections: Int
     public var recycleEvery: Int
     public var keyRefreshInterval: Duration
     public var hsm: HSMConfiguration
@@ -52,6 +56,8 @@ public struct ServerConfiguration: Sendable {
         if let tls { _ = try ServerTLS.configuration(tls) }
         maxBodyBytes = server.maxBodyBytes
         maxInFlight = server.maxInFlight
+        idleTimeout = .seconds(server.idleTimeoutSeconds)
+        maxConnections = server.maxConnections
         recycleEvery = settings.hsm.recycleEvery
         keyRefreshInterval = settings.hsm.keyRefreshInterval
         database = settings.database
