@@ -109,6 +109,10 @@ public struct ServerSettings: Sendable {
     public var tls: TLS?
     public var maxBodyBytes: Int
     public var maxInFlight: Int?
+    /// Seconds a connection may stay silent, mid-request included, before it is closed.
+    public var idleTimeoutSeconds: Int
+    /// Open connections per listener; more wait in the kernel's queue until one closes.
+    public var maxConnections: Int
     public var eventLoopThreads: Int
     /// eProtect registrations per second per `paypageId` and per client address.
     public var eProtectRatePerPaypage: Int
@@ -145,6 +149,8 @@ public struct ServerSettings: Sendable {
         tls = try Self.tls(certificate: certificate, key: key, clientCA: clientCA, requireClient: requireClient)
         maxBodyBytes = try reader.integer(defaulted: C.maxBodyBytes)
         maxInFlight = try reader.integer(C.maxInFlight)
+        idleTimeoutSeconds = try reader.integer(defaulted: C.idleTimeoutSeconds)
+        maxConnections = try reader.integer(defaulted: C.maxConnections)
         eventLoopThreads = try reader.integer(defaulted: C.eventLoopThreads)
         eProtectRatePerPaypage = try reader.integer(defaulted: C.eProtectRatePerPaypage)
         eProtectRatePerAddress = try reader.integer(defaulted: C.eProtectRatePerAddress)

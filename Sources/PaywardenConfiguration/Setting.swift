@@ -97,7 +97,7 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
         self.message = message
     }
 
-    init(_ setting: Setting, value: String?, expected: String) {
+    public init(_ setting: Setting, value: String?, expected: String) {
         // A URL's password is never repeated back; a secret not at all.
         let shown = setting.isSecret ? "" : value.map { " is \"\(Redaction.redact($0, of: setting).prefix(80))\":" } ?? ":"
         self.message = "\(setting.environmentName) (\"\(setting.key)\" in the configuration file)\(shown) expected \(expected)"

@@ -80,6 +80,12 @@ public enum SettingCatalog {
     public static let maxInFlight = Setting(
         "max_in_flight", .integer(1...100_000), default: .computed("64 per HSM worker"),
         "decryptions at once; beyond it, a fast 503 overloaded")
+    public static let idleTimeoutSeconds = Setting(
+        "idle_timeout_seconds", .integer(1...3600), default: .value("30"),
+        "seconds a connection may send nothing (an unfinished request included) before it is closed: slow clients cannot hold it")
+    public static let maxConnections = Setting(
+        "max_connections", .integer(1...1_000_000), default: .value("512"),
+        "open connections per listener; beyond it, new ones wait to be accepted until one closes")
     public static let eventLoopThreads = Setting(
         "event_loop_threads", .integer(1...256), default: .value("1"), exposure: .environmentOnly,
         "NIO event loops, which also run every task outside the HSM workers (read before anything else starts)")
@@ -225,7 +231,7 @@ public enum SettingCatalog {
         hsmSessionKeyCopies, hsmRecycleEvery, hsmOperationTimeoutMilliseconds, hsmHealthTimeoutMilliseconds, keyRefreshSeconds,
         signingTimeWindow, trustRoots,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
-        maxBodyBytes, maxInFlight, eventLoopThreads,
+        maxBodyBytes, maxInFlight, idleTimeoutSeconds, maxConnections, eventLoopThreads,
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
         applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,

@@ -53,19 +53,22 @@ public struct TestCertificateAuthority: Sendable {
     /// - Parameters:
     ///   - uid: the subject UID (normally the merchant id; differ to test mismatches).
     ///   - validity: Apple's processing certificates last 25 months.
+    ///   - serialNumber: random 20 octets, as Apple's; give one to test other lengths.
     public func issue(
         csrPEM: String, merchantID: String, purpose: KeyPurpose, uid: String? = nil,
-        notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil
+        notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil,
+        serialNumber: Certificate.SerialNumber = Certificate.SerialNumber()
     ) throws -> [UInt8] {
         let request = try CertificateSigningRequest(pemEncoded: csrPEM)
         return try issue(
             publicKey: request.publicKey, merchantID: merchantID, purpose: purpose, uid: uid,
-            notBefore: notBefore, notAfter: notAfter)
+            notBefore: notBefore, notAfter: notAfter, serialNumber: serialNumber)
     }
 
     public func issue(
         publicKey: Certificate.PublicKey, merchantID: String, purpose: KeyPurpose, uid: String? = nil,
-        notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil
+        notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil,
+        serialNumber: Certificate.SerialNumber = Certificate.SerialNumber()
     ) throws -> [UInt8] {
         let subjectUID = uid ?? merchantID
         let prefix = purpose == .processing ? "Apple Pay Payment Processing:" : "Merchant ID: "
@@ -90,7 +93,7 @@ public struct TestCertificateAuthority: Sendable {
         }
         let certificate = try Certificate(
             version: .v3,
-            serialNumber: Certificate.SerialNumber(),
+            serialNumber: serialNumber,
             publicKey: publicKey,
             notValidBefore: notBefore,
             notValidAfter: notAfter ?? notBefore.addingTimeInterval(25 * 30.5 * 86_400),

@@ -96,6 +96,29 @@ struct ImportTests {
         #expect(!(try String(contentsOfFile: env.home + "/audit/audit.jsonl", encoding: .utf8)).contains("p12-secret"))
     }
 
+    /// A password file written on Windows ends in CRLF: both characters are the editor's, so the
+    /// PKCS#12 opens with the password before them.
+    @Test func pkcs12PasswordFileWithCRLFLineEnding() async throws {
+        let env = try await AdminTestEnvironment.make()
+        let ca = try TestCertificateAuthority()
+        let software = P256.Signing.PrivateKey()
+        let certificate = try ca.issue(publicKey: .init(software.publicKey), merchantID: "merchant.crlf", purpose: .processing)
+        let keyPath = try env.write(Array(software.pemRepresentation.utf8), named: "key.pem")
+        let certificatePath = try env.write(Array(certificate.pem("CERTIFICATE").utf8), named: "cert.pem")
+        let exportPassword = try env.write(Array("crlf-secret\n".utf8), named: "export-password")
+        let p12Path = env.home + "/bundle.p12"
+        let exported = try run(
+            "/usr/bin/openssl",
+            [
+                "pkcs12", "-export", "-inkey", keyPath, "-in", certificatePath, "-passout", "file:" + exportPassword, "-out", p12Path,
+            ])
+        #expect(exported.status == 0, "\(exported.output)")
+        let windowsPassword = try env.write(Array("crlf-secret\r\n".utf8), named: "password-crlf")
+        let output = try env.paywarden("keys", "import", "--pkcs12", p12Path, "--password-file", windowsPassword, "--json")
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(try AdminTestEnvironment.key(in: output).merchantId == "merchant.crlf")
+    }
+
     /// Two processes changing the same token at once: each action either happens whole or is
     /// refused, and the records stay intact.
     @Test func concurrentProcessesDoNotCorruptState() async throws {

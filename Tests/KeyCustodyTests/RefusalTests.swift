@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeyCustody
+import PKCS11
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
@@ -132,5 +133,73 @@ struct RefusalTests {
         let missing = try setup.env.paywarden("keys", "list", "--token-label", "absent")
         #expect(missing.status == 3)
         #expect(missing.stderr.contains("no token labelled \"absent\""))
+    }
+}
+
+/// Serial numbers: RFC 5280 allows 20 octets. Longer ones (the CLI once crashed on a length over
+/// 255) are refused before anything reaches the HSM, and an accepted serial is stored as the
+/// certificate's own DER INTEGER, sign octet included.
+extension RefusalTests {
+    /// Every token object (keys, certificates, records): a refusal leaves their count as it was.
+    func tokenObjectCount(_ env: AdminTestEnvironment) async throws -> Int {
+        let hsm = try await env.token.open()
+        let count = try await hsm.withSession { session throws(PKCS11Error) in try session.findObjects([.bool(.token, true)]).count }
+        await hsm.close()
+        return count
+    }
+
+    /// `octets` of serial, the first non-zero so the value is that long.
+    static func serial(octets: Int, highBit: Bool = false) -> Certificate.SerialNumber {
+        var bytes = (0..<octets).map { _ in UInt8.random(in: 0...255) }
+        bytes[0] = highBit ? 0x80 | bytes[0] : max(1, bytes[0] & 0x7F)
+        return Certificate.SerialNumber(bytes: bytes)
+    }
+
+    @Test(arguments: [21, 130, 300])
+    func serialsOverTwentyOctetsAreRefusedAndCreateNothing(octets: Int) async throws {
+        let setup = try await setUp()
+        let objects = try await tokenObjectCount(setup.env)
+        let certificate = try setup.ca.issue(
+            csrPEM: setup.csr, merchantID: "merchant.com.refusals", purpose: .processing, serialNumber: Self.serial(octets: octets))
+        let message = "the certificate's serial number is \(octets) octets; RFC 5280 allows at most 20"
+        try expectRefusal(setup, certificate, message)
+        #expect(try await tokenObjectCount(setup.env) == objects, "no HSM object")
+
+        // `keys import` of a software key with such a certificate: refused, no key and no record.
+        let software = P256.Signing.PrivateKey()
+        let keyPath = try setup.env.write(Array(software.pemRepresentation.utf8), named: "software.pem")
+        let foreign = try setup.ca.issue(
+            publicKey: .init(software.publicKey), merchantID: "merchant.com.refusals", purpose: .processing,
+            serialNumber: Self.serial(octets: octets))
+        let certificatePath = try setup.env.write(foreign, named: "software.cer")
+        let before = try setup.env.listedKeys()
+        let imported = try setup.env.paywarden("keys", "import", "--key", keyPath, "--certificate", certificatePath)
+        #expect(imported.status == 1)
+        #expect(imported.stderr.contains(message), "\(imported.stderr)")
+        #expect(imported.stderr.filter { $0 == "\n" }.count == 1, "one line")
+        #expect(try setup.env.listedKeys() == before)
+        #expect(try await tokenObjectCount(setup.env) == objects, "no HSM object")
+    }
+
+    @Test func aTwentyOctetSerialWithItsHighBitSetIsStoredAsItsDERInteger() async throws {
+        let setup = try await setUp()
+        let serial = Self.serial(octets: 20, highBit: true)
+        let certificate = try setup.ca.issue(
+            csrPEM: setup.csr, merchantID: "merchant.com.refusals", purpose: .processing, serialNumber: serial)
+        let path = try setup.env.write(certificate, named: "high-bit.cer")
+        let output = try setup.env.paywarden("keys", "import-certificate", path)
+        #expect(output.status == 0, "\(output.stderr)")
+
+        // DER keeps the value positive with a 0x00 before the high bit: 21 content octets.
+        let der: [UInt8] = [0x02, 21, 0x00] + serial.bytes
+        #expect(certificate.firstRange(of: der) != nil, "the certificate carries the serial as this INTEGER")
+        let id = try #require(KeyIdentifier(hex: setup.key.id))
+        let hsm = try await setup.env.token.open()
+        let stored = try await hsm.withSession { session throws(PKCS11Error) -> [UInt8]? in
+            let handle = try session.findObjects([.objectClass(.certificate), .id(id)])[0]
+            return try session.attributes(of: handle, [.serialNumber])[.serialNumber]
+        }
+        await hsm.close()
+        #expect(stored == der)
     }
 }

@@ -11,6 +11,9 @@ public struct MerchantCertificate: Sendable, Hashable {
     public let certificate: Certificate
     /// The DER SubjectPublicKeyInfo exactly as it appears in the certificate.
     public let subjectPublicKeyInfo: [UInt8]
+    /// The serial number's DER INTEGER (tag, length, content) exactly as it appears in the
+    /// certificate, sign octet included: PKCS#11's `CKA_SERIAL_NUMBER`.
+    public let serialNumberDER: [UInt8]
     /// Base64 SHA-256 of ``subjectPublicKeyInfo``: what tokens carry as `header.publicKeyHash`.
     public let publicKeyHash: String
     /// The subject's UID attribute.
@@ -36,18 +39,19 @@ public struct MerchantCertificate: Sendable, Hashable {
             der = bytes
         }
         let certificate: Certificate
-        let spki: [UInt8]
+        let fields: (serialNumber: [UInt8], serialNumberContent: ArraySlice<UInt8>, subjectPublicKeyInfo: [UInt8])
         do {
             certificate = try Certificate(derEncoded: der)
-            spki = try Self.subjectPublicKeyInfoBytes(of: der)
+            fields = try Self.encodedFields(of: der)
         } catch {
             throw CustodyError(
                 .certificateUnreadable, "the file is not a readable X.509 certificate (DER or PEM); download it again from Apple")
         }
+        let spki = fields.subjectPublicKeyInfo
         // RFC 5280 §4.1.2.2: at most 20 octets of value; a 0x00 that only keeps a high bit positive
         // in DER does not count. Longer ones are refused before anything is stored.
-        let serial = certificate.serialNumber.bytes
-        let valueOctets = serial.count > 1 && serial.first == 0 ? serial.count - 1 : serial.count
+        let content = fields.serialNumberContent
+        let valueOctets = content.count > 1 && content.first == 0 ? content.count - 1 : content.count
         guard valueOctets <= 20 else {
             throw CustodyError(
                 .certificateUnreadable,
@@ -58,6 +62,7 @@ public struct MerchantCertificate: Sendable, Hashable {
         self.der = der
         self.certificate = certificate
         self.subjectPublicKeyInfo = spki
+        self.serialNumberDER = fields.serialNumber
         self.publicKeyHash = Data(SHA256.hash(data: spki)).base64EncodedString()
         self.merchantID = certificate.subject.flatMap { $0 }.first { $0.type == ApplePayOID.userID }.flatMap { String($0.value) }
         self.merchantIdentifierHash = try Self.merchantIdentifierHash(certificate)
@@ -90,8 +95,11 @@ public struct MerchantCertificate: Sendable, Hashable {
         return nil
     }
 
-    /// TBSCertificate's subjectPublicKeyInfo, as encoded (re-encoding could differ).
-    private static func subjectPublicKeyInfoBytes(of der: [UInt8]) throws -> [UInt8] {
+    /// TBSCertificate's serialNumber (whole, and its content octets) and subjectPublicKeyInfo, as
+    /// encoded: re-encoding could differ (swift-certificates keeps the serial without its sign octet).
+    private static func encodedFields(of der: [UInt8]) throws -> (
+        serialNumber: [UInt8], serialNumberContent: ArraySlice<UInt8>, subjectPublicKeyInfo: [UInt8]
+    ) {
         let root = try DER.parse(der)
         guard case .constructed(let certificateNodes) = root.content,
             let tbs = certificateNodes.first(where: { _ in true }),
@@ -100,7 +108,9 @@ public struct MerchantCertificate: Sendable, Hashable {
         var fields = Array(tbsNodes)
         // version is [0] EXPLICIT and optional
         if let first = fields.first, first.identifier.tagClass == .contextSpecific { fields.removeFirst() }
-        guard fields.count > 5 else { throw ASN1Error.invalidASN1Object(reason: "short TBSCertificate") }
-        return Array(fields[5].encodedBytes)
+        guard fields.count > 5, fields[0].identifier == .integer, case .primitive(let content) = fields[0].content else {
+            throw ASN1Error.invalidASN1Object(reason: "short TBSCertificate")
+        }
+        return (Array(fields[0].encodedBytes), content, Array(fields[5].encodedBytes))
     }
 }

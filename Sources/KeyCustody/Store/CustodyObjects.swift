@@ -74,15 +74,9 @@ enum CustodyObjects {
     ) throws(PKCS11Error) -> ObjectHandle {
         var subject: [UInt8] = []
         var issuer: [UInt8] = []
-        var serial: [UInt8] = []
         do {
             subject = try certificate.certificate.subject.derBytes()
             issuer = try certificate.certificate.issuer.derBytes()
-            // CKA_SERIAL_NUMBER is the DER INTEGER; MerchantCertificate refused serials over the 20
-            // octets RFC 5280 allows, and SwiftASN1 encodes the length whatever it is.
-            var serializer = DER.Serializer()
-            serializer.appendPrimitiveNode(identifier: .integer) { $0.append(contentsOf: certificate.certificate.serialNumber.bytes) }
-            serial = serializer.serializedBytes
         } catch {
             throw .invalidInput("the certificate's names could not be encoded")
         }
@@ -90,7 +84,9 @@ enum CustodyObjects {
             .objectClass(.certificate), .ulong(.certificateType, CertificateType.x509.rawValue),
             .bool(.token, true), .bool(.private, false), .id(id), .label(label),
             Attribute(.subject, bytes: subject), Attribute(.issuer, bytes: issuer),
-            Attribute(.serialNumber, bytes: serial), Attribute(.value, bytes: certificate.der),
+            // CKA_SERIAL_NUMBER is the DER INTEGER as the certificate has it, sign octet included
+            // (MerchantCertificate refused serials over the 20 octets RFC 5280 allows).
+            Attribute(.serialNumber, bytes: certificate.serialNumberDER), Attribute(.value, bytes: certificate.der),
         ])
     }
 

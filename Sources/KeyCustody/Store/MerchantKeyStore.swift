@@ -75,7 +75,8 @@ public final class MerchantKeyStore: Sendable {
         let specification = KeySpecification(
             label: "\(merchantID) \(purpose.rawValue)",
             algorithm: algorithm == .ec ? .ecP256 : .rsa2048,
-            usage: Self.usage(purpose: purpose, algorithm: algorithm)
+            // Sign as well, for the key's own CSR; a processing key loses it once the CSR is signed.
+            usage: Self.usage(purpose: purpose, algorithm: algorithm).union(.sign)
         )
         let object: KeyObject
         do { object = try await hsm.generateKeyPair(specification) } catch { throw CustodyError(error) }
@@ -85,10 +86,15 @@ public final class MerchantKeyStore: Sendable {
                 state: .pending, origin: .generated, createdAt: now, predecessor: predecessor?.hex
             )
             let csr = try await CertificateRequestBuilder.pem(hsm: hsm, key: object, merchantID: merchantID)
-            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
+            let withdrawn = specification.usage.subtracting(Self.usage(purpose: purpose, algorithm: algorithm))
+            let key = try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
+                // A processing key signs nothing after its CSR: a signing permission left on it
+                // would let whoever reaches the token sign with a key Apple certified for tokens.
+                try session.withdraw(withdrawn, from: object.id)
                 try CustodyObjects.write(record, for: object.id, session)
+                return try session.privateKey(id: object.id) ?? object
             }
-            return (try Self.merchantKey(object, record, certificate: nil), csr)
+            return (try Self.merchantKey(key, record, certificate: nil), csr)
         } catch {
             _ = try? await hsm.destroyKeyPair(object.id)
             if let error = error as? CustodyError { throw error }
@@ -412,11 +418,13 @@ public final class MerchantKeyStore: Sendable {
         Hex.encode(SHA256.hash(data: Data(merchantID.utf8)))
     }
 
+    /// What a key may do in service. `create` adds sign for the key's own CSR and takes it back
+    /// after; keys created before that change keep CKA_SIGN (see the README).
     static func usage(purpose: KeyPurpose, algorithm: KeyAlgorithmChoice) -> KeyUsage {
         switch (purpose, algorithm) {
-        case (.processing, .ec): [.derive, .sign]  // ECDH for tokens; sign for its own CSR
-        case (.processing, .rsa): [.decrypt, .unwrap, .sign]
-        case (.identity, _): [.sign]
+        case (.processing, .ec): [.derive]  // ECDH for tokens
+        case (.processing, .rsa): [.decrypt, .unwrap]
+        case (.identity, _): [.sign]  // TLS client authentication
         }
     }
 

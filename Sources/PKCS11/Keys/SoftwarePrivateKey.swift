@@ -30,17 +30,30 @@ public struct SoftwarePrivateKey: Sendable {
 
     /// Parses a PEM or DER private key.
     public init(pemOrDER data: [UInt8]) throws(PKCS11Error) {
+        self = try data.withUnsafeBufferPointer { (bytes) throws(PKCS11Error) in try SoftwarePrivateKey(pemOrDERBytes: bytes) }
+    }
+
+    /// Parses a PKCS#12 file.
+    public init(pkcs12 data: [UInt8], password: String) throws(PKCS11Error) {
+        self = try data.withUnsafeBufferPointer { (bytes) throws(PKCS11Error) in
+            try SoftwarePrivateKey(pkcs12Bytes: bytes, password: password)
+        }
+    }
+
+    // OpenSSL takes int lengths: the shim refuses a length over INT_MAX before reading anything
+    // rather than truncate it. Tests reach that check here, with a buffer claiming such a length.
+
+    init(pemOrDERBytes bytes: UnsafeBufferPointer<UInt8>) throws(PKCS11Error) {
         var parsed = pw_private_key()
-        let status = data.withUnsafeBufferPointer { pw_parse_private_key($0.baseAddress, $0.count, &parsed) }
+        let status = pw_parse_private_key(bytes.baseAddress, bytes.count, &parsed)
         defer { pw_private_key_free(&parsed) }
         try Self.checkParse(status, what: "private key file")
         try self.init(parsed)
     }
 
-    /// Parses a PKCS#12 file.
-    public init(pkcs12 data: [UInt8], password: String) throws(PKCS11Error) {
+    init(pkcs12Bytes bytes: UnsafeBufferPointer<UInt8>, password: String) throws(PKCS11Error) {
         var parsed = pw_private_key()
-        let status = data.withUnsafeBufferPointer { pw_parse_pkcs12($0.baseAddress, $0.count, password, &parsed) }
+        let status = pw_parse_pkcs12(bytes.baseAddress, bytes.count, password, &parsed)
         defer { pw_private_key_free(&parsed) }
         try Self.checkParse(status, what: "PKCS#12 file")
         try self.init(parsed)

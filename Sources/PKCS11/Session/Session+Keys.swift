@@ -83,6 +83,19 @@ extension Session {
         return try keyObject(handle)
     }
 
+    /// Takes `usage` away from the private key with `id` (`C_SetAttributeValue` to FALSE), for a
+    /// permission it needed once only, such as signing its own CSR. Session copies made before
+    /// keep what they had; they end with their session.
+    public func withdraw(_ usage: KeyUsage, from id: KeyIdentifier) throws(PKCS11Error) {
+        guard let handle = try tokenObjects(.privateKey, id: id).first else {
+            throw .keyNotFound(id)
+        }
+        let flags: [(KeyUsage, AttributeType)] = [(.derive, .derive), (.sign, .sign), (.decrypt, .decrypt), (.unwrap, .unwrap)]
+        let withdrawn = flags.filter { usage.contains($0.0) }.map { Attribute.bool($0.1, false) }
+        guard !withdrawn.isEmpty else { return }
+        try setAttributes(of: handle, withdrawn)
+    }
+
     /// Destroys the private and public key objects with `id`. Returns how many were destroyed.
     @discardableResult
     public func destroyKeyPair(id: KeyIdentifier) throws(PKCS11Error) -> Int {

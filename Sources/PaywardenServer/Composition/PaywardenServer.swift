@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import KeyCustody
 import Logging
+import NIOCore
 import NIOSSL
 import OutboundTLS
 import PKCS11
@@ -283,30 +284,19 @@ public struct PaywardenServer: Sendable {
         router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, services: [any Service],
         onRunning: @escaping @Sendable (Int) async -> Void
     ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
-        let server: HTTPServerBuilder = if let tls { try .tls(.http1(), tlsConfiguration: Self.tlsConfiguration(tls)) } else { .http1() }
+        // A connection that sends nothing for the idle timeout is closed, a request it has not
+        // finished included (slowloris); the connection cap makes further ones wait, unserved.
+        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.idleTimeout)))
+        let server: HTTPServerBuilder = if let tls { try .tls(http1, tlsConfiguration: ServerTLS.configuration(tls)) } else { http1 }
         return Application(
             router: router, server: server,
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "paywarden"),
+            configuration: .init(
+                address: .hostname(address.host, port: address.port), serverName: "paywarden",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections, logger: logger)),
             services: services,
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
-    }
-
-    /// TLS 1.2 or later with the suites Apple lists for Apple Pay servers.
-    static func tlsConfiguration(_ settings: ServerSettings.TLS) throws -> TLSConfiguration {
-        let chain = try NIOSSLCertificate.fromPEMFile(settings.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
-        let key = try NIOSSLPrivateKey(file: settings.privateKeyPath, format: .pem)
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
-        tls.minimumTLSVersion = .tlsv12
-        // TLS 1.2 suites from Apple's list; TLS 1.3 negotiates AES-GCM suites of its own.
-        tls.cipherSuites =
-            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
-        if let clientCA = settings.clientCAPath {
-            tls.trustRoots = .file(clientCA)
-            tls.certificateVerification = settings.requireClientCertificate ? .noHostnameVerification : .optionalVerification
-        }
-        return tls
     }
 }
 

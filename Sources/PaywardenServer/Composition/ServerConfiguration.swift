@@ -6,7 +6,7 @@ import Vault
 
 /// What `paywarden serve` runs with: plain values, built from ``PaywardenSettings`` by
 /// ``init(settings:)`` (which checks what the configuration module cannot: API-key scopes, trust
-/// roots); tests start from the catalog's defaults and change what they need.
+/// roots, the TLS files); tests start from the catalog's defaults and change what they need.
 public struct ServerConfiguration: Sendable {
     public var listen: ListenAddress
     public var operationsListen: ListenAddress?
@@ -16,6 +16,10 @@ public struct ServerConfiguration: Sendable {
     public var tls: ServerSettings.TLS?
     public var maxBodyBytes: Int
     public var maxInFlight: Int?
+    /// How long a connection may send nothing (an unfinished request included) before it is closed.
+    public var idleTimeout: Duration
+    /// Open connections per listener; more wait to be accepted until one closes.
+    public var maxConnections: Int
     public var recycleEvery: Int
     public var keyRefreshInterval: Duration
     public var hsm: HSMConfiguration
@@ -48,8 +52,12 @@ public struct ServerConfiguration: Sendable {
         signingTimeWindow = settings.verification.signingTimeWindow
         trustAnchors = try Self.trustAnchors(settings.verification.trustRoots)
         tls = server.tls
+        // The files themselves, now: the listener would only read them when it starts.
+        if let tls { _ = try ServerTLS.configuration(tls) }
         maxBodyBytes = server.maxBodyBytes
         maxInFlight = server.maxInFlight
+        idleTimeout = .seconds(server.idleTimeoutSeconds)
+        maxConnections = server.maxConnections
         recycleEvery = settings.hsm.recycleEvery
         keyRefreshInterval = settings.hsm.keyRefreshInterval
         database = settings.database

@@ -96,18 +96,19 @@ public struct RelayConfiguration: Sendable {
         typealias C = SettingCatalog
         cnp = try Self.upstream(
             settings.cnp, format: .cnpAPI, timeout: settings.timeout, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA,
-            passwordFile: C.relayCnpUpstreamPasswordFile, client: C.relayCnpUpstreamClientCertificate)
+            passwordFile: C.relayCnpUpstreamPasswordFile,
+            client: (C.relayCnpUpstreamClientCertificate, C.relayCnpUpstreamClientKey))
         cnpMerchantIDs = settings.cnpMerchantIDs
         mercuryPay = try Self.upstream(
             settings.mercuryPay, format: .mercuryPay, timeout: settings.timeout, url: C.relayMercuryPayUpstream,
             ca: C.relayMercuryPayUpstreamCA, passwordFile: C.relayMercuryPayUpstreamPasswordFile,
-            client: C.relayMercuryPayUpstreamClientCertificate)
+            client: (C.relayMercuryPayUpstreamClientCertificate, C.relayMercuryPayUpstreamClientKey))
         mercuryPayOrganizations = settings.mercuryPayOrganizations
         radialStoreIDs = settings.radialStoreIDs
         mercuryPayFields = .init(cryptogramField: settings.mercuryPayCryptogramField, eciField: settings.mercuryPayECIField)
         radial = try Self.upstream(
             settings.radial, format: .radial, timeout: settings.timeout, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,
-            passwordFile: nil, client: C.relayRadialUpstreamClientCertificate)
+            passwordFile: nil, client: (C.relayRadialUpstreamClientCertificate, C.relayRadialUpstreamClientKey))
         if let path = settings.radialAPIKeyFile {
             radialAPIKey = Sensitive(try Self.readPassword(path, setting: C.relayRadialUpstreamAPIKeyFile))
         }
@@ -118,7 +119,7 @@ public struct RelayConfiguration: Sendable {
 
     private static func upstream(
         _ settings: RelaySettings.Upstream?, format: UpstreamFormat, timeout: Duration, url: Setting, ca: Setting, passwordFile: Setting?,
-        client: Setting
+        client: (certificate: Setting, key: Setting)
     ) throws(ConfigurationError) -> UpstreamConfiguration? {
         guard let settings else { return nil }
         guard let baseURL = URL(string: settings.url) else { throw ConfigurationError("\(url.environmentName) is not a URL") }
@@ -137,16 +138,10 @@ public struct RelayConfiguration: Sendable {
         var upstream = UpstreamConfiguration(
             format: format, baseURL: baseURL, extraTrustRoots: roots, credentials: credentials, timeout: timeout)
         if let certificate = settings.clientCertificate, let key = settings.clientKey {
-            do {
-                upstream.clientCertificateChain = try NIOSSLCertificate.fromPEMFile(certificate)
-                upstream.clientKey = try NIOSSLPrivateKey(file: key, format: .pem)
-            } catch {
-                throw ConfigurationError(
-                    "\(client.environmentName): \(certificate) and its key \(key) must be a PEM certificate and a PEM private key")
-            }
-            guard !upstream.clientCertificateChain.isEmpty else {
-                throw ConfigurationError("\(client.environmentName): \(certificate) holds no PEM certificate")
-            }
+            // Checked as the server's own: readable, a certificate, a key that belongs to it.
+            let identity = try TLSFiles.identity(certificate: (certificate, client.certificate), key: (key, client.key))
+            upstream.clientCertificateChain = identity.chain
+            upstream.clientKey = identity.key
         }
         return upstream
     }
