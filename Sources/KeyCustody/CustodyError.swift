@@ -5,6 +5,8 @@ import PKCS11
 public struct CustodyError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable, Hashable {
         case certificateUnreadable = "certificate_unreadable"
+        /// Not issued by the accepted certification authorities, or not for the merchant the key is for.
+        case certificateUntrusted = "certificate_untrusted"
         case certificateKeyMismatch = "no_matching_key"
         case purposeMismatch = "purpose_mismatch"
         case certificateExpired = "certificate_expired"

@@ -24,7 +24,7 @@ struct DecryptionBench {
                 $0.workers = workers
                 $0.maxPendingOperations = 100_000
             }
-            let store = MerchantKeyStore(hsm: hsm)
+            let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
             let keys = HSMPaymentKeys(hsm: hsm)
             let ecMerchant = try await certifiedKey(store, "merchant.bench.ec", .ec)
             let rsaMerchant = try await certifiedKey(store, "merchant.bench.rsa", .rsa)
@@ -62,7 +62,7 @@ struct DecryptionBench {
 
     private func certifiedKey(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
-        let certificate = try TestCertificateAuthority().issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
+        let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
         return try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
     }
 

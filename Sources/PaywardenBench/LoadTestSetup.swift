@@ -47,10 +47,10 @@ enum LoadTestSetup {
 
         let settings = try await PaywardenSettings.load()
         let hsm = try await HSM.open(HSMConfiguration(settings: settings.hsm), probeCapabilities: false)
-        let store = MerchantKeyStore(hsm: hsm)
+        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
         let merchantID = "merchant.com.example.loadtest"
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: .ec)
-        let certificate = try TestCertificateAuthority().issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
+        let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
         let merchant = try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
         await hsm.close()
 

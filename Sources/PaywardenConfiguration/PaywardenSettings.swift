@@ -28,7 +28,8 @@ public struct PaywardenSettings: Sendable {
         hsm = try HSMSettings(&reader)
         verification = VerificationSettings(
             signingTimeWindow: TimeInterval(try reader.integer(defaulted: C.signingTimeWindow)),
-            trustRoots: try reader.list(C.trustRoots)
+            trustRoots: try reader.list(C.trustRoots),
+            certificateIssuers: try reader.list(C.certificateIssuers)
         )
         server = try ServerSettings(&reader)
         database = try DatabaseSettings(&reader, home: home)
@@ -93,11 +94,13 @@ public struct HSMSettings: Sendable {
     }
 }
 
-/// Apple Pay verification: the signing-time window and the trust anchors.
+/// Apple Pay verification: the signing-time window, the trust anchors, and the issuers of merchant certificates.
 public struct VerificationSettings: Sendable {
     public var signingTimeWindow: TimeInterval
     /// PEM or DER files replacing the embedded Apple root; empty for the default.
     public var trustRoots: [String]
+    /// PEM or DER files replacing Apple's pinned issuers of merchant certificates; empty for the default.
+    public var certificateIssuers: [String]
 }
 
 /// The HTTP service.

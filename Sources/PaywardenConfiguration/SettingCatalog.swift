@@ -60,6 +60,10 @@ public enum SettingCatalog {
     public static let trustRoots = Setting(
         "trust_roots", .list, default: .computed("the embedded Apple Root CA - G3"),
         "PEM or DER files that replace the pinned Apple root (sandboxes and tests)")
+    public static let certificateIssuers = Setting(
+        "certificate_issuers", .list,
+        default: .computed("Apple's pinned WWDR CA - G2 (processing) and WWDR CA - G3 (identity)"),
+        "PEM or DER files of the CAs that replace Apple's as issuers of imported merchant certificates (sandboxes and tests)")
 
     // MARK: HTTP service
     public static let listen = Setting("listen", .address, default: .value("127.0.0.1:8080"), "the API listener")
@@ -229,7 +233,7 @@ public enum SettingCatalog {
         home, logLevel,
         pkcs11Module, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH, hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmRecycleEvery, hsmOperationTimeoutMilliseconds, hsmHealthTimeoutMilliseconds, keyRefreshSeconds,
-        signingTimeWindow, trustRoots,
+        signingTimeWindow, trustRoots, certificateIssuers,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
         maxBodyBytes, maxInFlight, idleTimeoutSeconds, maxConnections, eventLoopThreads,
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,

@@ -10,7 +10,9 @@ public struct AdminTestEnvironment: Sendable {
     public let home: String
     public let cli: PaywardenProcess
 
-    public static func make() async throws -> AdminTestEnvironment {
+    /// - Parameter issuer: a test CA whose certificates `keys import` and `keys import-certificate`
+    ///   accept in place of Apple's (through `PAYWARDEN_CERTIFICATE_ISSUERS`, as a sandbox sets it).
+    public static func make(trusting issuer: TestCertificateAuthority? = nil) async throws -> AdminTestEnvironment {
         let token = try await SoftHSMTestToken.make(labelPrefix: "admin")
         let home = NSTemporaryDirectory() + "paywarden-home-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
@@ -24,6 +26,11 @@ public struct AdminTestEnvironment: Sendable {
         environment[C.tokenLabel.environmentName] = token.label
         environment[C.pinFile.environmentName] = token.pinFile
         environment[C.hsmAllowSoftwareOAEP.environmentName] = "true"
+        if let issuer {
+            let path = home + "/test-ca.pem"
+            try Data(issuer.certificatePEM.utf8).write(to: URL(fileURLWithPath: path))
+            environment[C.certificateIssuers.environmentName] = path
+        }
         return AdminTestEnvironment(token: token, home: home, cli: PaywardenProcess(environment: environment))
     }
 

@@ -9,11 +9,14 @@ import _CryptoExtras
 /// with indefinite lengths around the DER pieces, signed attributes contentType, signingTime
 /// (UTCTime) and messageDigest.
 enum CMSWriter {
-    static func signedData(content: [UInt8], leaf: ApplePayTestPKI.Leaf, certificates: [[UInt8]], signingTime: Date, twoSigners: Bool)
-        throws -> [UInt8]
-    {
-        let signer = try signerInfo(content: content, leaf: leaf, signingTime: signingTime)
-        let signers = twoSigners ? signer + (try signerInfo(content: content, leaf: leaf, signingTime: signingTime)) : signer
+    /// - Parameter serialPadding: zero octets put before the signer's serial number (not minimal: for refusal tests).
+    static func signedData(
+        content: [UInt8], leaf: ApplePayTestPKI.Leaf, certificates: [[UInt8]], signingTime: Date, twoSigners: Bool, serialPadding: Int = 0
+    ) throws -> [UInt8] {
+        let signer = try signerInfo(content: content, leaf: leaf, signingTime: signingTime, serialPadding: serialPadding)
+        let signers =
+            twoSigners
+            ? signer + (try signerInfo(content: content, leaf: leaf, signingTime: signingTime, serialPadding: serialPadding)) : signer
         let digestAlgorithms = tlv(0x31, tlv(0x30, tlv(0x06, CMSObjectIdentifier.sha256) + [0x05, 0x00]))
         let encapsulated = indefinite(0x30, tlv(0x06, CMSObjectIdentifier.data))
         let signedData = indefinite(
@@ -23,11 +26,14 @@ enum CMSWriter {
         return indefinite(0x30, tlv(0x06, CMSObjectIdentifier.signedData) + indefinite(0xA0, signedData))
     }
 
-    private static func signerInfo(content: [UInt8], leaf: ApplePayTestPKI.Leaf, signingTime: Date) throws -> [UInt8] {
+    private static func signerInfo(content: [UInt8], leaf: ApplePayTestPKI.Leaf, signingTime: Date, serialPadding: Int) throws
+        -> [UInt8]
+    {
         var issuer = DER.Serializer()
         try issuer.serialize(leaf.certificate.issuer)
         var serial = Array(leaf.certificate.serialNumber.bytes)
         if let first = serial.first, first & 0x80 != 0 { serial.insert(0, at: 0) }
+        serial.insert(contentsOf: [UInt8](repeating: 0, count: serialPadding), at: 0)
         let attributes = [
             tlv(0x30, tlv(0x06, CMSObjectIdentifier.contentType) + tlv(0x31, tlv(0x06, CMSObjectIdentifier.data))),
             tlv(0x30, tlv(0x06, CMSObjectIdentifier.signingTime) + tlv(0x31, tlv(0x17, Array(utcTime(signingTime).utf8)))),

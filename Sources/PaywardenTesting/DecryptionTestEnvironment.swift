@@ -53,7 +53,10 @@ public final class DecryptionTestEnvironment: Sendable {
             let hsm = try await SoftHSMTestToken.make(labelPrefix: "decrypt").open()
             let keys = HSMPaymentKeys(hsm: hsm)
             (softwareKeys, hsmKeys, directory, operations) = (
-                nil, HSMKeys(hsm: hsm, store: MerchantKeyStore(hsm: hsm), keys: keys), keys, keys
+                nil,
+                HSMKeys(
+                    hsm: hsm, store: MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers), keys: keys),
+                keys, keys
             )
         }
         forge = TokenForge(pki: pki)
@@ -85,7 +88,7 @@ public final class DecryptionTestEnvironment: Sendable {
             return try softwareKeys.generate(merchantID: merchantID, version: type == .ec ? .ecV1 : .rsaV1)
         }
         let (_, csr) = try await hsm.store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
-        let certificate = try TestCertificateAuthority().issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
+        let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
         let (key, _) = try await hsm.store.importCertificate(MerchantCertificate(bytes: certificate))
         try await hsm.keys.reload(from: hsm.store)
         return try TokenRecipient(key)

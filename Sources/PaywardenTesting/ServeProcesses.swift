@@ -26,7 +26,8 @@ public struct ServeProcesses: Sendable {
         let hsm = try await admin.token.open()
         let merchant: MerchantKey
         do {
-            merchant = try await TestServer.certified(MerchantKeyStore(hsm: hsm), "merchant.com.example.instances", .ec)
+            let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
+            merchant = try await TestServer.certified(store, "merchant.com.example.instances", .ec)
             await hsm.close()
         } catch {
             await hsm.close()

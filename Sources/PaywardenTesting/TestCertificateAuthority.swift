@@ -16,6 +16,23 @@ public struct TestCertificateAuthority: Sendable {
     public let certificate: Certificate
     public let certificateDER: [UInt8]
 
+    /// One CA for the test process, for the harnesses that certify keys on their own (test
+    /// servers, decryption environments, benches); their key stores trust it through ``issuers``.
+    public static let shared: TestCertificateAuthority = try! TestCertificateAuthority()
+
+    /// This CA in place of Apple's pinned ones, as `PAYWARDEN_CERTIFICATE_ISSUERS` would put it,
+    /// for a ``MerchantKeyStore`` in the test process.
+    public var issuers: CertificateIssuers {
+        CertificateIssuers(replacingWith: [certificate], source: "the test CA \"\(commonName)\"")
+    }
+
+    /// The CA certificate as PEM, for `PAYWARDEN_CERTIFICATE_ISSUERS` in a child process.
+    public var certificatePEM: String { certificateDER.pem("CERTIFICATE") }
+
+    public var commonName: String {
+        name.flatMap { $0 }.first { $0.type == .RDNAttributeType.commonName }.flatMap { String($0.value) } ?? "test CA"
+    }
+
     public init(commonName: String = "Test Worldwide Developer Relations CA - G2") throws {
         let privateKey = P256.Signing.PrivateKey()
         let name = try DistinguishedName {
@@ -49,6 +66,16 @@ public struct TestCertificateAuthority: Sendable {
         self.certificateDER = serializer.serializedBytes
     }
 
+    /// What a certificate carries in extension 1.2.840.113635.100.6.32.
+    public enum MerchantIdentifierHash: Sendable {
+        /// SHA-256 of the subject UID, as Apple issues it.
+        case ofSubjectUID
+        /// SHA-256 of another identifier (a certificate that is not for its own merchant).
+        case of(String)
+        /// No extension at all.
+        case absent
+    }
+
     /// Issues a certificate for the public key in `csrPEM`, as Apple would for `merchantID`.
     /// - Parameters:
     ///   - uid: the subject UID (normally the merchant id; differ to test mismatches).
@@ -57,18 +84,20 @@ public struct TestCertificateAuthority: Sendable {
     public func issue(
         csrPEM: String, merchantID: String, purpose: KeyPurpose, uid: String? = nil,
         notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil,
-        serialNumber: Certificate.SerialNumber = Certificate.SerialNumber()
+        serialNumber: Certificate.SerialNumber = Certificate.SerialNumber(),
+        merchantIdentifierHash: MerchantIdentifierHash = .ofSubjectUID
     ) throws -> [UInt8] {
         let request = try CertificateSigningRequest(pemEncoded: csrPEM)
         return try issue(
             publicKey: request.publicKey, merchantID: merchantID, purpose: purpose, uid: uid,
-            notBefore: notBefore, notAfter: notAfter, serialNumber: serialNumber)
+            notBefore: notBefore, notAfter: notAfter, serialNumber: serialNumber, merchantIdentifierHash: merchantIdentifierHash)
     }
 
     public func issue(
         publicKey: Certificate.PublicKey, merchantID: String, purpose: KeyPurpose, uid: String? = nil,
         notBefore: Date = Date().addingTimeInterval(-3600), notAfter: Date? = nil,
-        serialNumber: Certificate.SerialNumber = Certificate.SerialNumber()
+        serialNumber: Certificate.SerialNumber = Certificate.SerialNumber(),
+        merchantIdentifierHash: MerchantIdentifierHash = .ofSubjectUID
     ) throws -> [UInt8] {
         let subjectUID = uid ?? merchantID
         let prefix = purpose == .processing ? "Apple Pay Payment Processing:" : "Merchant ID: "
@@ -78,9 +107,14 @@ public struct TestCertificateAuthority: Sendable {
             RelativeDistinguishedName(.init(type: .RDNAttributeType.organizationalUnitName, value: .init(utf8String: "TESTTEAMID"))),
             RelativeDistinguishedName(.init(type: .RDNAttributeType.countryName, value: try .init(printableString: "US"))),
         ])
-        let hashHex = MerchantKeyStore.merchantIdentifierHash(subjectUID).uppercased()
+        let hashed: String? =
+            switch merchantIdentifierHash {
+            case .ofSubjectUID: subjectUID
+            case .of(let other): other
+            case .absent: nil
+            }
         var hashValue = DER.Serializer()
-        try hashValue.serialize(ASN1UTF8String(hashHex))
+        if let hashed { try hashValue.serialize(ASN1UTF8String(MerchantKeyStore.merchantIdentifierHash(hashed).uppercased())) }
         let extensions = try Certificate.Extensions {
             Critical(BasicConstraints.notCertificateAuthority)
             if purpose == .processing {
@@ -89,7 +123,9 @@ public struct TestCertificateAuthority: Sendable {
                 Critical(KeyUsage(digitalSignature: true, keyEncipherment: true))
                 try ExtendedKeyUsage([.clientAuth])
             }
-            Certificate.Extension(oid: ApplePayOID.merchantIdentifierHash, critical: false, value: hashValue.serializedBytes[...])
+            if hashed != nil {
+                Certificate.Extension(oid: ApplePayOID.merchantIdentifierHash, critical: false, value: hashValue.serializedBytes[...])
+            }
         }
         let certificate = try Certificate(
             version: .v3,

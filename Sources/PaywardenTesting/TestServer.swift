@@ -93,7 +93,7 @@ public final class TestServer: Sendable {
         // Keys are set up by an admin process before the server starts, as in production.
         let admin = try await token.open()
         do {
-            let store = MerchantKeyStore(hsm: admin)
+            let store = MerchantKeyStore(hsm: admin, certificateIssuers: TestCertificateAuthority.shared.issuers)
             ecMerchant = try await Self.certified(store, "merchant.com.example.server", .ec)
             rsaMerchant = try await Self.certified(store, "merchant.cn.example.server", .rsa)
             try await prepare(store)
@@ -178,7 +178,7 @@ public final class TestServer: Sendable {
 
     static func certified(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
-        let certificate = try TestCertificateAuthority().issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
+        let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
         return try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
     }
 

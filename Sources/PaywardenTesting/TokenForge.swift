@@ -29,6 +29,9 @@ public struct TokenForge: Sendable {
         /// Replace the ephemeral public key (SPKI DER) after encryption, and sign it.
         public var ephemeralPublicKeyOverride: [UInt8]?
         public var version = "EC_v1"
+        /// Zero octets put before the signer's serial number in the SignerInfo (which the signature
+        /// does not cover): an INTEGER encoding X.690 forbids, as an attacker re-encoding a token would.
+        public var signerSerialPadding = 0
 
         public init() {}
     }
@@ -74,7 +77,7 @@ public struct TokenForge: Sendable {
         let signedContent = keyField.1 + data + options.transactionID + (options.applicationData ?? [])
         let signature = try CMSWriter.signedData(
             content: signedContent, leaf: leaf, certificates: [leaf.der, pki.intermediateDER],
-            signingTime: options.signingTime, twoSigners: options.twoSigners
+            signingTime: options.signingTime, twoSigners: options.twoSigners, serialPadding: options.signerSerialPadding
         )
         var header: [String: String] = [
             keyField.0: Data(keyField.1).base64EncodedString(),

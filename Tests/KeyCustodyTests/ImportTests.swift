@@ -69,8 +69,8 @@ struct ImportTests {
     }
 
     @Test func pkcs12WithItsCertificate() async throws {
-        let env = try await AdminTestEnvironment.make()
         let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
         let software = P256.Signing.PrivateKey()
         let certificate = try ca.issue(publicKey: .init(software.publicKey), merchantID: "merchant.p12", purpose: .processing)
         let keyPath = try env.write(Array(software.pemRepresentation.utf8), named: "key.pem")
@@ -122,8 +122,8 @@ struct ImportTests {
     /// Two processes changing the same token at once: each action either happens whole or is
     /// refused, and the records stay intact.
     @Test func concurrentProcessesDoNotCorruptState() async throws {
-        let env = try await AdminTestEnvironment.make()
         let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
         let created = try env.paywarden("keys", "create", "--merchant-id", "merchant.race", "--csr-out", env.home + "/race.csr", "--json")
         let key = try AdminTestEnvironment.key(in: created)
         let csr = try String(contentsOfFile: env.home + "/race.csr", encoding: .utf8)
@@ -170,8 +170,8 @@ struct ExpiryWarningTests {
         let ca = try TestCertificateAuthority()
         let now = Date()
         let day: TimeInterval = 86_400
-        let past = MerchantKeyStore(hsm: hsm, clock: { now.addingTimeInterval(-8 * day) })
-        let store = MerchantKeyStore(hsm: hsm, clock: { now })
+        let past = MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers, clock: { now.addingTimeInterval(-8 * day) })
+        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers, clock: { now })
 
         _ = try await past.create(merchantID: "merchant.stale", purpose: .processing, algorithm: .ec)
         for (merchant, daysLeft) in [("merchant.d100", 100.0), ("merchant.d25", 25.0), ("merchant.d12", 12.0), ("merchant.d5", 5.0)] {

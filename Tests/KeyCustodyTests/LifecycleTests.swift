@@ -11,8 +11,8 @@ struct LifecycleTests {
     /// From nothing to an active processing key, then a rotation, two active keys, retirement
     /// and destruction, all through the CLI, every step audited.
     @Test func createImportRotateRetireDestroy() async throws {
-        let env = try await AdminTestEnvironment.make()
         let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
         let merchant = "merchant.com.example.shop"
 
         // create: a pending key and a CSR the HSM signed, which OpenSSL verifies.
@@ -138,8 +138,8 @@ struct LifecycleTests {
     }
 
     @Test func identityKeysAreRSAAndTakeIdentityCertificates() async throws {
-        let env = try await AdminTestEnvironment.make()
         let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
         let refused = try env.paywarden("keys", "create", "--merchant-id", "merchant.id", "--purpose", "identity", "--type", "ec")
         #expect(refused.status == 1)
         #expect(refused.stderr == "paywarden: Apple accepts only RSA-2048 for identity keys; use --type rsa\n")

@@ -11,8 +11,8 @@ struct MerchantTokenCommandTests {
     static let merchantID = "merchant.com.example.cli"
 
     @Test func adminsCallAppleWithTheHSMHeldIdentityKey() async throws {
-        let env = try await AdminTestEnvironment.make()
         let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
         let apple = try await AppleGatewayStandIn.start(clientCA: ca.certificate)
         defer { Task { try? await apple.stop() } }
 

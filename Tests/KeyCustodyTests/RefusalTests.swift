@@ -19,13 +19,14 @@ struct RefusalTests {
     }
 
     func setUp(purpose: KeyPurpose = .processing, merchant: String = "merchant.com.refusals") async throws -> Setup {
-        let env = try await AdminTestEnvironment.make()
+        let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
         let output = try env.paywarden(
             "keys", "create", "--merchant-id", merchant, "--purpose", purpose.rawValue,
             "--csr-out", env.home + "/key.csr", "--json")
         #expect(output.status == 0, "\(output.stderr)")
         return Setup(
-            env: env, ca: try TestCertificateAuthority(),
+            env: env, ca: ca,
             csr: try String(contentsOfFile: env.home + "/key.csr", encoding: .utf8),
             key: try AdminTestEnvironment.key(in: output))
     }
@@ -96,6 +97,27 @@ struct RefusalTests {
         let certificate = try setup.ca.issue(csrPEM: setup.csr, merchantID: "merchant.com.other", purpose: .processing)
         try expectRefusal(
             setup, certificate, "the certificate is for merchant merchant.com.other, but the key was requested for merchant.com.refusals")
+    }
+
+    /// Only the issuers in force (here the test CA, through PAYWARDEN_CERTIFICATE_ISSUERS) may sign.
+    @Test func certificateFromAnotherCA() async throws {
+        let setup = try await setUp()
+        let rogue = try TestCertificateAuthority(commonName: "Rogue Developer Relations CA")
+        let certificate = try rogue.issue(csrPEM: setup.csr, merchantID: "merchant.com.refusals", purpose: .processing)
+        let issuers = "PAYWARDEN_CERTIFICATE_ISSUERS (\(setup.env.home)/test-ca.pem)"
+        try expectRefusal(setup, certificate, "the certificate does not chain to \(issuers)")
+        try expectRefusal(setup, certificate, "download the certificate Apple issued for this key's CSR")
+    }
+
+    /// Extension .6.32 must hold SHA-256 of the merchant identifier the key was created for.
+    @Test func wrongOrMissingMerchantIdentifierHash() async throws {
+        let setup = try await setUp()
+        let wrong = try setup.ca.issue(
+            csrPEM: setup.csr, merchantID: "merchant.com.refusals", purpose: .processing, merchantIdentifierHash: .of("merchant.com.other"))
+        try expectRefusal(setup, wrong, "is not SHA-256 of merchant.com.refusals")
+        let missing = try setup.ca.issue(
+            csrPEM: setup.csr, merchantID: "merchant.com.refusals", purpose: .processing, merchantIdentifierHash: .absent)
+        try expectRefusal(setup, missing, "has no merchant identifier hash (extension 1.2.840.113635.100.6.32)")
     }
 
     @Test func missingFileAndUnknownKeys() async throws {

@@ -12,12 +12,12 @@ import Testing
 struct UnreadableObjectTests {
     @Test func aDamagedRecordOrCertificateIsReportedAndTheOtherKeysStayUsable() async throws {
         let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm)
+        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
         var certified: [MerchantKey] = []
         for name in ["good", "record", "certificate", "half"] {
             let merchantID = "merchant.com.example.\(name)"
             let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: .ec)
-            let certificate = try TestCertificateAuthority().issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
+            let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
             certified.append(try await store.importCertificate(MerchantCertificate(bytes: certificate)).key)
         }
         let (good, damagedRecord, damagedCertificate, withoutPublicHalf) = (certified[0], certified[1], certified[2], certified[3])
@@ -63,7 +63,7 @@ struct UnreadableObjectTests {
     /// Another application's keys in a shared token are not Paywarden's to report, and hide nothing.
     @Test func foreignKeysWithoutRecordsAreIgnored() async throws {
         let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm)
+        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
         let (ours, _) = try await store.create(merchantID: "merchant.com.example.ours", purpose: .processing, algorithm: .ec)
         let foreign = try await hsm.generateKeyPair(KeySpecification(label: "foreign", algorithm: .ecP256, usage: [.sign]))
         try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in

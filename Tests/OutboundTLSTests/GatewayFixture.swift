@@ -22,7 +22,7 @@ struct GatewayFixture {
         let hsm = try await token.open()
         let ca = try TestCertificateAuthority()
         let standIn = try await AppleGatewayStandIn.start(clientCA: (standInCA ?? ca).certificate, maximumTLSVersion: maximumTLSVersion)
-        return GatewayFixture(hsm: hsm, keys: MerchantKeyStore(hsm: hsm), ca: ca, standIn: standIn)
+        return GatewayFixture(hsm: hsm, keys: MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers), ca: ca, standIn: standIn)
     }
 
     /// An identity key made in the HSM, its CSR signed by the CA, the certificate imported.

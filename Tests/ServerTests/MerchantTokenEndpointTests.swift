@@ -39,7 +39,8 @@ struct MerchantTokenEndpointTests {
         sources: [String] = ["127.0.0.0/8"], proxies: [String] = [], pendingLimit: Int = 10_000,
         _ body: (Fixture) async throws -> Void
     ) async throws {
-        let ca = try TestCertificateAuthority()
+        // The test server's key store accepts the shared test CA's certificates.
+        let ca = TestCertificateAuthority.shared
         let apple = try await AppleGatewayStandIn.start(clientCA: ca.certificate)
         let (webKey, webEntry) = APIKey.generate(name: "web-checkout", scopes: [.session, .merchantTokens], organization: "example")
         let clock = TestClock()

@@ -25,6 +25,14 @@ struct SignerInfo: Sendable {
         else { throw BERError("the signer is not identified by issuer and serial number") }
         issuer = try sid[0].reencoded(identifier: 0x30, in: bytes)
         serialNumber = Array(bytes[sid[1].content])
+        // X.690 §8.3.2 (BER as well as DER): an INTEGER's first nine bits are never all zeros or all
+        // ones. The signature does not cover the signer's identifier, so a padded serial is an
+        // alteration in transit, never Apple's encoding; accepted, each padding would look like
+        // another signer.
+        guard let first = serialNumber.first else { throw BERError("the signer's serial number is empty") }
+        if serialNumber.count > 1, (first == 0x00 && serialNumber[1] & 0x80 == 0) || (first == 0xFF && serialNumber[1] & 0x80 != 0) {
+            throw BERError("the signer's serial number is not minimally encoded (X.690 §8.3.2)")
+        }
 
         guard fields[2].isUniversal(BERNode.sequence), let digestOID = try fields[2].children(in: bytes).first else {
             throw BERError("bad digest algorithm")

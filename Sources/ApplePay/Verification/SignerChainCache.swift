@@ -10,10 +10,14 @@ import _CryptoExtras
 /// a token costs one signature verification, not a chain walk. Apple signs with a handful of
 /// leaves at a time, so the cache stays tiny; it is bounded all the same.
 final class SignerChainCache: Sendable {
+    /// What the verdict depends on, in the form ``verify(certificates:signer:)`` reads it: the
+    /// certificates, the issuer, and the serial without leading zero octets. None of it is covered
+    /// by the signature, so an encoding the verdict does not see must not make a new entry: else
+    /// a stream of re-encoded copies of one genuine token would flush the cache.
     private struct Key: Hashable {
         let certificates: [[UInt8]]
         let issuer: [UInt8]
-        let serialNumber: [UInt8]
+        let serialNumber: ArraySlice<UInt8>
     }
 
     let anchors: TrustAnchors
@@ -27,8 +31,11 @@ final class SignerChainCache: Sendable {
         self.anchors = anchors
     }
 
+    /// The verdicts held, for tests and diagnostics.
+    var count: Int { verdicts.withLock { $0.count } }
+
     func verdict(certificates: [[UInt8]], signer: SignerInfo) async -> Result<SignerVerdict, PaymentTokenError> {
-        let key = Key(certificates: certificates, issuer: signer.issuer, serialNumber: signer.serialNumber)
+        let key = Key(certificates: certificates, issuer: signer.issuer, serialNumber: Self.trimmed(signer.serialNumber))
         if let (lastKey, verdict) = last.withLock({ $0 }), lastKey == key { return verdict }
         if let cached = verdicts.withLock({ $0[key] }) {
             last.withLock { $0 = (key, cached) }

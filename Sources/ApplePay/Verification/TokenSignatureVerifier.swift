@@ -20,6 +20,9 @@ public final class TokenSignatureVerifier: Sendable {
 
     public var anchors: TrustAnchors { chains.anchors }
 
+    /// How many signing chains have a remembered verdict (at most 256).
+    public var cachedChainCount: Int { chains.count }
+
     /// Verifies `token` as of `now`.
     public func verify(_ token: PaymentToken, now: Date) async -> SignatureVerification {
         var result = SignatureVerification()

@@ -10,10 +10,15 @@ import PaywardenPrimitives
 /// machine serialise mutations with ``AdminLock``.
 public final class MerchantKeyStore: Sendable {
     public let hsm: HSM
+    /// The certification authorities imported certificates must chain to.
+    public let certificateIssuers: CertificateIssuers
     private let clock: @Sendable () -> Date
 
-    public init(hsm: HSM, clock: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameter certificateIssuers: Apple's pinned authorities unless a test or a sandbox
+    ///   replaces them.
+    public init(hsm: HSM, certificateIssuers: CertificateIssuers = .apple, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.hsm = hsm
+        self.certificateIssuers = certificateIssuers
         self.clock = clock
     }
 
@@ -150,7 +155,7 @@ public final class MerchantKeyStore: Sendable {
                         + "issued for this key"
                 )
             }
-            try check(certificate, for: purpose, merchantID: merchantID, allowExpired: allowExpiredCertificate)
+            try await check(certificate, for: purpose, merchantID: merchantID, allowExpired: allowExpiredCertificate)
             resolvedMerchant = merchantID ?? certificate.merchantID
         }
         guard let merchant = resolvedMerchant else {
@@ -247,7 +252,7 @@ public final class MerchantKeyStore: Sendable {
         guard record.state == .pending else {
             throw CustodyError(.invalidState, "key \(key.id) is \(record.state.rawValue); only a pending key takes a certificate")
         }
-        try check(certificate, for: purpose, merchantID: record.merchantID, allowExpired: false)
+        try await check(certificate, for: purpose, merchantID: record.merchantID, allowExpired: false)
 
         var activated = record
         activated.state = .active
@@ -366,24 +371,46 @@ public final class MerchantKeyStore: Sendable {
         return Snapshot(keys: listing.keys, records: records, certificates: certificates, managed: managed, unreadable: unreadable)
     }
 
+    /// Everything a certificate must be before it is stored: from the accepted issuers, for this
+    /// purpose and merchant (subject UID and the .6.32 hash), and valid now.
     private func check(_ certificate: MerchantCertificate, for purpose: KeyPurpose, merchantID: String?, allowExpired: Bool)
-        throws(CustodyError)
+        async throws(CustodyError)
     {
         guard certificate.purpose == purpose else {
             throw CustodyError(
                 .purposeMismatch, "this is a \(certificate.purpose?.rawValue ?? "non-Apple Pay") certificate, not a \(purpose.rawValue) one"
             )
         }
-        if let uid = certificate.merchantID, let hash = certificate.merchantIdentifierHash, Self.merchantIdentifierHash(uid) != hash {
+        // The chain is checked as of a moment inside the certificate's own validity (now, when it
+        // is valid), so an expired or early certificate is reported as such below, and an expired
+        // one allowed for old tokens still has to have come from the issuers while it was valid.
+        guard certificate.notValidBefore <= certificate.notValidAfter else {
             throw CustodyError(
-                .certificateUnreadable,
-                "the certificate's merchant identifier hash does not match its subject UID \(uid); it is not a genuine Apple certificate")
+                .certificateUntrusted, "the certificate's validity ends before it begins; it is not a certificate Apple issued")
         }
+        let chainTime = min(max(now, certificate.notValidBefore), certificate.notValidAfter)
+        try await certificateIssuers.verify(certificate.certificate, purpose: purpose, at: chainTime)
         if let expected = merchantID, let actual = certificate.merchantID, expected != actual {
             throw CustodyError(
                 .merchantMismatch,
                 "the certificate is for merchant \(actual), but the key was requested for \(expected); upload this key's CSR under "
                     + "\(expected)"
+            )
+        }
+        // Apple's KDF uses this hash (partyV): a certificate whose hash is not that of the merchant
+        // identifier would activate a key for tokens that can never decrypt under it.
+        guard let hash = certificate.merchantIdentifierHash else {
+            throw CustodyError(
+                .certificateUntrusted,
+                "the certificate has no merchant identifier hash (extension 1.2.840.113635.100.6.32); it is not an Apple Pay merchant "
+                    + "certificate: import the certificate Apple issued for this key's CSR"
+            )
+        }
+        if let merchant = merchantID ?? certificate.merchantID, hash != Self.merchantIdentifierHash(merchant) {
+            throw CustodyError(
+                .certificateUntrusted,
+                "the certificate's merchant identifier hash (extension 1.2.840.113635.100.6.32) is not SHA-256 of \(merchant); it was "
+                    + "not issued for this merchant: import the certificate Apple issued for \(merchant)"
             )
         }
         let formatter = ISO8601DateFormatter()

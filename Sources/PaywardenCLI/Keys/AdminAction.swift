@@ -2,6 +2,7 @@ import Foundation
 import KeyCustody
 import PKCS11
 import PaywardenConfiguration
+import PaywardenServer
 
 /// Runs one admin action: under the admin lock when it changes keys, against a freshly opened
 /// HSM, with exactly one audit record for its outcome, whatever it is.
@@ -33,7 +34,10 @@ struct AdminAction {
 
     /// `body` returns what to audit on success (it may name the key it created).
     func run(hsm options: HSMOptions, _ body: (MerchantKeyStore, inout AdminAction) async throws -> String?) async throws {
-        try await run(hsm: options, probeCapabilities: false) { hsm, action in try await body(MerchantKeyStore(hsm: hsm), &action) }
+        try await run(hsm: options, probeCapabilities: false) { hsm, action in
+            let issuers = try ServerConfiguration.certificateIssuers(action.settings?.verification.certificateIssuers ?? [])
+            return try await body(MerchantKeyStore(hsm: hsm, certificateIssuers: issuers), &action)
+        }
     }
 
     /// The same with the HSM itself, its capabilities probed when `probeCapabilities` (what

@@ -60,6 +60,7 @@ struct KeysImport: AsyncParsableCommand {
                 allowExpiredCertificate: allowExpiredCertificate
             )
             action.concerns(imported)
+            if imported.certificate != nil { CertificateIssuerWarning.report(store) }
             report(imported, now: store.now, json: output.json)
             FileHandle.standardError.write(
                 Data(

@@ -22,6 +22,7 @@ struct KeysImportCertificate: AsyncParsableCommand {
             action.merchantID = certificate.merchantID
             let (key, outcome) = try await store.importCertificate(certificate)
             action.concerns(key)
+            if outcome == .activated { CertificateIssuerWarning.report(store) }
             if outcome == .alreadyImported, !output.json {
                 FileHandle.standardError.write(
                     Data("paywarden: this certificate was already imported for key \(key.id); nothing changed\n".utf8))

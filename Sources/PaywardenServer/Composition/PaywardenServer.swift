@@ -42,6 +42,13 @@ public struct PaywardenServer: Sendable {
             logger.warning(
                 "no API keys configured: every authenticated request will be refused (set \(SettingCatalog.apiKeys.environmentName))")
         }
+        if !configuration.certificateIssuers.arePinned {
+            logger.warning(
+                """
+                merchant certificates are checked against \(configuration.certificateIssuers.source), not Apple's pinned WWDR CAs: \
+                for tests and sandboxes only; unset \(SettingCatalog.certificateIssuers.environmentName) in production
+                """)
+        }
         let hsm: HSM
         do {
             hsm = try await HSM.open(configuration.hsm, logger: logger)
@@ -86,7 +93,7 @@ public struct PaywardenServer: Sendable {
             await hsm.close()
             throw ServerStartError(error.message)
         }
-        let keys = MerchantKeyStore(hsm: hsm)
+        let keys = MerchantKeyStore(hsm: hsm, certificateIssuers: configuration.certificateIssuers)
         let merchantTokens = MerchantTokenService(
             gateway: AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger),
             vault: vaultCore, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import KeyCustody
 import PKCS11
 import PaywardenConfiguration
 import Vault
@@ -13,6 +14,9 @@ public struct ServerConfiguration: Sendable {
     public var apiKeys: APIKeyRegistry
     public var signingTimeWindow: TimeInterval
     public var trustAnchors: TrustAnchors
+    /// The CAs merchant certificates must come from (the service's key store imports none, but
+    /// shares the admin commands' view, and says at start when it is not Apple's).
+    public var certificateIssuers: CertificateIssuers
     public var tls: ServerSettings.TLS?
     public var maxBodyBytes: Int
     public var maxInFlight: Int?
@@ -51,6 +55,7 @@ public struct ServerConfiguration: Sendable {
         }
         signingTimeWindow = settings.verification.signingTimeWindow
         trustAnchors = try Self.trustAnchors(settings.verification.trustRoots)
+        certificateIssuers = try Self.certificateIssuers(settings.verification.certificateIssuers)
         tls = server.tls
         // The files themselves, now: the listener would only read them when it starts.
         if let tls { _ = try ServerTLS.configuration(tls) }
@@ -69,6 +74,17 @@ public struct ServerConfiguration: Sendable {
         auditLogPath = settings.home + "/audit/audit.jsonl"
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
+    }
+
+    /// Apple's pinned WWDR CAs, or the files `PAYWARDEN_CERTIFICATE_ISSUERS` names.
+    public static func certificateIssuers(_ paths: [String]) throws(ConfigurationError) -> CertificateIssuers {
+        guard !paths.isEmpty else { return .apple }
+        let name = SettingCatalog.certificateIssuers.environmentName
+        do {
+            return try CertificateIssuers.load(paths: paths, source: "\(name) (\(paths.joined(separator: ", ")))")
+        } catch {
+            throw ConfigurationError("\(name): \(error.message)")
+        }
     }
 
     /// The embedded Apple root, or the files `PAYWARDEN_TRUST_ROOTS` names.

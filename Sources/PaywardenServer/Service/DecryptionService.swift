@@ -33,7 +33,7 @@ public final class DecryptionService: Sendable {
     init(hsm: HSM, configuration: ServerConfiguration, metrics: ServerMetrics, database: DatabaseHealthService, logger: Logger) {
         self.hsm = hsm
         self.keys = HSMPaymentKeys(hsm: hsm)
-        self.store = MerchantKeyStore(hsm: hsm)
+        self.store = MerchantKeyStore(hsm: hsm, certificateIssuers: configuration.certificateIssuers)
         self.metrics = metrics
         self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery
