@@ -99,8 +99,8 @@ struct ImportTests {
     /// A password file written on Windows ends in CRLF: both characters are the editor's, so the
     /// PKCS#12 opens with the password before them.
     @Test func pkcs12PasswordFileWithCRLFLineEnding() async throws {
-        let env = try await AdminTestEnvironment.make()
         let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
         let software = P256.Signing.PrivateKey()
         let certificate = try ca.issue(publicKey: .init(software.publicKey), merchantID: "merchant.crlf", purpose: .processing)
         let keyPath = try env.write(Array(software.pemRepresentation.utf8), named: "key.pem")
