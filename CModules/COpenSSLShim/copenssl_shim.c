@@ -109,13 +109,21 @@ int pw_parse_pkcs12(const uint8_t *data, size_t length, const char *password, pw
     const unsigned char *p = data;
     PKCS12 *p12 = d2i_PKCS12(NULL, &p, (long)length);
     if (p12 == NULL) return PW_PARSE_UNREADABLE;
-    if (!PKCS12_mac_present(p12) ? 0 : !PKCS12_verify_mac(p12, password, -1)) {
-        PKCS12_free(p12);
-        return PW_PARSE_BAD_PASSWORD;
+    /* An empty password has two encodings: "" (the BMPString 00 00) and none at all, which
+     * macOS's Keychain Access writes. PKCS12_parse tries both, but only when the MAC it finds
+     * was made with one of them; check it the same way, then decrypt with the one that matched. */
+    const char *matched = password;
+    if (PKCS12_mac_present(p12) && !PKCS12_verify_mac(p12, password, -1)) {
+        if (password != NULL && password[0] == '\0' && PKCS12_verify_mac(p12, NULL, 0)) {
+            matched = NULL;
+        } else {
+            PKCS12_free(p12);
+            return PW_PARSE_BAD_PASSWORD;
+        }
     }
     EVP_PKEY *pkey = NULL;
     X509 *cert = NULL;
-    int ok = PKCS12_parse(p12, password, &pkey, &cert, NULL);
+    int ok = PKCS12_parse(p12, matched, &pkey, &cert, NULL);
     PKCS12_free(p12);
     if (!ok || pkey == NULL) {
         X509_free(cert);
