@@ -261,6 +261,10 @@ public final class HSM: Sendable {
                 // and the pages faulted back in afterwards, raising p99 at half load from about
                 // 7 to 13 ms, for about 1 MB less RSS.
                 handles.withLock { $0.replaceAll(privateKeys: keys) }
+                // Recorded while still exclusive, as a failure is: an attempt queued next that
+                // fails must not have its pause, or its refused PIN, erased by this success.
+                loginGuard.succeeded()
+                recycleCount.add(1, ordering: .relaxed)
                 return true
             }
             guard done else { return nil }
@@ -269,8 +273,6 @@ public final class HSM: Sendable {
         } catch {
             throw PKCS11Error(code: .moduleInvalid, category: .retry, message: "\(error)")
         }
-        loginGuard.succeeded()
-        recycleCount.add(1, ordering: .relaxed)
         let elapsed = clock.now - start
         logger.info("HSM module recycled", metadata: ["duration": "\(elapsed)", "recycles": "\(recycles)"])
         return elapsed

@@ -96,7 +96,9 @@ public final class DecryptionService: Sendable {
             return token
         case .failure(let error):
             metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
-            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: start)) }
+            // Stamped when the failure was seen: a health check that began later and passed
+            // outdates it, one that began during the request does not.
+            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }
             throw error
         }
     }
