@@ -10,7 +10,7 @@ export PAYWARDEN_HOME
 HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
 
-.PHONY: deps deps-test install-packages build run test contract-test bench loadtest soak format lint clean
+.PHONY: deps deps-test install-packages build run test contract-test bench loadtest soak fuzz format lint clean
 
 # The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user).
 TEST_PACKAGES := postgresql
@@ -80,12 +80,17 @@ soak: deps
 	swift build -c release --product paywarden-bench
 	bash scripts/soak.sh
 
+# libFuzzer on every parser of outside bytes, FUZZ_SECONDS (default 120) per target: executions,
+# coverage, corpus and crashes per target (scripts/fuzz.sh; FUZZ_TARGETS picks some).
+fuzz: deps
+	bash scripts/fuzz.sh
+
 # The one style: .swift-format at the root (swift-format ships with the toolchain).
 format:
-	swift-format format -i -r --parallel Sources Tests Package.swift
+	swift-format format -i -r --parallel Sources Tests Fuzz Package.swift
 
 lint:
-	swift-format lint -r --strict --parallel Sources Tests Package.swift
+	swift-format lint -r --strict --parallel Sources Tests Fuzz Package.swift
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

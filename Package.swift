@@ -58,6 +58,10 @@ let package = Package(
             name: "CFaultInjectingPKCS11", dependencies: ["CP11Kit"], path: "CModules/CFaultInjectingPKCS11",
             linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
 
+        // The key-file shim's fuzzing body: called only by the libFuzzer entry that scripts/fuzz.sh
+        // builds with clang and by FuzzCorpusTests, which replays the corpus (no product links it).
+        .target(name: "CShimFuzzing", dependencies: ["COpenSSLShim"], path: "Fuzz/ShimFuzzing"),
+
         // Below every module: value types with no behaviour beyond encoding (hex, masked secrets).
         .target(name: "PaywardenPrimitives"),
         // The PKCS#11 layer: speaks Cryptoki, knows nothing of Apple Pay or of Paywarden's settings.
@@ -174,6 +178,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ProcessorMessagesTests", dependencies: ["ProcessorMessages"], resources: [.copy("Fixtures")]),
+        // Replays Fuzz/corpus and Fuzz/regressions through the fuzzing entry points.
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["ApplePay", "ProcessorMessages", "CShimFuzzing"]),
         .testTarget(
             name: "VaultTests",
             dependencies: [
@@ -192,6 +198,21 @@ let package = Package(
         ),
     ]
 )
+
+// The libFuzzer harnesses exist only for scripts/fuzz.sh (PAYWARDEN_FUZZ=1, built with
+// -sanitize=fuzzer,address into .build-fuzz): a plain `swift build` cannot link them.
+if Context.environment["PAYWARDEN_FUZZ"] == "1" {
+    let harnesses: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzToken", ["ApplePay"]), ("FuzzSignature", ["ApplePay"]), ("FuzzEProtect", ["ApplePay", "ProcessorMessages"]),
+        ("FuzzProcessorXML", ["ProcessorMessages"]),
+    ]
+    package.targets.append(.target(name: "CFuzzDriver", path: "Fuzz/Driver"))
+    for harness in harnesses {
+        package.targets.append(
+            .executableTarget(
+                name: harness.name, dependencies: ["CFuzzDriver"] + harness.dependencies, path: "Fuzz/Harnesses/\(harness.name)"))
+    }
+}
 
 // Package-wide Swift settings, declared once.
 for target in package.targets where target.type != .system && target.type != .binary {

@@ -6,9 +6,10 @@ import PaywardenTesting
 /// in the same run on the same SoftHSM store, alternating so both see the same machine noise.
 ///
 /// Arguments: `pkcs11` and/or `decrypt` (default both); `profile` alone prints the software cost
-/// of each decryption stage; `loadtest-setup` and `loadgen` serve `make loadtest`
-/// and `make soak`, `ledger-footprint` the soak's replay-ledger share. Environment: BENCH_SECONDS (per
-/// measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH (the built hsm_bench).
+/// of each decryption stage; `loadtest-setup` and `loadgen` serve `make loadtest` and `make soak`,
+/// `ledger-footprint` the soak's replay-ledger share, `fuzz-seeds` the seed corpora of `make fuzz`.
+/// Environment: BENCH_SECONDS (per measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH
+/// (the built hsm_bench).
 @main
 struct PaywardenBench {
     static func main() async throws {
@@ -28,6 +29,9 @@ struct PaywardenBench {
             return
         case "ledger-footprint":
             try await LedgerFootprint.run(Array(arguments.dropFirst()))
+            return
+        case "fuzz-seeds":
+            try FuzzSeeds.run(Array(arguments.dropFirst()))
             return
         default: break
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import ProcessorMessages
 import Vault
 
 /// `POST /eProtect/paypage`: a mobile app's Apple Pay token in eProtect's form fields, a

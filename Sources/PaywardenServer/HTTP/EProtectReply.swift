@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import ProcessorMessages
 import Vault
 
 /// eProtect's JSON reply, with the keys eProtect's server sends for a card post, and Paywarden's

@@ -2,13 +2,8 @@
 /// the same input, and the result discarded. A trap (crash, precondition, stack overflow, hang) in
 /// any of them is a bug; thrown errors are the expected outcome for nearly all inputs.
 ///
-/// A harness target calls it from `LLVMFuzzerTestOneInput`:
-///
-///     @_cdecl("LLVMFuzzerTestOneInput")
-///     public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-///         ProcessorMessagesFuzzing.run(Array(UnsafeBufferPointer(start: data, count: size)))
-///         return 0
-///     }
+/// The libFuzzer harness `Fuzz/Harnesses/FuzzProcessorXML` (built by `scripts/fuzz.sh`) calls it
+/// for each input, and `FuzzCorpusTests` replays the committed corpus through it.
 public enum ProcessorMessagesFuzzing {
     public static func run(_ bytes: [UInt8]) {
         if let document = try? ProcessorXML.parse(bytes) {
@@ -36,5 +31,11 @@ public enum ProcessorMessagesFuzzing {
             _ = ProcessorXML.serialize(RadialForwarding.upstreamRequest(request, card: card).document)
         }
         _ = try? RadialReplyRewriter.clientReply(bytes, token: "4111110000001111", forwarded: card)
+    }
+
+    /// An eProtect paypage registration form; the token JSON it assembles, for the caller to feed
+    /// to the token parser (this module does not know it), or nil when the form is refused.
+    public static func eProtectForm(_ bytes: [UInt8]) -> [UInt8]? {
+        (try? EProtectForm(body: bytes))?.tokenJSON
     }
 }

@@ -1,0 +1,126 @@
+import Foundation
+
+/// The fields of an eProtect paypage registration (`application/x-www-form-urlencoded`), checked
+/// against the cnpAPI schema's limits, and the Apple Pay token they carry as the JSON the
+/// decryption engine reads.
+public struct EProtectForm: Sendable {
+    public var paypageID: String
+    public var reportGroup: String
+    public var id: String
+    public var orderID: String?
+    /// The `PKPaymentToken.paymentData` rebuilt from the `applepay.*` fields.
+    public var tokenJSON: [UInt8]
+
+    /// Why the form was refused: which field and why, never its value.
+    public struct Refusal: Error, Sendable {
+        public let message: String
+        /// The echo fields that were readable, so the reply can repeat them.
+        public var partial: Echo
+    }
+
+    /// What a reply repeats of the request.
+    public struct Echo: Sendable {
+        public var id: String?
+        public var orderID: String?
+        public var reportGroup: String?
+
+        public init(id: String? = nil, orderID: String? = nil, reportGroup: String? = nil) {
+            self.id = id
+            self.orderID = orderID
+            self.reportGroup = reportGroup
+        }
+    }
+
+    /// Field limits: cnpAPI's where it has them; `data` allows EMV payloads well past the
+    /// schema's 2000 characters, up to 20,000.
+    static let limits: [String: ClosedRange<Int>] = [
+        "paypageId": 1...1024, "reportGroup": 1...25, "id": 1...25, "orderId": 0...256, "requestType": 0...1024,
+        "applepay.data": 1...20_000, "applepay.signature": 1...10_000, "applepay.version": 5...10,
+        "applepay.header.ephemeralPublicKey": 1...400, "applepay.header.wrappedKey": 1...1024,
+        "applepay.header.publicKeyHash": 1...200, "applepay.header.transactionId": 1...250,
+        "applepay.header.applicationData": 1...10_000,
+    ]
+    static let maximumFields = 32
+
+    public init(body: [UInt8]) throws(Refusal) {
+        var fields: [String: String] = [:]
+        var echo = Echo()
+        let pairs = body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true)
+        guard pairs.count <= Self.maximumFields else {
+            throw Refusal(message: "the form has more than \(Self.maximumFields) fields", partial: echo)
+        }
+        for pair in pairs {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = Self.decode(parts[0]), let value = Self.decode(parts.count > 1 ? parts[1] : [])
+            else { throw Refusal(message: "the form is not valid application/x-www-form-urlencoded UTF-8", partial: echo) }
+            // Fields outside the eProtect API (a card number posted by mistake, say) are never read.
+            guard let limit = Self.limits[name] else { continue }
+            guard fields[name] == nil else { throw Refusal(message: "the field \(name) appears more than once", partial: echo) }
+            guard limit.contains(value.count) else {
+                throw Refusal(message: "the field \(name) must be \(limit.lowerBound) to \(limit.upperBound) characters", partial: echo)
+            }
+            fields[name] = value
+            switch name {
+            case "id": echo.id = value
+            case "orderId": echo.orderID = value
+            case "reportGroup": echo.reportGroup = value
+            default: break
+            }
+        }
+        for required in [
+            "paypageId", "reportGroup", "id", "applepay.data", "applepay.signature", "applepay.version",
+            "applepay.header.publicKeyHash", "applepay.header.transactionId",
+        ]
+        where fields[required] == nil {
+            throw Refusal(message: "the field \(required) is required", partial: echo)
+        }
+        guard let paypageID = fields["paypageId"],
+            paypageID.unicodeScalars.allSatisfy({ $0.isASCII && CharacterSet.alphanumerics.contains($0) })
+        else { throw Refusal(message: "paypageId must be letters and digits", partial: echo) }
+        let keyFields = ["applepay.header.ephemeralPublicKey", "applepay.header.wrappedKey"].filter { fields[$0] != nil }
+        guard keyFields.count == 1 else {
+            throw Refusal(
+                message: "exactly one of applepay.header.ephemeralPublicKey (EC_v1) and applepay.header.wrappedKey (RSA_v1) is required",
+                partial: echo)
+        }
+        var header: [String: String] = [
+            "publicKeyHash": fields["applepay.header.publicKeyHash"]!, "transactionId": fields["applepay.header.transactionId"]!,
+        ]
+        header[keyFields[0] == "applepay.header.wrappedKey" ? "wrappedKey" : "ephemeralPublicKey"] = fields[keyFields[0]]
+        header["applicationData"] = fields["applepay.header.applicationData"]
+        let token: [String: Any] = [
+            "version": fields["applepay.version"]!, "data": fields["applepay.data"]!, "signature": fields["applepay.signature"]!,
+            "header": header,
+        ]
+        guard let json = try? JSONSerialization.data(withJSONObject: token) else {
+            throw Refusal(message: "the Apple Pay fields could not be assembled into a token", partial: echo)
+        }
+        self.paypageID = paypageID
+        self.reportGroup = fields["reportGroup"]!
+        self.id = fields["id"]!
+        self.orderID = fields["orderId"].flatMap { $0.isEmpty ? nil : $0 }
+        self.tokenJSON = Array(json)
+    }
+
+    /// Percent-decoding with `+` as a space, as HTML forms encode; nil for broken escapes or UTF-8.
+    static func decode(_ bytes: some Collection<UInt8>) -> String? {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                let high = bytes.index(after: index)
+                guard high != bytes.endIndex, bytes.index(after: high) != bytes.endIndex,
+                    let value = UInt8(String(decoding: [bytes[high], bytes[bytes.index(after: high)]], as: UTF8.self), radix: 16)
+                else { return nil }
+                output.append(value)
+                index = bytes.index(high, offsetBy: 2)
+                continue
+            }
+            output.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            index = bytes.index(after: index)
+        }
+        return String(validating: output, as: UTF8.self)
+    }
+}
