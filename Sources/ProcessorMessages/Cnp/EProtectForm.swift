@@ -112,9 +112,9 @@ public struct EProtectForm: Sendable {
             if byte == UInt8(ascii: "%") {
                 let high = bytes.index(after: index)
                 guard high != bytes.endIndex, bytes.index(after: high) != bytes.endIndex,
-                    let value = UInt8(String(decoding: [bytes[high], bytes[bytes.index(after: high)]], as: UTF8.self), radix: 16)
+                    let upper = hexDigit(bytes[high]), let lower = hexDigit(bytes[bytes.index(after: high)])
                 else { return nil }
-                output.append(value)
+                output.append(upper << 4 | lower)
                 index = bytes.index(high, offsetBy: 2)
                 continue
             }
@@ -122,5 +122,15 @@ public struct EProtectForm: Sendable {
             index = bytes.index(after: index)
         }
         return String(validating: output, as: UTF8.self)
+    }
+
+    /// One hex digit's value. Not `UInt8(_:radix:)`, which also takes a sign: `%+F` is no escape.
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }
