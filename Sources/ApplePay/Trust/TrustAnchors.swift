@@ -1,5 +1,4 @@
 import Foundation
-import SwiftASN1
 import X509
 
 /// The root certificates a token's signing chain must end in: the embedded, pinned Apple Root
@@ -25,17 +24,10 @@ public struct TrustAnchors: Sendable {
     public static func load(paths: [String]) throws(PaymentTokenError) -> TrustAnchors {
         var certificates: [Certificate] = []
         for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else {
+            do throws(CertificateFile.Failure) {
+                certificates += try CertificateFile.read(path)
+            } catch .unreadable {
                 throw PaymentTokenError(.certificateChainInvalid, "cannot read trust root \(path)")
-            }
-            do {
-                if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") {
-                    for document in try PEMDocument.parseMultiple(pemString: text) where document.discriminator == "CERTIFICATE" {
-                        certificates.append(try Certificate(derEncoded: document.derBytes))
-                    }
-                } else {
-                    certificates.append(try Certificate(derEncoded: Array(data)))
-                }
             } catch {
                 throw PaymentTokenError(.certificateChainInvalid, "trust root \(path) is not a PEM or DER certificate")
             }

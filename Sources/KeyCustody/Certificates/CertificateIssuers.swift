@@ -1,5 +1,5 @@
+import ApplePay
 import Foundation
-import SwiftASN1
 // Checking a chain as of a chosen moment (inside the certificate's own validity) is what
 // swift-certificates offers this SPI for.
 @_spi(FixedExpiryValidationTime) import X509
@@ -55,17 +55,10 @@ public struct CertificateIssuers: Sendable {
     public static func load(paths: [String], source: String) throws(CustodyError) -> CertificateIssuers {
         var certificates: [Certificate] = []
         for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else {
+            do throws(CertificateFile.Failure) {
+                certificates += try CertificateFile.read(path)
+            } catch .unreadable {
                 throw CustodyError(.invalidArgument, "cannot read the certificate issuers file \(path)")
-            }
-            do {
-                if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") {
-                    for document in try PEMDocument.parseMultiple(pemString: text) where document.discriminator == "CERTIFICATE" {
-                        certificates.append(try Certificate(derEncoded: document.derBytes))
-                    }
-                } else {
-                    certificates.append(try Certificate(derEncoded: Array(data)))
-                }
             } catch {
                 throw CustodyError(.invalidArgument, "the certificate issuers file \(path) is not a PEM or DER certificate")
             }
