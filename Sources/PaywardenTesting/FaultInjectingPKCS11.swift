@@ -113,13 +113,7 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
 
     /// Opens `token` through this device (closed when the test ends), as ``SoftHSMTestToken/open(_:)`` does.
     public func open(_ token: SoftHSMTestToken, _ adjust: @Sendable (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
-        var configuration = configuration(for: token)
-        adjust(&configuration)
-        var logger = Logger(label: "paywarden.hsm.test")
-        logger.logLevel = .warning
-        let hsm = try await HSM.open(configuration, logger: logger)
-        TestResources.track(hsm)
-        return hsm
+        try await SoftHSMTestToken.open(configuration(for: token), adjust)
     }
 
     // MARK: Faults

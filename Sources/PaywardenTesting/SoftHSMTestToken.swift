@@ -45,6 +45,11 @@ public struct SoftHSMTestToken: Sendable {
 
     /// Opens the token with this configuration, adjusted by `adjust`.
     public func open(_ adjust: @Sendable (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
+        try await Self.open(configuration, adjust)
+    }
+
+    /// Opens an HSM as tests do (warnings logged, closed by the `.releasesTestResources` trait).
+    static func open(_ configuration: HSMConfiguration, _ adjust: @Sendable (inout HSMConfiguration) -> Void) async throws -> HSM {
         var configuration = configuration
         adjust(&configuration)
         var logger = Logger(label: "paywarden.hsm.test")

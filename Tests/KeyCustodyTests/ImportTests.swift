@@ -8,6 +8,24 @@ import Testing
 
 @Suite(.serialized, .releasesTestResources)
 struct ImportTests {
+    /// A new P-256 key and its processing certificate from `ca`, exported by openssl as a PKCS#12
+    /// under the password in `passwordFile` (`legacy`: RC2/3DES, as older keychains write).
+    static func exportPKCS12(
+        _ env: AdminTestEnvironment, _ ca: TestCertificateAuthority, merchantID: String, passwordFile: String, legacy: Bool
+    ) throws -> String {
+        let software = P256.Signing.PrivateKey()
+        let certificate = try ca.issue(publicKey: .init(software.publicKey), merchantID: merchantID, purpose: .processing)
+        let keyPath = try env.write(Array(software.pemRepresentation.utf8), named: "key.pem")
+        let certificatePath = try env.write(Array(certificate.pem("CERTIFICATE").utf8), named: "cert.pem")
+        let p12Path = env.home + "/bundle.p12"
+        let exported = try run(
+            "/usr/bin/openssl",
+            ["pkcs12", "-export"] + (legacy ? ["-legacy"] : [])
+                + ["-inkey", keyPath, "-in", certificatePath, "-passout", "file:" + passwordFile, "-out", p12Path])
+        #expect(exported.status == 0, "\(exported.output)")
+        return p12Path
+    }
+
     /// Each key format in the real vectors goes into the HSM through `paywarden keys import`.
     @Test(arguments: [
         ("gala-2014", "SEC1"), ("basistheory-ec-new", "EC PARAMETERS + SEC1"), ("basistheory-rsa", "PKCS#8 RSA"),
@@ -71,19 +89,8 @@ struct ImportTests {
     @Test func pkcs12WithItsCertificate() async throws {
         let ca = try TestCertificateAuthority()
         let env = try await AdminTestEnvironment.make(trusting: ca)
-        let software = P256.Signing.PrivateKey()
-        let certificate = try ca.issue(publicKey: .init(software.publicKey), merchantID: "merchant.p12", purpose: .processing)
-        let keyPath = try env.write(Array(software.pemRepresentation.utf8), named: "key.pem")
-        let certificatePath = try env.write(Array(certificate.pem("CERTIFICATE").utf8), named: "cert.pem")
         let passwordPath = try env.write(Array("p12-secret\n".utf8), named: "password")
-        let p12Path = env.home + "/bundle.p12"
-        let exported = try run(
-            "/usr/bin/openssl",
-            [
-                "pkcs12", "-export", "-legacy", "-inkey", keyPath, "-in", certificatePath,
-                "-passout", "file:" + passwordPath, "-out", p12Path,
-            ])
-        #expect(exported.status == 0, "\(exported.output)")
+        let p12Path = try Self.exportPKCS12(env, ca, merchantID: "merchant.p12", passwordFile: passwordPath, legacy: true)
         let wrongPassword = try env.write(Array("nope".utf8), named: "wrong")
         let refused = try env.paywarden("keys", "import", "--pkcs12", p12Path, "--password-file", wrongPassword)
         #expect(refused.status == 1)
@@ -101,18 +108,8 @@ struct ImportTests {
     @Test func pkcs12PasswordFileWithCRLFLineEnding() async throws {
         let ca = try TestCertificateAuthority()
         let env = try await AdminTestEnvironment.make(trusting: ca)
-        let software = P256.Signing.PrivateKey()
-        let certificate = try ca.issue(publicKey: .init(software.publicKey), merchantID: "merchant.crlf", purpose: .processing)
-        let keyPath = try env.write(Array(software.pemRepresentation.utf8), named: "key.pem")
-        let certificatePath = try env.write(Array(certificate.pem("CERTIFICATE").utf8), named: "cert.pem")
         let exportPassword = try env.write(Array("crlf-secret\n".utf8), named: "export-password")
-        let p12Path = env.home + "/bundle.p12"
-        let exported = try run(
-            "/usr/bin/openssl",
-            [
-                "pkcs12", "-export", "-inkey", keyPath, "-in", certificatePath, "-passout", "file:" + exportPassword, "-out", p12Path,
-            ])
-        #expect(exported.status == 0, "\(exported.output)")
+        let p12Path = try Self.exportPKCS12(env, ca, merchantID: "merchant.crlf", passwordFile: exportPassword, legacy: false)
         let windowsPassword = try env.write(Array("crlf-secret\r\n".utf8), named: "password-crlf")
         let output = try env.paywarden("keys", "import", "--pkcs12", p12Path, "--password-file", windowsPassword, "--json")
         #expect(output.status == 0, "\(output.stderr)")
