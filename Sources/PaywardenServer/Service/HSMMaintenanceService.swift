@@ -18,7 +18,7 @@ final class HSMMaintenanceService: Service, Sendable {
     /// The keys reported unreadable at the last listing, to log each once.
     private let unreadable = Mutex<Set<String>>([])
     /// When the last successful health check began: faults from before it are already answered.
-    private let healthySince = Mutex<ContinuousClock.Instant?>(nil)
+    private let health = HSMHealthRecord()
 
     init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
@@ -56,7 +56,7 @@ final class HSMMaintenanceService: Service, Sendable {
                 // unless a check that began after the request did has passed since.
                 group.addTask {
                     for await fault in self.decryption.hsmFaults {
-                        if let healthy = self.healthySince.withLock({ $0 }), healthy > fault.at { continue }
+                        if self.health.isAnswered(fault) { continue }
                         self.setReady(false, reason: fault.reason)
                         await self.refresh()
                     }
@@ -118,7 +118,7 @@ final class HSMMaintenanceService: Service, Sendable {
             return (key.id.hex, key.merchantID ?? "unknown", days)
         }
         metrics.setCertificates(days, keyCount: count)
-        healthySince.withLock { $0 = max($0 ?? started, started) }
+        health.checkPassed(startedAt: started)
         setReady(true, reason: nil)
     }
 
