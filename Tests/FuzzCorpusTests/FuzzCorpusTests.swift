@@ -44,7 +44,7 @@ struct FuzzCorpusTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(2)), arguments: ["token", "signature", "eprotect", "processor-xml", "key-file"])
+    @Test(.timeLimit(.minutes(2)), arguments: targets.keys.sorted())
     func corpusAndReproducersReplay(target: String) throws {
         let entry = try #require(Self.targets[target])
         let corpus = Self.inputs("corpus", target)
