@@ -106,7 +106,7 @@ let package = Package(
             ]
         ),
         // Processor message formats (a leaf): cnpAPI, MercuryPay and Radial models, a strict XML parser.
-        .target(name: "ProcessorMessages"),
+        .target(name: "ProcessorMessages", dependencies: ["PaywardenPrimitives"]),
         // The HTTP service and the composition root.
         .target(
             name: "PaywardenServer",
@@ -146,7 +146,7 @@ let package = Package(
             name: "PaywardenBench",
             dependencies: [
                 "PKCS11", "ApplePay", "KeyCustody", "PaywardenTesting", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
-                "PaywardenStorage", crypto, asyncHTTPClient, nioCore, nioHTTP1,
+                "PaywardenStorage", crypto, asyncHTTPClient, nioCore, nioHTTP1, logging, serviceLifecycle,
             ]
         ),
 

@@ -12,8 +12,14 @@
 #            out of reach of `paywarden paypages create`), after its decrypt runs: wrk posts
 #            LOADTEST_TOKENS more unique tokens as eProtect registration forms (registrations/s, as
 #            a ratio to that database's decrypt rate), then redeems the registration IDs they
-#            returned, round-robin, for LOADTEST_REDEEM_SECONDS (default 15); on the last
-#            database, redemption at half that rate as in phase 2 (median p99).
+#            returned, round-robin, for LOADTEST_REDEEM_SECONDS (default 15); on the last database,
+#            redemption at half its rate as in phase 2 (median p99); then a cnpAPI authorization
+#            for each of LOADTEST_RELAYS (default 20,000) of those IDs, once, relayed to a stand-in
+#            processor upstream (`paywarden-bench upstream`: HTTPS, client certificate required).
+#   CPU:     the server's utime+stime from /proc over each wrk run, per request answered, beside
+#            the engine's process CPU per token in process (`paywarden-bench engine`, same run) and
+#            the HTTP floor: the same listener answering a static body of the decrypt response's
+#            size (`paywarden-bench http-baseline`, wrk for LOADTEST_BASELINE_SECONDS, default 10).
 set -euo pipefail
 umask 077   # the work directory holds an API key, a database password and tokens
 cd "$(dirname "$0")/.."
@@ -29,16 +35,22 @@ HALF_RUNS=${LOADTEST_HALF_RUNS:-3}
 [ "$HALF_RUNS" -ge 1 ] || { echo "LOADTEST_HALF_RUNS must be at least 1"; exit 2; }
 VAULT=${LOADTEST_VAULT:-1}
 REDEEM_SECONDS=${LOADTEST_REDEEM_SECONDS:-15}
+RELAYS=${LOADTEST_RELAYS:-20000}
 PAYPAGE=loadtestPaypage
 ORGANIZATION=loadtest
+RELAY_MERCHANT=01234
+BASELINE_SECONDS=${LOADTEST_BASELINE_SECONDS:-10}
+CLOCK_TICKS=$(getconf CLK_TCK)
 BIN=${LOADTEST_BIN:-.build/release}   # .build/debug: a quick check of the script itself, not figures
 HSM_BENCH=${HSM_BENCH:-.build/hsm-bench/hsm_bench}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/paywarden-loadtest.XXXXXX")
 PORT=${LOADTEST_PORT:-18443}
 SERVER_PID=""
+UPSTREAM_PID=""
 PG_BIN=""
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi
+  if [ -n "$UPSTREAM_PID" ]; then kill "$UPSTREAM_PID" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   if [ -n "$PG_BIN" ]; then as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg/data" stop -m fast >/dev/null 2>&1 || true; fi
   rm -rf "$WORK"
@@ -55,6 +67,12 @@ bash ../shared/tools/hsm-bench/setup-token.sh "$WORK/raw" >/dev/null
 RAW=$(SOFTHSM2_CONF="$WORK/raw/softhsm2.conf" sh -c "'$HSM_BENCH' keys >/dev/null && '$HSM_BENCH' bench ecdh 5 2")
 echo "$RAW"
 RAW_RATE=$(echo "$RAW" | sed -n 's/.*=> *\([0-9.]*\) ops\/s wall.*/\1/p')
+
+echo "== decryption engine in process (paywarden-bench engine: EC_v1, 2 workers, 5 s, a token of its own), same run"
+ENGINE=$("$BIN/paywarden-bench" engine 5 | grep '^ENGINE ')
+echo "$ENGINE"
+ENGINE_RATE=$(echo "$ENGINE" | sed -n 's/.* rate=\([0-9.]*\).*/\1/p')
+ENGINE_CPU=$(echo "$ENGINE" | sed -n 's/.* cpu_us=\([0-9.]*\).*/\1/p')
 
 HALF_TOKENS=$(( 5000 * HALF_SECONDS ))
 # The registration runs need tokens of their own: one database's decrypt runs spent the others.
@@ -73,6 +91,17 @@ export PAYWARDEN_LISTEN="127.0.0.1:$PORT"
 # Every registration comes from one address for one paypage: the production limits (20/s per
 # address, 200/s per paypage) would measure the rate limiter, not the vault.
 export PAYWARDEN_EPROTECT_RATE_PER_PAYPAGE=1000000 PAYWARDEN_EPROTECT_RATE_PER_ADDRESS=1000000
+# The relay's upstream: a stand-in processor engine on loopback, HTTPS with mutual TLS.
+if [ "$VAULT" != 0 ]; then
+  "$BIN/paywarden-bench" upstream "$WORK" > "$WORK/upstream.log" 2>&1 &
+  UPSTREAM_PID=$!
+  for _ in $(seq 1 100); do [ -s "$WORK/upstream-url" ] && break; sleep 0.1; done
+  [ -s "$WORK/upstream-url" ] || { cat "$WORK/upstream.log"; echo "the upstream stand-in did not start"; exit 1; }
+  export PAYWARDEN_RELAY_CNP_UPSTREAM="$(cat "$WORK/upstream-url")" PAYWARDEN_RELAY_CNP_UPSTREAM_CA="$WORK/upstream-ca.pem"
+  export PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_CERTIFICATE="$WORK/upstream-client.pem"
+  export PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_KEY="$WORK/upstream-client.key"
+  export PAYWARDEN_RELAY_CNP_MERCHANT_IDS="$ORGANIZATION=$RELAY_MERCHANT"
+fi
 split_lines() { awk -v w="$1" '{ print > (w "." (NR % 2)) }' "$1"; }   # one file per wrk thread
 split_lines "$WORK/tokens-1.jsonl"
 [ "$VAULT" = 0 ] || split_lines "$WORK/forms.txt"
@@ -115,6 +144,14 @@ start_server() {
 }
 stop_server() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
+# A process's CPU so far (utime + stime), in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# Microseconds of CPU per request: ticks before, ticks after, requests.
+cpu_per_request() { awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLOCK_TICKS" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / (n > 0 ? n : 1) }'; }
+# The field $2 of the RESULT line named $1.
+value() { grep "^RESULT $1 " "$WORK/results" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+# The NAME=VALUE field NAME of a LOADTEST line.
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m {printf "%d", $2}' || true; }
 # The requests to the route $1 the server answered so far, refusals included.
 answered() {
@@ -159,11 +196,33 @@ loadtest_line() {
 phase1() {
   echo "== phase 1 ($1): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections, $TOKENS tokens"
   start_server "$1"
-  local rss_before; rss_before=$(rss)
+  local rss_before cpu_before; rss_before=$(rss); cpu_before=$(cpu_ticks "$SERVER_PID")
   local line; line=$(wrk_all_lines decrypt "$WORK/tokens-1.jsonl" "$1" /v1/payment-tokens/decrypt \
     PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/api-key")")
-  echo "$line"
-  echo "RESULT $1 $line rss_before=$rss_before rss_after=$(rss) recycles=$(metric paywarden_hsm_module_recycles_total)" >> "$WORK/results"
+  local cpu; cpu=$(cpu_per_request "$cpu_before" "$(cpu_ticks "$SERVER_PID")" "$(field "$line" decrypted)")
+  echo "$line cpu_us=$cpu"
+  echo "RESULT $1 $line cpu_us=$cpu rss_before=$rss_before rss_after=$(rss) recycles=$(metric paywarden_hsm_module_recycles_total)" \
+    >> "$WORK/results"
+}
+
+# The HTTP floor: the same listener (`paywarden-bench http-baseline`, the environment serve gets)
+# answering the decrypt run's requests with a static body of the decrypt response's size.
+baseline_run() {
+  local bytes; bytes=$(value "$1" bytes)
+  echo "== HTTP floor: the same listener answering a static $bytes-byte body, wrk for $BASELINE_SECONDS s"
+  PAYWARDEN_LISTEN="127.0.0.1:$((PORT + 2))" "$BIN/paywarden-bench" http-baseline "$bytes" > "$WORK/baseline.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready" && break; sleep 0.1; done
+  local cpu_before; cpu_before=$(cpu_ticks "$pid")
+  PAYWARDEN_LOADTEST_MODE=baseline PAYWARDEN_LOADTEST_LINES="$WORK/tokens-1.jsonl" \
+    wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d${BASELINE_SECONDS}s --timeout 10s --latency -s scripts/loadtest.lua \
+    "http://127.0.0.1:$((PORT + 2))" > "$WORK/wrk-baseline.txt" 2>&1 || true
+  local cpu_after; cpu_after=$(cpu_ticks "$pid")
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  local line; line=$(loadtest_line baseline)
+  local cpu; cpu=$(cpu_per_request "$cpu_before" "$cpu_after" "$(field "$line" answered)")
+  echo "$line cpu_us=$cpu"
+  echo "RESULT baseline $line cpu_us=$cpu" >> "$WORK/results"
 }
 
 # The vault on the running server's database: registrations of fresh tokens, then redemptions of
@@ -188,14 +247,31 @@ vault_runs() {
   echo "RESULT redeem-$1 $line" >> "$WORK/results"
 }
 
+# The relay on the running server: a cnpAPI authorization for each of the first LOADTEST_RELAYS
+# registration IDs, once (a relayed registration is ended, so this comes after the redemptions).
+relay_run() {
+  [ "$VAULT" != 0 ] && [ "$1" != memory ] || return 0
+  local half=$((RELAYS / 2))
+  head -n "$half" "$WORK/ids.0" > "$WORK/relay-ids.0"
+  head -n "$half" "$WORK/ids.1" > "$WORK/relay-ids.1"
+  echo "== relay ($1): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections, a cnpAPI authorization for each of" \
+    "$(cat "$WORK/relay-ids.0" "$WORK/relay-ids.1" | wc -l) registration IDs, once, to the stand-in upstream (mutual TLS)"
+  local cpu_before; cpu_before=$(cpu_ticks "$SERVER_PID")
+  local line; line=$(wrk_all_lines relay "$WORK/relay-ids" "relay-$1" /vap/communicator/online \
+    PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/vault-key")" PAYWARDEN_LOADTEST_USER=loadtest-vault PAYWARDEN_LOADTEST_MERCHANT="$RELAY_MERCHANT")
+  local cpu; cpu=$(cpu_per_request "$cpu_before" "$(cpu_ticks "$SERVER_PID")" "$(field "$line" relayed)")
+  echo "$line cpu_us=$cpu"
+  echo "RESULT relay-$1 $line cpu_us=$cpu" >> "$WORK/results"
+}
+
 LAST_DB=${DATABASES##* }
 for db in $DATABASES; do
   phase1 "$db"
   # The last database keeps its server for phase 2, which comes before its vault runs so that the
   # decrypt figures are measured on the same database as without them.
-  if [ "$db" != "$LAST_DB" ]; then vault_runs "$db"; stop_server; fi
+  if [ "$db" != "$LAST_DB" ]; then vault_runs "$db"; relay_run "$db"; stop_server; fi
 done
-value() { grep "^RESULT $1 " "$WORK/results" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+baseline_run "${DATABASES%% *}"
 rate=$(value "$LAST_DB" rate)
 
 HALF=$(awk -v r="$rate" 'BEGIN { printf "%d", r / 2 }')
@@ -231,12 +307,14 @@ if [ "$VAULT" != 0 ]; then
   done
   REDEEM_P99=$(median_p99 "$REDEEM_LINES")
   REDEEM_ERRORS=$(errors_of "$REDEEM_LINES")
+  relay_run "$LAST_DB"
 fi
 stop_server
 
 echo
 echo "== Paywarden load test (loopback, load generator on the same 2 cores), $TOKENS tokens per database"
 printf "raw HSM ECDH:      %s derives/s (hsm-bench, 2 threads, same run)\n" "$RAW_RATE"
+printf "engine:            %s tokens/s, %s µs CPU per token (EC_v1 in process, 2 workers, same run)\n" "$ENGINE_RATE" "$ENGINE_CPU"
 MEMORY_RATE=$(value memory rate)
 for db in $DATABASES; do
   awk -v db="$db" -v r="$(value "$db" rate)" -v m="$MEMORY_RATE" -v raw="$RAW_RATE" -v p50="$(value "$db" p50)" \
@@ -244,6 +322,17 @@ for db in $DATABASES; do
     target = (db == "sqlite") ? " (target >= 0.85)" : (db == "postgres") ? " (target >= 0.75)" : ""
     printf "%-9s %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of raw ECDH  %.2f of memory%s  RSS %d -> %d kB\n",
       db ":", r, p50, p99, e, r / raw, r / m, target, a, b }'
+done
+echo "== HTTP against the engine (server CPU from /proc over each run, per request)"
+awk -v b="$(value baseline rate)" -v bc="$(value baseline cpu_us)" -v bytes="$(value baseline bytes)" 'BEGIN {
+  printf "HTTP floor:        %8.0f requests/s  %6.1f µs CPU per request (static %d-byte body, same listener)\n", b, bc, bytes }'
+for db in $DATABASES; do
+  awk -v db="$db" -v r="$(value "$db" rate)" -v c="$(value "$db" cpu_us)" -v er="$ENGINE_RATE" -v ec="$ENGINE_CPU" \
+    -v bc="$(value baseline cpu_us)" 'BEGIN {
+    printf "%-9s %8.0f tokens/s = %.2f of the engine (target >= 0.60)  %6.1f µs CPU per request, %.1f over the engine", \
+      db ":", r, r / er, c, c - ec
+    if (db == "memory") printf " (target <= floor %.1f + 15 = %.1f)", bc, bc + 15
+    printf "\n" }'
 done
 printf "half rate (%s): median p99 %s ms over %s runs of %s s at %s tokens/s (target <= 10 ms), errors %s\n" \
   "$LAST_DB" "$HALF_P99" "$HALF_RUNS" "$HALF_SECONDS" "$HALF" "$HALF_ERRORS"
@@ -255,9 +344,13 @@ for db in $DATABASES; do
     -v p99="$(value "register-$db" p99)" -v e="$(value "register-$db" errors)" 'BEGIN {
     target = (db == "sqlite") ? " (target >= 0.80)" : ""
     printf "%-9s %8.0f registrations/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt%s\n", db ":", r, p50, p99, e, r / d, target }'
-  awk -v db="$db" -v r="$(value "redeem-$db" rate)" -v p50="$(value "redeem-$db" p50)" -v p99="$(value "redeem-$db" p99)" \
-    -v e="$(value "redeem-$db" errors)" 'BEGIN {
-    printf "%-9s %8.0f redemptions/s    p50 %5s ms  p99 %5s ms  errors %s\n", db ":", r, p50, p99, e }'
+  awk -v db="$db" -v r="$(value "redeem-$db" rate)" -v d="$(value "$db" rate)" -v p50="$(value "redeem-$db" p50)" \
+    -v p99="$(value "redeem-$db" p99)" -v e="$(value "redeem-$db" errors)" 'BEGIN {
+    printf "%-9s %8.0f redemptions/s    p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt\n", db ":", r, p50, p99, e, r / d }'
+  awk -v db="$db" -v r="$(value "relay-$db" rate)" -v d="$(value "$db" rate)" -v p50="$(value "relay-$db" p50)" \
+    -v p99="$(value "relay-$db" p99)" -v e="$(value "relay-$db" errors)" -v c="$(value "relay-$db" cpu_us)" 'BEGIN {
+    printf "%-9s %8.0f relayed auths/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt  %.1f µs CPU per request\n",
+      db ":", r, p50, p99, e, r / d, c }'
 done
 printf "half rate redemption (%s): median p99 %s ms over %s runs of %s s at %s redemptions/s (target <= 5 ms), errors %s\n" \
   "$LAST_DB" "$REDEEM_P99" "$HALF_RUNS" "$HALF_SECONDS" "$REDEEM_HALF" "$REDEEM_ERRORS"

@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
@@ -14,7 +15,18 @@ struct DecryptionBench {
     let seconds: Double
     let rounds: Int
 
-    func run() async throws -> [BenchRow] {
+    /// What the per-token floor and the engine's efficiency are computed from, taken in `run()`.
+    struct EngineFigures {
+        /// ECDH + KDF on the path decryption uses (session key copies on SoftHSM), 1 worker.
+        var deriveRate: [Double] = []
+        /// EC_v1 at 2 workers on the HSM workers: tokens/s and process CPU per token.
+        var rate: [Double] = []
+        var cpuMicroseconds: [Double] = []
+    }
+
+    private(set) var engine = EngineFigures()
+
+    mutating func run() async throws -> [BenchRow] {
         let pki = try ApplePayTestPKI(name: "Bench")
         let forge = TokenForge(pki: pki)
         let anchors = TrustAnchors(certificates: [pki.root], source: "bench root")
@@ -45,12 +57,19 @@ struct DecryptionBench {
             var rsa = BenchRow(operation: "RSA_v1 decrypt, full verification", rawName: "rsa-raw", workers: workers)
             for _ in 0..<rounds {
                 ec.raw.append(try raw.rate("ecdh", seconds: seconds, threads: workers) ?? 0)
-                ec.layer.append(try await measure(decrypter(), ecTokens, hsm: hsm, inFlight: workers * 4, onWorkers: true))
-                ec.hopping.append(try await measure(decrypter(), ecTokens, hsm: hsm, inFlight: workers * 4, onWorkers: false))
+                let onWorkers = try await measure(decrypter(), ecTokens, hsm: hsm, inFlight: workers * 4, onWorkers: true)
+                ec.layer.append(onWorkers.rate)
+                if workers == 2 {
+                    engine.rate.append(onWorkers.rate)
+                    engine.cpuMicroseconds.append(onWorkers.cpuMicroseconds)
+                } else {
+                    engine.deriveRate.append(try await deriveRate(hsm, ecMerchant))
+                }
+                ec.hopping.append(try await measure(decrypter(), ecTokens, hsm: hsm, inFlight: workers * 4, onWorkers: false).rate)
                 ecKDF.raw.append(try raw.rate("ecdh-kdf", seconds: seconds, threads: workers) ?? 0)
                 rsa.raw.append(try raw.rate("rsa-raw", seconds: seconds, threads: workers) ?? 0)
-                rsa.layer.append(try await measure(decrypter(), rsaTokens, hsm: hsm, inFlight: workers * 4, onWorkers: true))
-                rsa.hopping.append(try await measure(decrypter(), rsaTokens, hsm: hsm, inFlight: workers * 4, onWorkers: false))
+                rsa.layer.append(try await measure(decrypter(), rsaTokens, hsm: hsm, inFlight: workers * 4, onWorkers: true).rate)
+                rsa.hopping.append(try await measure(decrypter(), rsaTokens, hsm: hsm, inFlight: workers * 4, onWorkers: false).rate)
             }
             ecKDF.layer = ec.layer
             ecKDF.hopping = ec.hopping
@@ -58,6 +77,44 @@ struct DecryptionBench {
             await hsm.close()
         }
         return rows
+    }
+
+    /// `paywarden-bench engine SECONDS` (for `make loadtest`): EC_v1 decryptions at 2 workers in
+    /// process, as the decrypt route runs them, on a token of its own: tokens/s and CPU per token.
+    static func engineLine(seconds: Double) async throws -> String {
+        let token = try await SoftHSMTestToken.make(labelPrefix: "bench-engine")
+        defer { SoftHSMTestToken.removeAll() }
+        let pki = try ApplePayTestPKI(name: "Engine")
+        let bench = DecryptionBench(raw: RawHSMBench(executable: "", label: "", pin: ""), token: token, seconds: seconds, rounds: 1)
+        let hsm = try await token.open {
+            $0.workers = 2
+            $0.maxPendingOperations = 100_000
+        }
+        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let keys = HSMPaymentKeys(hsm: hsm)
+        let merchant = try await bench.certifiedKey(store, "merchant.engine.ec", .ec)
+        try await keys.reload(from: store)
+        let tokens = try await bench.forgeTokens(count: Int(seconds * 14_000), forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+        let decrypter = PaymentTokenDecrypter(
+            verifier: TokenSignatureVerifier(
+                anchors: TrustAnchors(certificates: [pki.root], source: "engine root"), signingTimeWindow: 3600),
+            directory: keys, operations: keys)
+        // For a profiler to attach to this process now, after the forging.
+        FileHandle.standardError.write(Data("forged \(tokens.count) tokens; measuring for \(seconds) s\n".utf8))
+        let figure = try await bench.measure(decrypter, tokens, hsm: hsm, inFlight: 8, onWorkers: true)
+        await hsm.close()
+        return String(format: "ENGINE rate=%.0f cpu_us=%.1f", figure.rate, figure.cpuMicroseconds)
+    }
+
+    /// ECDH + KDF through the layer on the merchant key, 1 worker, as decryption calls it.
+    private func deriveRate(_ hsm: HSM, _ merchant: MerchantKey) async throws -> Double {
+        let peers = (0..<64).map { _ in Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation) }
+        let otherInfo = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + [UInt8](repeating: 7, count: 32)
+        let run = TimedRun(seconds: seconds, inFlight: 4, executor: hsm.executor)
+        return try await run.rate { index in
+            _ = try await hsm.deriveConcatenationKDFKey(merchant.id, peerPoint: peers[index & 63], otherInfo: otherInfo)
+            return true
+        }.perSecond
     }
 
     private func certifiedKey(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
@@ -80,12 +137,14 @@ struct DecryptionBench {
     /// Decrypts tokens from the list for `seconds` (or until they run out) with enough tasks in
     /// flight to keep every worker busy, the tasks on the HSM's workers (verification there too)
     /// or on the cooperative pool (verification there, a hop to a worker for the key operation).
+    /// Also returns the process's CPU per decryption over the measurement.
     private func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws
-        -> Double
+        -> (rate: Double, cpuMicroseconds: Double)
     {
         let failures = Counter()
         let run = TimedRun(seconds: seconds, inFlight: inFlight, executor: onWorkers ? hsm.executor : nil)
-        let (rate, ranOut) = try await run.rate { index in
+        let cpuBefore = ProcessCPU.now()
+        let (rate, ranOut, count) = try await run.rate { index in
             guard index < tokens.count else { return false }
             do {
                 _ = try await decrypter.decrypt(json: tokens[index])
@@ -100,7 +159,7 @@ struct DecryptionBench {
         if ranOut {
             FileHandle.standardError.write(Data("note: ran out of pre-forged tokens before \(seconds) s\n".utf8))
         }
-        return rate
+        return (rate, (ProcessCPU.now() - cpuBefore).microseconds / Double(max(count, 1)))
     }
 }
 

@@ -1,13 +1,16 @@
 import Foundation
 import PKCS11
+import PaywardenConfiguration
+import PaywardenServer
 import PaywardenTesting
 
 /// `make bench`: Paywarden's throughput next to the raw PKCS#11 module's (hsm-bench), measured
 /// in the same run on the same SoftHSM store, alternating so both see the same machine noise.
 ///
 /// Arguments: `pkcs11` and/or `decrypt` (default both); `profile` alone prints the software cost
-/// of each decryption stage; `loadtest-setup` and `loadgen` serve `make loadtest` and `make soak`,
-/// `ledger-footprint` the soak's replay-ledger share, `fuzz-seeds` the seed corpora of `make fuzz`.
+/// of each decryption stage; `loadtest-setup`, `loadgen`, `engine`, `http-baseline` and
+/// `upstream` serve `make loadtest` and `make soak`, `ledger-footprint` the soak's replay-ledger
+/// share, `fuzz-seeds` the seed corpora of `make fuzz`.
 /// Environment: BENCH_SECONDS (per measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH
 /// (the built hsm_bench).
 @main
@@ -18,6 +21,19 @@ struct PaywardenBench {
         let rounds = Int(environment["BENCH_ROUNDS"] ?? "") ?? 3
         let arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
+        case "http-baseline":
+            // As `paywarden serve` does, before anything else uses Swift concurrency.
+            guard ServerThreads.install(eventLoops: try EarlySettings.eventLoopThreads()) else {
+                throw BenchError("the event loops could not become Swift's global executor, unlike in paywarden serve")
+            }
+            try await HTTPBaselineServer.run(Array(arguments.dropFirst()))
+            return
+        case "engine":
+            print(try await DecryptionBench.engineLine(seconds: Double(arguments.dropFirst().first ?? "") ?? seconds))
+            return
+        case "upstream":
+            try await UpstreamStandIn.run(Array(arguments.dropFirst()))
+            return
         case "profile":
             try await StageProfile.run()
             return
@@ -64,8 +80,9 @@ struct PaywardenBench {
         }
         if suites.contains("decrypt") {
             print("\n== Decryption engine (unique forged tokens, replay protection on, every verification step)")
+            var bench = DecryptionBench(raw: raw, token: token, seconds: seconds, rounds: rounds)
             BenchRow.print(
-                try await DecryptionBench(raw: raw, token: token, seconds: seconds, rounds: rounds).run(),
+                try await bench.run(),
                 paywardenColumn: "tokens/s",
                 target: """
                     tokens/s: the decrypting tasks on the HSM workers; hop: on the cooperative pool, hopping to a worker
@@ -74,9 +91,29 @@ struct PaywardenBench {
                     Target: EC_v1 at 2 workers >= 0.75 of raw 2-thread ECDH.
                     """)
             print("")
-            try await StageProfile.run()
+            let stages = try await StageProfile.run()
+            printFloor(engine: bench.engine, stages: stages)
         }
         print("\nload average at end: \(loadAverage())")
+    }
+
+    /// The per-token floor: what one token cannot do without (the key operation on the path in
+    /// use, one ECDSA verification, decoding), from this run's figures, and the engine as a ratio
+    /// to it, by rate (2 workers on 2 cores) and by CPU per token (steadier on a shared machine).
+    static func printFloor(engine: DecryptionBench.EngineFigures, stages: StageProfile.Figures) {
+        let derive = 1e6 / max(median(engine.deriveRate), 1)
+        let floor = derive + stages.ecdsaVerification + stages.decoding
+        let floorRate = 2e6 / floor
+        let rate = median(engine.rate)
+        let cpu = median(engine.cpuMicroseconds)
+        print("\n== Per-token floor (this run) and the engine against it")
+        print(
+            String(
+                format: "floor: ECDH+KDF on the path in use %.1f µs (%.0f/s, 1 worker) + one ECDSA verification %.1f µs"
+                    + " + decoding %.1f µs = %.1f µs, %.0f tokens/s on 2 cores", derive, 1e6 / derive, stages.ecdsaVerification,
+                stages.decoding, floor, floorRate))
+        print(String(format: "engine: EC_v1 at 2 workers %.0f tokens/s = %.2f of the floor rate (target >= 0.85)", rate, rate / floorRate))
+        print(String(format: "engine: %.1f µs of process CPU per token; floor / engine CPU = %.2f", cpu, floor / max(cpu, 1)))
     }
 
     static func loadAverage() -> String {

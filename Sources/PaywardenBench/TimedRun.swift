@@ -8,9 +8,10 @@ struct TimedRun {
     /// Where the calling tasks run: the HSM's workers, or the cooperative pool when nil.
     let executor: (any TaskExecutor)?
 
-    /// Operations per second. `operation` returns false when it had nothing left to do (its
-    /// call is then not counted); `ranOut` tells whether that happened before the time was up.
-    func rate(_ operation: @escaping @Sendable (Int) async throws -> Bool) async throws -> (perSecond: Double, ranOut: Bool) {
+    /// Operations per second, and how many were done. `operation` returns false when it had
+    /// nothing left to do (its call is then not counted); `ranOut` tells whether that happened
+    /// before the time was up.
+    func rate(_ operation: @escaping @Sendable (Int) async throws -> Bool) async throws -> (perSecond: Double, ranOut: Bool, count: Int) {
         let next = Counter()
         let ranOut = Flag()
         let clock = ContinuousClock()
@@ -35,7 +36,7 @@ struct TimedRun {
         let elapsed = clock.now - start
         return (
             Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18),
-            ranOut.value.load(ordering: .relaxed)
+            ranOut.value.load(ordering: .relaxed), total
         )
     }
 }

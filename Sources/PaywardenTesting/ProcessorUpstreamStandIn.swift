@@ -46,6 +46,9 @@ public final class ProcessorUpstreamStandIn: Sendable {
         var received: [ReceivedCnpRequest] = []
         var receivedMercuryPay: [ReceivedMercuryPayRequest] = []
         var receivedRadial: [ReceivedRadialRequest] = []
+        /// False under load: requests are answered and counted, not kept.
+        var keepsRequests = true
+        var answered = 0
     }
 
     private let identity: LoopbackServerIdentity?
@@ -131,6 +134,13 @@ public final class ProcessorUpstreamStandIn: Sendable {
     /// Every Radial request received so far, oldest first.
     public var receivedRadial: [ReceivedRadialRequest] { state.withLock { $0.receivedRadial } }
 
+    /// Whether the requests received from now on are kept for ``received`` and its kind (a test
+    /// inspects them) or only counted (a load test sends hundreds of thousands).
+    public func keepRequests(_ keep: Bool) { state.withLock { $0.keepsRequests = keep } }
+
+    /// How many requests were answered so far, kept or not.
+    public var answeredCount: Int { state.withLock { $0.answered } }
+
     public func clearReceived() {
         state.withLock {
             $0.received = []
@@ -154,7 +164,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
         _ received: Received, in list: WritableKeyPath<State, [Received]>, answering: (Received, Answer) -> StandInResponse
     ) -> (StandInResponse, Duration) {
         state.withLock { state in
-            state[keyPath: list].append(received)
+            if state.keepsRequests { state[keyPath: list].append(received) }
+            state.answered += 1
             return (answering(received, state.answer), state.delay)
         }
     }

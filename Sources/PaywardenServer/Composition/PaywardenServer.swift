@@ -291,6 +291,17 @@ public struct PaywardenServer: Sendable {
         router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, services: [any Service],
         onRunning: @escaping @Sendable (Int) async -> Void
     ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
+        try Self.application(
+            router: router, address: address, tls: tls, configuration: configuration, services: services, onRunning: onRunning,
+            logger: logger)
+    }
+
+    /// Every listener's server: HTTP/1.1 (in TLS when configured) with the idle timeout and the
+    /// connection cap of `configuration`.
+    static func application(
+        router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, configuration: ServerConfiguration,
+        services: [any Service], onRunning: @escaping @Sendable (Int) async -> Void, logger: Logger
+    ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
         // A connection that sends nothing for the idle timeout is closed, a request it has not
         // finished included (slowloris); the connection cap makes further ones wait, unserved.
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.idleTimeout)))
