@@ -21,7 +21,11 @@ public enum Hex {
     /// The bytes `text` spells, or nil unless it is an even number of hex digits (either case).
     @inlinable
     public static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
+        decode(utf8: Array(text.utf8))
+    }
+
+    /// The same, from the text's UTF-8 bytes.
+    public static func decode(utf8: [UInt8]) -> [UInt8]? {
         guard utf8.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(utf8.count / 2)

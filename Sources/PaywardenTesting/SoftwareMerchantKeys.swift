@@ -80,13 +80,14 @@ public final class SoftwareMerchantKeys: MerchantKeyDirectory, MerchantKeyOperat
         entries.withLock { $0[hash]?.reference }
     }
 
-    public func deriveKey(ephemeralPublicKey: P256.KeyAgreement.PublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws
+    public func deriveKey(ephemeralPublicKey: EphemeralPublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws
         -> SymmetricKey
     {
         guard case .ec(let privateKey) = try privateKey(for: key) else {
             throw PaymentTokenError(.decryptionFailed, "the key is not an EC key")
         }
-        return OneStepKDF.sha256(sharedSecret: try privateKey.sharedSecretFromKeyAgreement(with: ephemeralPublicKey), otherInfo: otherInfo)
+        return OneStepKDF.sha256(
+            sharedSecret: try privateKey.sharedSecretFromKeyAgreement(with: ephemeralPublicKey.key), otherInfo: otherInfo)
     }
 
     public func unwrapKey(_ wrappedKey: [UInt8], key: MerchantKeyReference) async throws -> SymmetricKey {

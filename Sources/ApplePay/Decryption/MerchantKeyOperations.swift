@@ -30,7 +30,7 @@ public protocol MerchantKeyDirectory: Sendable {
 public protocol MerchantKeyOperations: Sendable {
     /// EC_v1: ECDH between the merchant key and `ephemeralPublicKey`, then the one-step KDF of
     /// NIST SP 800-56A with SHA-256, counter first: `SHA-256(00000001 ‖ Z ‖ otherInfo)`.
-    func deriveKey(ephemeralPublicKey: P256.KeyAgreement.PublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws
+    func deriveKey(ephemeralPublicKey: EphemeralPublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws
         -> SymmetricKey
 
     /// RSA_v1: removes RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) from `wrappedKey`.

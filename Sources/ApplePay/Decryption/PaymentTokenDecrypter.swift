@@ -108,10 +108,10 @@ public final class PaymentTokenDecrypter: Sendable {
         let symmetricKey: SymmetricKey
         switch token.version {
         case .ecV1:
-            let ephemeral: P256.KeyAgreement.PublicKey
+            let ephemeral: EphemeralPublicKey
             do {
                 // Checks the algorithm, the curve (P-256) and that the point is on it.
-                ephemeral = try P256.KeyAgreement.PublicKey(derRepresentation: token.header.ephemeralPublicKey ?? [])
+                ephemeral = try EphemeralPublicKey(derRepresentation: token.header.ephemeralPublicKey ?? [])
             } catch {
                 throw PaymentTokenError(
                     .decryptionFailed, "header.ephemeralPublicKey is not a valid P-256 public key (wrong curve, or a point not on it)")

@@ -37,26 +37,31 @@ public struct PaymentToken: Sendable, Hashable {
         guard bytes.count <= Self.maximumEncodedSize else {
             throw .malformed("the token is \(bytes.count) bytes; at most \(Self.maximumEncodedSize) are accepted")
         }
-        guard let root = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else {
-            throw .malformed("the token is not a JSON object")
+        let root: TokenJSON.Object
+        do {
+            root = try TokenJSON.object(bytes)
+        } catch {
+            throw .malformed("the token is not a JSON object (\(error.reason) at byte \(error.offset))")
         }
         var paymentData = root
         if root["version"] == nil, let inner = root["paymentData"] {
-            guard let object = inner as? [String: Any] else {
+            guard case .object(let object) = inner else {
                 throw .malformed("paymentData is not a JSON object (a base64 paymentData must be decoded to JSON first)")
             }
             paymentData = object
         }
-        guard let versionText = paymentData["version"] as? String else { throw .malformed("version is missing or not a string") }
-        guard let version = PaymentTokenVersion(rawValue: versionText) else {
+        guard case .string(let versionText)? = paymentData["version"] else { throw .malformed("version is missing or not a string") }
+        guard let version = PaymentTokenVersion(rawValue: String(decoding: versionText, as: UTF8.self)) else {
             throw PaymentTokenError(
-                .unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported; Paywarden decrypts EC_v1 and RSA_v1")
+                .unsupportedVersion,
+                "version \"\(String(decoding: versionText.prefix(32), as: UTF8.self))\" is not supported; Paywarden decrypts EC_v1 and RSA_v1"
+            )
         }
         self.version = version
         data = try Self.base64(paymentData["data"], "data", maximum: Self.maximumDataSize)
         guard data.count > 16 else { throw .malformed("data is shorter than a GCM tag") }
         signature = try Self.base64(paymentData["signature"], "signature", maximum: Self.maximumSignatureSize)
-        guard let header = paymentData["header"] as? [String: Any] else { throw .malformed("header is missing or not an object") }
+        guard case .object(let header)? = paymentData["header"] else { throw .malformed("header is missing or not an object") }
 
         let publicKeyHash = try Self.base64(header["publicKeyHash"], "header.publicKeyHash", maximum: 32)
         guard publicKeyHash.count == 32 else { throw .malformed("header.publicKeyHash is not a SHA-256 hash") }
@@ -92,18 +97,18 @@ public struct PaymentToken: Sendable, Hashable {
         (header.ephemeralPublicKey ?? header.wrappedKey ?? []) + data + header.transactionID + (header.applicationData ?? [])
     }
 
-    private static func base64(_ value: Any?, _ name: String, maximum: Int) throws(PaymentTokenError) -> [UInt8] {
-        guard let text = value as? String else { throw .malformed("\(name) is missing or not a string") }
-        guard text.utf8.count <= (maximum + 2) / 3 * 4 else { throw .malformed("\(name) is longer than \(maximum) bytes") }
+    private static func base64(_ value: TokenJSON.Value?, _ name: String, maximum: Int) throws(PaymentTokenError) -> [UInt8] {
+        guard case .string(let text)? = value else { throw .malformed("\(name) is missing or not a string") }
+        guard text.count <= (maximum + 2) / 3 * 4 else { throw .malformed("\(name) is longer than \(maximum) bytes") }
         // Foundation's decoder is strict: no whitespace, no URL alphabet, correct padding.
-        guard let decoded = Data(base64Encoded: text), !decoded.isEmpty else { throw .malformed("\(name) is not valid Base64") }
+        guard let decoded = Data(base64Encoded: Data(text)), !decoded.isEmpty else { throw .malformed("\(name) is not valid Base64") }
         return Array(decoded)
     }
 
-    private static func hex(_ value: Any?, _ name: String, maximum: Int) throws(PaymentTokenError) -> [UInt8] {
-        guard let text = value as? String else { throw .malformed("\(name) is missing or not a string") }
-        guard text.utf8.count <= maximum * 2 else { throw .malformed("\(name) is not hex of at most \(maximum) bytes") }
-        guard let bytes = Hex.decode(text) else { throw .malformed("\(name) is not valid hex") }
+    private static func hex(_ value: TokenJSON.Value?, _ name: String, maximum: Int) throws(PaymentTokenError) -> [UInt8] {
+        guard case .string(let text)? = value else { throw .malformed("\(name) is missing or not a string") }
+        guard text.count <= maximum * 2 else { throw .malformed("\(name) is not hex of at most \(maximum) bytes") }
+        guard let bytes = Hex.decode(utf8: text) else { throw .malformed("\(name) is not valid hex") }
         return bytes
     }
 }

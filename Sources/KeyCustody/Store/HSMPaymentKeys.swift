@@ -62,14 +62,14 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
         keys.withLock { $0[hash] }
     }
 
-    public func deriveKey(ephemeralPublicKey: P256.KeyAgreement.PublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws
+    public func deriveKey(ephemeralPublicKey: EphemeralPublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws
         -> SymmetricKey
     {
         let id = try Self.identifier(key)
         do {
             return SymmetricKey(
                 data: try await hsm.deriveConcatenationKDFKey(
-                    id, peerPoint: Array(ephemeralPublicKey.x963Representation), otherInfo: otherInfo))
+                    id, peerPoint: ephemeralPublicKey.x963Representation, otherInfo: otherInfo))
         } catch {
             throw Self.paymentError(error, operation: "ECDH")
         }
