@@ -26,4 +26,24 @@ import Testing
         #expect(throws: EProtectForm.Refusal.self) { try EProtectForm(body: Array(form.utf8)) }
         #expect(throws: Never.self) { try EProtectForm(body: Array(form.replacingOccurrences(of: "%+1", with: "%21").utf8)) }
     }
+
+    /// The token the form carries is the JSON object its fields spell, whatever characters they
+    /// hold (quotes, backslashes, control characters, non-ASCII), with applicationData only when sent.
+    @Test(arguments: [nil, "ab%22cd%5C%0A%01%C3%A9/+x"] as [String?])
+    func theTokenIsTheJSONOfItsFields(applicationData: String?) throws {
+        var form =
+            "paypageId=pp1&reportGroup=r&id=i&applepay.data=d%2F%2B%3D&applepay.signature=s%22q%5C&applepay.version=EC_v1"
+            + "&applepay.header.publicKeyHash=h&applepay.header.transactionId=t&applepay.header.ephemeralPublicKey=k%09"
+        if let applicationData { form += "&applepay.header.applicationData=" + applicationData }
+        let parsed = try EProtectForm(body: Array(form.utf8))
+        let token = try #require(try JSONSerialization.jsonObject(with: Data(parsed.tokenJSON)) as? [String: Any])
+        #expect(token.count == 4)
+        #expect(token["version"] as? String == "EC_v1")
+        #expect(token["data"] as? String == "d/+=")
+        #expect(token["signature"] as? String == "s\"q\\")
+        let header = try #require(token["header"] as? [String: String])
+        var expected = ["publicKeyHash": "h", "transactionId": "t", "ephemeralPublicKey": "k\t"]
+        if let applicationData { expected["applicationData"] = EProtectForm.decode(Array(applicationData.utf8)) }
+        #expect(header == expected)
+    }
 }

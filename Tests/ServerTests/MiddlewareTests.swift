@@ -32,3 +32,17 @@ struct MiddlewareTests {
         #expect(exposition.contains(#"route="/refused",status="403""#), "\(exposition)")
     }
 }
+
+/// The credential of an Authorization header: the Bearer scheme in any case, spaces and tabs
+/// around the key dropped, nothing else taken for a key.
+struct BearerCredentialTests {
+    @Test(
+        arguments: [
+            ("Bearer abc", "abc"), ("bearer abc", "abc"), ("BEARER abc", "abc"), ("Bearer   abc \t", "abc"), ("Bearer\tabc", nil),
+            ("Bearer ", nil), ("Bearer  \t ", nil), ("Basic abc", nil), ("Bearerabc", nil), ("Bearer\u{0}abc", nil), ("", nil),
+            ("Bearer a b", "a b"),
+        ] as [(String, String?)])
+    func credential(_ header: String, _ expected: String?) {
+        #expect(APIKeyAuthenticator.bearerCredential(header).map(String.init) == expected)
+    }
+}

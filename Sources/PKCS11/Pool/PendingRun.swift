@@ -2,7 +2,7 @@ import Foundation
 
 /// The caller's side of one operation handed to the workers: resumed exactly once, by the
 /// operation's result or by its deadline, whichever comes first.
-final class PendingRun<R: Sendable>: @unchecked Sendable {
+final class PendingRun<R: Sendable>: ExpiringRun, @unchecked Sendable {
     private let lock = NSLock()
     var continuation: UnsafeContinuation<R, any Error>?
     private var finished = false
@@ -22,17 +22,15 @@ final class PendingRun<R: Sendable>: @unchecked Sendable {
         continuation?.resume(with: result.mapError { $0 })
     }
 
-    /// Finishes with a `timedOut` error once `deadline` has passed, unless finished before.
-    func expire(after deadline: Duration) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + deadline.timeInterval) { [self] in
-            finish(.failure(.timedOut(after: deadline)))
-        }
-    }
-}
+    var isFinished: Bool { lock.withLock { finished } }
 
-extension Duration {
-    var timeInterval: TimeInterval {
-        let parts = components
-        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
+    /// Finishes with a `timedOut` error once `deadline` has passed, unless finished before
+    /// (``DeadlineSweeper``).
+    func expire(after deadline: Duration) {
+        DeadlineSweeper.shared.add(self, timeout: deadline)
+    }
+
+    func timeOut(after timeout: Duration) {
+        finish(.failure(.timedOut(after: timeout)))
     }
 }

@@ -22,7 +22,7 @@ struct DecryptController {
 }
 
 /// What the decrypt response says besides the payload: the token's facts and the key that opened it.
-public struct DecryptedTokenFacts: Encodable, Sendable {
+public struct DecryptedTokenFacts: Encodable, Sendable, SelfEncodingEnvelope {
     public struct Token: Encodable, Sendable {
         public let version: String
         public let transactionId: String
@@ -44,6 +44,19 @@ public struct DecryptedTokenFacts: Encodable, Sendable {
             signingTime: RFC3339.string(from: result.signingTime)
         )
         key = Key(id: result.keyID, merchantIdentifierHash: result.merchantIdentifierHash)
+    }
+
+    func writeMembers(to writer: inout JSONMemberWriter) {
+        writer.object("key") { key in
+            key.member("id", self.key.id)
+            key.member("merchantIdentifierHash", self.key.merchantIdentifierHash)
+        }
+        writer.object("token") { token in
+            token.member("publicKeyHash", self.token.publicKeyHash)
+            token.member("signingTime", self.token.signingTime)
+            token.member("transactionId", self.token.transactionId)
+            token.member("version", self.token.version)
+        }
     }
 
     /// The decrypt endpoint's body with `paymentData` in place of the decrypted payload (the CLI

@@ -1,0 +1,34 @@
+import ApplePay
+import Foundation
+import NIOCore
+import Testing
+
+@testable import PaywardenServer
+
+/// The decrypt response's envelope writes itself; JSONEncoder (sorted keys, slashes unescaped)
+/// is the reference it must match byte for byte, whatever its strings hold.
+@Suite("JSON responses")
+struct JSONResponsesTests {
+    static func facts(_ text: String) -> DecryptedTokenFacts {
+        DecryptedTokenFacts(
+            DecryptedPaymentToken(
+                paymentData: Array(#"{"a":1}"#.utf8), version: .ecV1, transactionID: "0a" + text, publicKeyHash: "ab/+cd==" + text,
+                signingTime: Date(timeIntervalSince1970: 1_700_000_000), keyID: "k\(text)", merchantIdentifierHash: text))
+    }
+
+    static let strings = [
+        "", "plain", "quote\" backslash\\ slash/", "\u{01}\u{08}\u{09}\u{0A}\u{0B}\u{0C}\u{0D}\u{1F}\u{7F}", "é ü 😀", "\u{2028}",
+    ]
+
+    @Test(arguments: strings)
+    func selfEncodedEnvelopeMatchesJSONEncoder(_ text: String) throws {
+        let facts = Self.facts(text)
+        let written = Array(buffer: try JSONResponses.splice(key: "paymentData", verbatim: Array(#"{"a":1}"#.utf8), envelope: facts))
+        // The reference: the envelope through JSONEncoder, spliced the generic way.
+        let members = try JSONResponses.encoder.encode(facts)
+        let reference = Array(#"{"paymentData":{"a":1},"#.utf8) + Array(members.dropFirst())
+        #expect(written == reference, "\(String(decoding: written, as: UTF8.self)) vs \(String(decoding: reference, as: UTF8.self))")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(written)) as? [String: Any])
+        #expect((object["key"] as? [String: Any])?["merchantIdentifierHash"] as? String == text)
+    }
+}
