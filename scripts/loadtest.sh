@@ -142,7 +142,11 @@ start_server() {
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null || { cat "$WORK/server-$1.log"; echo "server not ready"; exit 1; }
 }
-stop_server() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
+# LOADTEST_METRICS=DIR keeps each server's /metrics, as it stops, in DIR (for a closer look).
+stop_server() {
+  [ -z "${LOADTEST_METRICS:-}" ] || curl -s "http://127.0.0.1:$PORT/metrics" > "$LOADTEST_METRICS/metrics-$SERVER_PID.txt" || true
+  kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+}
 rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 # A process's CPU so far (utime + stime), in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -239,6 +243,7 @@ vault_runs() {
   [ -s "$WORK/ids.0" ] && [ -s "$WORK/ids.1" ] || { echo "a wrk thread registered nothing"; exit 1; }
   echo "== redemption ($1): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections," \
     "$(wc -l < "$WORK/ids") IDs round-robin for $REDEEM_SECONDS s"
+  [ -n "${LOADTEST_PERF:-}" ] && perf record -F 999 -g -p "$SERVER_PID" -o "$LOADTEST_PERF-redeem-$1" -- sleep 5 >/dev/null 2>&1 &
   PAYWARDEN_LOADTEST_MODE=redeem PAYWARDEN_LOADTEST_LINES="$WORK/ids" PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/vault-key")" \
     wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d${REDEEM_SECONDS}s --timeout 10s --latency -s scripts/loadtest.lua \
     "http://127.0.0.1:$PORT" > "$WORK/wrk-redeem-$1.txt" 2>&1 || true

@@ -17,8 +17,9 @@ struct DecryptionBench {
 
     /// What the per-token floor and the engine's efficiency are computed from, taken in `run()`.
     struct EngineFigures {
-        /// ECDH + KDF on the path decryption uses (session key copies on SoftHSM), 1 worker.
+        /// ECDH + KDF on the path decryption uses (session key copies on SoftHSM), 1 and 2 workers.
         var deriveRate: [Double] = []
+        var deriveRateTwoWorkers: [Double] = []
         /// EC_v1 at 2 workers on the HSM workers: tokens/s and process CPU per token.
         var rate: [Double] = []
         var cpuMicroseconds: [Double] = []
@@ -62,6 +63,7 @@ struct DecryptionBench {
                 if workers == 2 {
                     engine.rate.append(onWorkers.rate)
                     engine.cpuMicroseconds.append(onWorkers.cpuMicroseconds)
+                    engine.deriveRateTwoWorkers.append(try await deriveRate(hsm, ecMerchant))
                 } else {
                     engine.deriveRate.append(try await deriveRate(hsm, ecMerchant))
                 }
@@ -94,7 +96,9 @@ struct DecryptionBench {
         let keys = HSMPaymentKeys(hsm: hsm)
         let merchant = try await bench.certifiedKey(store, "merchant.engine.ec", .ec)
         try await keys.reload(from: store)
-        let tokens = try await bench.forgeTokens(count: Int(seconds * 14_000), forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+        // ENGINE_TOKENS: fewer, for a run under valgrind (`scripts/instructions.sh`).
+        let count = Int(ProcessInfo.processInfo.environment["ENGINE_TOKENS"] ?? "") ?? Int(seconds * 14_000)
+        let tokens = try await bench.forgeTokens(count: count, forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
         let decrypter = PaymentTokenDecrypter(
             verifier: TokenSignatureVerifier(
                 anchors: TrustAnchors(certificates: [pki.root], source: "engine root"), signingTimeWindow: 3600),
@@ -103,10 +107,10 @@ struct DecryptionBench {
         FileHandle.standardError.write(Data("forged \(tokens.count) tokens; measuring for \(seconds) s\n".utf8))
         let figure = try await bench.measure(decrypter, tokens, hsm: hsm, inFlight: 8, onWorkers: true)
         await hsm.close()
-        return String(format: "ENGINE rate=%.0f cpu_us=%.1f", figure.rate, figure.cpuMicroseconds)
+        return String(format: "ENGINE rate=%.0f cpu_us=%.1f tokens=%d", figure.rate, figure.cpuMicroseconds, figure.count)
     }
 
-    /// ECDH + KDF through the layer on the merchant key, 1 worker, as decryption calls it.
+    /// ECDH + KDF through the layer on the merchant key, on every worker, as decryption calls it.
     private func deriveRate(_ hsm: HSM, _ merchant: MerchantKey) async throws -> Double {
         let peers = (0..<64).map { _ in Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation) }
         let otherInfo = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + [UInt8](repeating: 7, count: 32)
@@ -139,7 +143,7 @@ struct DecryptionBench {
     /// or on the cooperative pool (verification there, a hop to a worker for the key operation).
     /// Also returns the process's CPU per decryption over the measurement.
     private func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws
-        -> (rate: Double, cpuMicroseconds: Double)
+        -> (rate: Double, cpuMicroseconds: Double, count: Int)
     {
         let failures = Counter()
         let run = TimedRun(seconds: seconds, inFlight: inFlight, executor: onWorkers ? hsm.executor : nil)
@@ -159,7 +163,7 @@ struct DecryptionBench {
         if ranOut {
             FileHandle.standardError.write(Data("note: ran out of pre-forged tokens before \(seconds) s\n".utf8))
         }
-        return (rate, (ProcessCPU.now() - cpuBefore).microseconds / Double(max(count, 1)))
+        return (rate, (ProcessCPU.now() - cpuBefore).microseconds / Double(max(count, 1)), count)
     }
 }
 

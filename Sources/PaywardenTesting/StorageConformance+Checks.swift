@@ -43,6 +43,16 @@ extension StorageConformance {
             }
             try C.require(wins == 1, "\(wins) claims won")
         },
+        StorageConformance(name: "replay: 600 concurrent claims of distinct ids (over two batches' worth) all win") { db in
+            let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for n in 0..<600 {
+                    let id = [UInt8](repeating: 0xC0, count: 30) + [UInt8(n / 256), UInt8(n % 256)]
+                    group.addTask { try await db.claimTransaction(id, until: C.t0 + 300, now: C.t0) }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            try C.require(wins == 600, "\(wins) of 600 claims won")
+        },
     ]
 
     static func registration(_ n: UInt8, expires: TimeInterval = 86_400) -> RegistrationRecord {

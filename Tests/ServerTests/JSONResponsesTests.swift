@@ -31,4 +31,20 @@ struct JSONResponsesTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(written)) as? [String: Any])
         #expect((object["key"] as? [String: Any])?["merchantIdentifierHash"] as? String == text)
     }
+
+    @Test(arguments: strings)
+    func redemptionEnvelopeMatchesJSONEncoder(_ text: String) throws {
+        for (identifier, eligible, count) in [(nil, false, 0), (text, true, 12_345)] as [(String?, Bool, Int)] {
+            let facts = RedemptionFacts(
+                token: .init(
+                    version: "EC_v1" + text, transactionId: text, publicKeyHash: "a/b+" + text, signingTime: "2026-11-25T16:00:00Z"),
+                highValueToken: .init(
+                    token: "4" + text, format: "T", responseCode: "801", message: text, kind: "dpan", recurringEligible: eligible,
+                    merchantTokenIdentifier: identifier),
+                registration: .init(redemptions: count, expiresAt: text))
+            let written = Array(buffer: try JSONResponses.splice(key: "paymentData", verbatim: Array("{}".utf8), envelope: facts))
+            let reference = Array(#"{"paymentData":{},"#.utf8) + Array(try JSONResponses.encoder.encode(facts).dropFirst())
+            #expect(written == reference, "\(String(decoding: written, as: UTF8.self)) vs \(String(decoding: reference, as: UTF8.self))")
+        }
+    }
 }

@@ -80,6 +80,26 @@ struct JSONMemberWriter {
         buffer.writeBytes(literal)
     }
 
+    /// A string member, or `null` when nil (the member is written either way).
+    mutating func member(_ name: StaticString, _ value: String?) {
+        guard let value else {
+            writeName(name)
+            buffer.writeStaticString("null")
+            return
+        }
+        member(name, value)
+    }
+
+    mutating func member(_ name: StaticString, _ value: Int) {
+        writeName(name)
+        buffer.writeString(String(value))
+    }
+
+    mutating func member(_ name: StaticString, _ value: Bool) {
+        writeName(name)
+        buffer.writeStaticString(value ? "true" : "false")
+    }
+
     /// A member whose value is an object, written by `body`.
     mutating func object(_ name: StaticString, _ body: (inout JSONMemberWriter) -> Void) {
         writeName(name)

@@ -66,7 +66,7 @@ struct VaultController {
 }
 
 /// The redemption's body besides the verbatim `paymentData`.
-struct RedemptionFacts: Encodable, Sendable {
+struct RedemptionFacts: Encodable, Sendable, SelfEncodingEnvelope {
     struct Token: Encodable, Sendable {
         let version: String
         let transactionId: String
@@ -106,7 +106,9 @@ struct RedemptionFacts: Encodable, Sendable {
     let token: Token
     let highValueToken: HighValueToken
     let registration: RegistrationFacts
+}
 
+extension RedemptionFacts {
     init(_ redemption: Redemption) {
         token = Token(
             version: redemption.version, transactionId: redemption.transactionId, publicKeyHash: redemption.publicKeyHash,
@@ -117,6 +119,28 @@ struct RedemptionFacts: Encodable, Sendable {
             kind: issued.kind.rawValue, recurringEligible: issued.kind.recurringEligible,
             merchantTokenIdentifier: issued.merchantTokenIdentifier)
         registration = RegistrationFacts(redemptions: redemption.redemptions, expiresAt: RFC3339.string(from: redemption.expiresAt))
+    }
+
+    func writeMembers(to writer: inout JSONMemberWriter) {
+        writer.object("highValueToken") { issued in
+            issued.member("format", highValueToken.format)
+            issued.member("kind", highValueToken.kind)
+            issued.member("merchantTokenIdentifier", highValueToken.merchantTokenIdentifier)
+            issued.member("message", highValueToken.message)
+            issued.member("recurringEligible", highValueToken.recurringEligible)
+            issued.member("responseCode", highValueToken.responseCode)
+            issued.member("token", highValueToken.token)
+        }
+        writer.object("registration") { facts in
+            facts.member("expiresAt", registration.expiresAt)
+            facts.member("redemptions", registration.redemptions)
+        }
+        writer.object("token") { facts in
+            facts.member("publicKeyHash", token.publicKeyHash)
+            facts.member("signingTime", token.signingTime)
+            facts.member("transactionId", token.transactionId)
+            facts.member("version", token.version)
+        }
     }
 }
 
