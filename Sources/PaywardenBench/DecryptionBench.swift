@@ -96,9 +96,7 @@ struct DecryptionBench {
         let keys = HSMPaymentKeys(hsm: hsm)
         let merchant = try await bench.certifiedKey(store, "merchant.engine.ec", .ec)
         try await keys.reload(from: store)
-        // ENGINE_TOKENS: fewer, for a run under valgrind (`scripts/instructions.sh`).
-        let count = Int(ProcessInfo.processInfo.environment["ENGINE_TOKENS"] ?? "") ?? Int(seconds * 14_000)
-        let tokens = try await bench.forgeTokens(count: count, forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+        let tokens = try await bench.forgeTokens(count: Int(seconds * 14_000), forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
         let decrypter = PaymentTokenDecrypter(
             verifier: TokenSignatureVerifier(
                 anchors: TrustAnchors(certificates: [pki.root], source: "engine root"), signingTimeWindow: 3600),
