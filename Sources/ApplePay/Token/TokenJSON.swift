@@ -98,56 +98,43 @@ struct TokenJSON {
         mutating func object(depth: Int) throws(SyntaxError) -> Object {
             position += 1  // {
             var object = Object()
-            skipWhitespace()
-            if peek == UInt8(ascii: "}") {
-                position += 1
-                return object
+            try items(closing: UInt8(ascii: "}")) { reader throws(SyntaxError) in
+                guard reader.peek == UInt8(ascii: "\"") else { throw reader.error("expected a member name") }
+                let name = try reader.string()
+                if object.members.contains(where: { $0.name == name }) { throw reader.error("a member name appears twice in one object") }
+                reader.skipWhitespace()
+                try reader.expect(UInt8(ascii: ":"), "':'")
+                reader.skipWhitespace()
+                object.members.append((name, try reader.value(depth: depth)))
             }
-            while true {
-                skipWhitespace()
-                guard peek == UInt8(ascii: "\"") else { throw error("expected a member name") }
-                let name = try string()
-                if object.members.contains(where: { $0.name == name }) { throw error("a member name appears twice in one object") }
-                skipWhitespace()
-                try expect(UInt8(ascii: ":"), "':'")
-                skipWhitespace()
-                object.members.append((name, try value(depth: depth)))
-                skipWhitespace()
-                if peek == UInt8(ascii: ",") {
-                    position += 1
-                    try refuseTrailingComma(before: UInt8(ascii: "}"))
-                    continue
-                }
-                try expect(UInt8(ascii: "}"), "',' or '}'")
-                return object
-            }
+            return object
         }
 
         mutating func array(depth: Int) throws(SyntaxError) {
             position += 1  // [
+            try items(closing: UInt8(ascii: "]")) { reader throws(SyntaxError) in _ = try reader.value(depth: depth) }
+        }
+
+        /// The members or elements up to `closing`, each read by `item`, separated by commas; none
+        /// is allowed, a trailing comma is not (Foundation's reader accepts `[1,]`, RFC 8259 does not).
+        mutating func items(closing: UInt8, _ item: (inout Reader) throws(SyntaxError) -> Void) throws(SyntaxError) {
             skipWhitespace()
-            if peek == UInt8(ascii: "]") {
+            if peek == closing {
                 position += 1
                 return
             }
             while true {
                 skipWhitespace()
-                _ = try value(depth: depth)
+                try item(&self)
                 skipWhitespace()
-                if peek == UInt8(ascii: ",") {
-                    position += 1
-                    try refuseTrailingComma(before: UInt8(ascii: "]"))
-                    continue
+                guard peek == UInt8(ascii: ",") else {
+                    try expect(closing, "',' or '\(Character(Unicode.Scalar(closing)))'")
+                    return
                 }
-                try expect(UInt8(ascii: "]"), "',' or ']'")
-                return
+                position += 1
+                skipWhitespace()
+                if peek == closing { throw error("a trailing comma") }
             }
-        }
-
-        /// Foundation's reader accepts `[1,]` and `{"a":1,}`; RFC 8259 does not.
-        mutating func refuseTrailingComma(before closing: UInt8) throws(SyntaxError) {
-            skipWhitespace()
-            if peek == closing { throw error("a trailing comma") }
         }
 
         mutating func literal(_ word: StaticString) throws(SyntaxError) {
