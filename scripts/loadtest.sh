@@ -47,10 +47,12 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/paywarden-loadtest.XXXXXX")
 PORT=${LOADTEST_PORT:-18443}
 SERVER_PID=""
 UPSTREAM_PID=""
+BASELINE_PID=""
 PG_BIN=""
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi
   if [ -n "$UPSTREAM_PID" ]; then kill "$UPSTREAM_PID" 2>/dev/null || true; fi
+  if [ -n "$BASELINE_PID" ]; then kill "$BASELINE_PID" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   if [ -n "$PG_BIN" ]; then as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg/data" stop -m fast >/dev/null 2>&1 || true; fi
   rm -rf "$WORK"
@@ -215,14 +217,16 @@ baseline_run() {
   local bytes; bytes=$(value "$1" bytes)
   echo "== HTTP floor: the same listener answering a static $bytes-byte body, wrk for $BASELINE_SECONDS s"
   PAYWARDEN_LISTEN="127.0.0.1:$((PORT + 2))" "$BIN/paywarden-bench" http-baseline "$bytes" > "$WORK/baseline.log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 1 100); do curl -s -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready" && break; sleep 0.1; done
+  BASELINE_PID=$!
+  local pid=$BASELINE_PID
+  for _ in $(seq 1 100); do curl -sf -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready" && break; sleep 0.1; done
+  curl -sf -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready" || { cat "$WORK/baseline.log"; echo "the HTTP floor's server did not start"; exit 1; }
   local cpu_before; cpu_before=$(cpu_ticks "$pid")
   PAYWARDEN_LOADTEST_MODE=baseline PAYWARDEN_LOADTEST_LINES="$WORK/tokens-1.jsonl" \
     wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d${BASELINE_SECONDS}s --timeout 10s --latency -s scripts/loadtest.lua \
     "http://127.0.0.1:$((PORT + 2))" > "$WORK/wrk-baseline.txt" 2>&1 || true
-  local cpu_after; cpu_after=$(cpu_ticks "$pid")
-  kill "$pid"; wait "$pid" 2>/dev/null || true
+  local cpu_after; cpu_after=$(cpu_ticks "$pid") || { cat "$WORK/baseline.log"; echo "the HTTP floor's server stopped"; exit 1; }
+  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; BASELINE_PID=""
   local line; line=$(loadtest_line baseline)
   local cpu; cpu=$(cpu_per_request "$cpu_before" "$cpu_after" "$(field "$line" answered)")
   echo "$line cpu_us=$cpu"

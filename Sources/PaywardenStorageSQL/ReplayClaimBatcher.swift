@@ -105,7 +105,7 @@ final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
             RETURNING transaction_id
             """
         do {
-            let returned = try await engine.execute(sql, binds, writes: true)
+            let returned = try await execute(sql, binds)
             let claimed = Set(returned.compactMap { row -> [UInt8]? in if case .blob(let id)? = row.first { id } else { nil } })
             var answered: Set<[UInt8]> = []
             let won = batch.map { claimed.contains($0.transactionID) && answered.insert($0.transactionID).inserted }
@@ -115,5 +115,27 @@ final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
             for waiting in others { waiting.continuation.resume(returning: .answered(.failure(error))) }
             return .failure(error)
         }
+    }
+
+    /// The statement, on the sending claimer's task; if that task is cancelled (its caller went
+    /// away, the process is stopping), in a task of its own, so the claims it carries for others
+    /// do not fail with it. A cancelled statement was interrupted and rolled back, never committed.
+    private func execute(_ sql: String, _ binds: [SQLValue]) async throws(StorageError) -> [[SQLValue]] {
+        if !Task.isCancelled {
+            do {
+                return try await engine.execute(sql, binds, writes: true)
+            } catch  where !Task.isCancelled {
+                throw error
+            } catch {}
+        }
+        let engine = self.engine
+        let result = await Task { () async -> Result<[[SQLValue]], StorageError> in
+            do throws(StorageError) {
+                return .success(try await engine.execute(sql, binds, writes: true))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return try result.get()
     }
 }

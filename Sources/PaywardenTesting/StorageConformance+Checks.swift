@@ -53,6 +53,20 @@ extension StorageConformance {
             }
             try C.require(wins == 600, "\(wins) of 600 claims won")
         },
+        StorageConformance(name: "replay: claims from cancelled tasks, and those sent with them, are answered") { db in
+            let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for n in 0..<64 {
+                    let id = [UInt8](repeating: 0xD0, count: 31) + [UInt8(n)]
+                    group.addTask {
+                        // A request that went away while its claim was on the way to the ledger.
+                        if n % 8 == 0 { withUnsafeCurrentTask { $0?.cancel() } }
+                        return try await db.claimTransaction(id, until: C.t0 + 300, now: C.t0)
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            try C.require(wins == 64, "\(wins) of 64 claims won")
+        },
     ]
 
     static func registration(_ n: UInt8, expires: TimeInterval = 86_400) -> RegistrationRecord {

@@ -12,8 +12,10 @@ protocol ExpiringRun: AnyObject, Sendable {
 /// entry and, ten seconds later, a thread wake-up per request, on the cores the HSM needs
 /// (README, "Performance"). Runs are kept per timeout in arrival order, which for one timeout is
 /// deadline order, so only the front of each line is ever looked at; runs that finished are
-/// dropped from the front as new ones arrive, and the timer is armed for the earliest front.
-final class DeadlineSweeper: Sendable {
+/// dropped from the front as new ones arrive, and the one timer is moved to the earliest front.
+// Unchecked: the dispatch timer is not marked Sendable, but a dispatch source may be scheduled from
+// any thread; it is only ever scheduled under `state`'s lock.
+final class DeadlineSweeper: @unchecked Sendable {
     static let shared = DeadlineSweeper()
 
     private struct Entry {
@@ -42,36 +44,49 @@ final class DeadlineSweeper: Sendable {
 
     private struct State {
         var lines: [Duration: Line] = [:]
-        /// When the armed timer fires; nil when none is armed.
+        /// When the timer fires next; nil when it is idle.
         var armed: DispatchTime?
     }
 
     private let state = Mutex(State())
     private let queue = DispatchQueue(label: "paywarden.pkcs11.deadlines")
+    /// The one timer, re-scheduled (never added to) as the earliest deadline changes.
+    private let timer: any DispatchSourceTimer
+
+    init() {
+        timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .distantFuture)
+        timer.setEventHandler { [weak self] in self?.sweep() }
+        timer.activate()
+    }
+
+    deinit {
+        timer.cancel()
+    }
 
     /// How many runs are waiting for their deadline or to be dropped (for tests).
     var count: Int { state.withLock { $0.lines.values.reduce(0) { $0 + $1.entries.count - $1.head } } }
 
     func add(_ run: any ExpiringRun, timeout: Duration) {
-        let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000 + Int(timeout.components.attoseconds / 1_000_000_000)
-        let deadline = DispatchTime.now() + .nanoseconds(nanoseconds)
-        let arm: DispatchTime? = state.withLock { state in
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        state.withLock { state in
+            // The time is read under the lock, so each line stays in deadline order.
+            let deadline = DispatchTime.now() + seconds
             var line = state.lines.removeValue(forKey: timeout) ?? Line()
             while let front = line.front, front.run.isFinished { line.dropFront() }
             line.entries.append(Entry(deadline: deadline, run: run))
             state.lines[timeout] = line
-            if let armed = state.armed, armed <= deadline { return nil }
+            if let armed = state.armed, armed <= deadline { return }
             state.armed = deadline
-            return deadline
+            timer.schedule(deadline: deadline)
         }
-        if let arm { queue.asyncAfter(deadline: arm) { self.sweep() } }
     }
 
     /// Expires every run whose deadline passed, drops the finished ones in front of them, and
     /// arms the timer for the earliest deadline left.
     private func sweep() {
         let now = DispatchTime.now()
-        let (due, arm): ([(any ExpiringRun, Duration)], DispatchTime?) = state.withLock { state in
+        let due: [(any ExpiringRun, Duration)] = state.withLock { state in
             var due: [(any ExpiringRun, Duration)] = []
             var next: DispatchTime?
             for timeout in Array(state.lines.keys) {
@@ -85,11 +100,10 @@ final class DeadlineSweeper: Sendable {
                     state.lines[timeout] = line
                 }
             }
-            // Another timer may be armed already (an earlier one fired here); this one stands.
             state.armed = next
-            return (due, next)
+            timer.schedule(deadline: next ?? .distantFuture)
+            return due
         }
         for (run, timeout) in due { run.timeOut(after: timeout) }
-        if let arm { queue.asyncAfter(deadline: arm) { self.sweep() } }
     }
 }
