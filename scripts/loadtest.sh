@@ -153,7 +153,9 @@ rss() { awk '/VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 # A process's CPU so far (utime + stime), in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # Microseconds of CPU per request: ticks before, ticks after, requests.
-cpu_per_request() { awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLOCK_TICKS" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / (n > 0 ? n : 1) }'; }
+cpu_per_request() {
+  awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLOCK_TICKS" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / (n > 0 ? n : 1) }'
+}
 # The field $2 of the RESULT line named $1.
 value() { grep "^RESULT $1 " "$WORK/results" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 # The NAME=VALUE field NAME of a LOADTEST line.
@@ -220,7 +222,8 @@ baseline_run() {
   BASELINE_PID=$!
   local pid=$BASELINE_PID
   for _ in $(seq 1 100); do curl -sf -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready" && break; sleep 0.1; done
-  curl -sf -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready" || { cat "$WORK/baseline.log"; echo "the HTTP floor's server did not start"; exit 1; }
+  curl -sf -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready" ||
+    { cat "$WORK/baseline.log"; echo "the HTTP floor's server did not start"; exit 1; }
   local cpu_before; cpu_before=$(cpu_ticks "$pid")
   PAYWARDEN_LOADTEST_MODE=baseline PAYWARDEN_LOADTEST_LINES="$WORK/tokens-1.jsonl" \
     wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d${BASELINE_SECONDS}s --timeout 10s --latency -s scripts/loadtest.lua \
