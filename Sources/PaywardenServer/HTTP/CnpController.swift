@@ -79,8 +79,7 @@ struct CnpController {
     private func authenticate(_ request: CnpOnlineRequest, header: String?) -> APIKey? {
         guard let key = registry.authenticate(request.password), key.name == request.user else { return nil }
         if let header {
-            guard header.lowercased().hasPrefix("bearer "),
-                registry.authenticate(header.dropFirst(7).trimmingCharacters(in: .whitespaces))?.name == key.name
+            guard let presented = APIKeyAuthenticator.bearerCredential(header), registry.authenticate(presented)?.name == key.name
             else { return nil }
         }
         return key

@@ -33,29 +33,24 @@ struct VerbatimJSONResponse<Envelope: Encodable & Sendable>: ResponseGenerator {
 extension JSONResponses {
     /// The body of a ``VerbatimJSONResponse``, for the callers that print it rather than send it.
     static func splice(key: String, verbatim: [UInt8], envelope: some Encodable) throws -> ByteBuffer {
+        var writer = JSONMemberWriter(buffer: ByteBuffer(), first: false)
+        writer.buffer.reserveCapacity(verbatim.count + key.utf8.count + 384)
+        writer.buffer.writeString("{\"\(key)\":")
+        writer.buffer.writeBytes(verbatim)
         if let envelope = envelope as? any SelfEncodingEnvelope {
-            var buffer = ByteBuffer()
-            buffer.reserveCapacity(verbatim.count + key.utf8.count + 384)
-            buffer.writeString("{\"\(key)\":")
-            buffer.writeBytes(verbatim)
-            var writer = JSONMemberWriter(buffer: buffer, first: false)
             envelope.writeMembers(to: &writer)
             writer.buffer.writeString("}")
             return writer.buffer
         }
-        let members = try encoder.encode(envelope)
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(verbatim.count + members.count + key.utf8.count + 8)
-        buffer.writeString("{\"\(key)\":")
-        buffer.writeBytes(verbatim)
         // The envelope is an object: `{}` adds nothing, `{…}` adds its members after a comma.
+        let members = try encoder.encode(envelope)
         if members.count > 2 {
-            buffer.writeString(",")
-            buffer.writeBytes(members.dropFirst())
+            writer.buffer.writeString(",")
+            writer.buffer.writeBytes(members.dropFirst())
         } else {
-            buffer.writeString("}")
+            writer.buffer.writeString("}")
         }
-        return buffer
+        return writer.buffer
     }
 }
 

@@ -65,8 +65,8 @@ struct RadialController {
 
     /// The key, its scope and organisation, the store ID, then the body.
     private func admit(_ request: Request, context: PaywardenRequestContext, scope: APIScope) async throws -> Admission {
-        guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer ",
-            let key = registry.authenticate(header.dropFirst(7).trimmingCharacters(in: .whitespaces))
+        guard let header = request.headers[.authorization], let presented = APIKeyAuthenticator.bearerCredential(header),
+            let key = registry.authenticate(presented)
         else {
             var reply = relay.fault(.unauthorized, "unauthorized: send an API key as Authorization: Bearer KEY", .unauthorized)
             reply.headers[.wwwAuthenticate] = "Bearer"
