@@ -300,6 +300,11 @@ struct OpenAPIVaultTests {
             reportGroups: [], tokenFormat: .t)
         let idC = try #require(
             try await client.register(try token("4000000000000002"), paypage: "retiredPaypage", "870")["paypageRegistrationId"] as? String)
+        // The outages below register through a paypage of their own: the flood drains the example
+        // paypage's bucket, and on a slow machine it may not have refilled by then.
+        _ = try await server.server.vault.createPaypage(
+            id: "outagePaypage", organization: "example", merchantIdentifiers: [try #require(server.ecMerchant.merchantID)],
+            reportGroups: [], tokenFormat: .t)
         try await client.register(try server.ecToken(), paypage: "nosuchpaypage", "879", "merchant_not_authorized")
         try await client.register(
             try server.ecToken(), paypage: TestServer.rivalPaypage, reportGroup: "other", "880", "report_group_invalid")
@@ -409,7 +414,7 @@ struct OpenAPIVaultTests {
         try await client.expect(Self.redeem, "/v1/registrations/\(idB)/redeem", key: vault, 503, "hsm_unavailable", eProtect: "889")
         try await client.expect(Self.endRegistration, "/v1/registrations/\(idB)", key: vault, 503, "hsm_unavailable", eProtect: "889")
         try await client.expect(Self.detokenize, "/v1/tokens/\(tokenB)/detokenize", key: vault, 503, "hsm_unavailable", eProtect: "889")
-        try await client.register(try server.ecToken(), "889", "hsm_unavailable")
+        try await client.register(try server.ecToken(), paypage: "outagePaypage", "889", "hsm_unavailable")
         try FileManager.default.moveItem(atPath: hidden, toPath: store)
         #expect(try await server.waitForReadiness(200), "readiness must come back with the token")
 
@@ -427,7 +432,7 @@ struct OpenAPIVaultTests {
             Self.detokenize, "/v1/tokens/\(tokenB)/detokenize", key: vault, 503, "database_unavailable", eProtect: "889")
         async let deleteDown = client.expect(
             Self.deleteToken, "/v1/tokens/\(tokenB)", key: vault, 503, "database_unavailable", eProtect: "889")
-        async let registerDown = client.register(ecToken, "889", "database_unavailable")
+        async let registerDown = client.register(ecToken, paypage: "outagePaypage", "889", "database_unavailable")
         _ = try await (redeemDown, endDown, detokenizeDown, deleteDown, registerDown)
         try Self.psql(cluster, database: "postgres", "ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
     }
