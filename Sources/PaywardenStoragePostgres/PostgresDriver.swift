@@ -139,8 +139,14 @@ public final class PostgresDriver: SQLDriver, Service {
         let client = self.client
         return try await deadlineless { () async throws -> [String] in
             try await client.withTransaction(logger: logger) { connection in
-                // One instance migrates at a time; the others wait here, then find nothing pending.
-                try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", logger: logger)
+                // The connection's statement_timeout would cut short a long DDL statement, or a wait
+                // below for another instance's migration; for this transaction only, none.
+                try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
+                // One instance migrates at a time; the others wait here, then find nothing pending. The
+                // row is read so that an error while waiting (a cancel) is this statement's, not the next's.
+                for try await _ in try await connection.query(
+                    "SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", logger: logger)
+                {}
                 try await connection.query(
                     """
                     CREATE TABLE IF NOT EXISTS \(unescaped: PostgresSchema.migrationsTable)

@@ -106,19 +106,22 @@ struct ForgedTokenTests {
     func staleAndFutureSigningTimes(backend: MerchantKeyBackend) async throws {
         let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.time")
+        // Times are set from the decrypter's clock, which stands still: counting from the real one,
+        // the second the HSM's setup can take would bring a token 301 s old inside the window.
+        let now = env.clock
         var stale = TokenForge.Options()
-        stale.signingTime = Date().addingTimeInterval(-301)
+        stale.signingTime = now.addingTimeInterval(-301)
         await expectRefusal(env, try env.ecToken(to: merchant, options: stale), .signingTimeOutOfWindow, "ago")
         var future = TokenForge.Options()
-        future.signingTime = Date().addingTimeInterval(301)
+        future.signingTime = now.addingTimeInterval(301)
         await expectRefusal(env, try env.ecToken(to: merchant, options: future), .signingTimeOutOfWindow, "in the future")
         // Inside the window on either side, both pass; the injected clock moves "now".
         var early = TokenForge.Options()
-        early.signingTime = Date().addingTimeInterval(-290)
+        early.signingTime = now.addingTimeInterval(-290)
         _ = try await env.decrypter.decrypt(json: try env.ecToken(to: merchant, options: early))
-        env.clock = Date().addingTimeInterval(600)
+        env.clock = now.addingTimeInterval(600)
         var late = TokenForge.Options()
-        late.signingTime = Date().addingTimeInterval(400)
+        late.signingTime = now.addingTimeInterval(400)
         _ = try await env.decrypter.decrypt(json: try env.ecToken(to: merchant, options: late))
         await env.close()
     }

@@ -63,9 +63,10 @@ struct LoginPacingTests {
         let refused = await #expect(throws: PKCS11Error.self) { try await hsm.keys() }
         #expect(refused?.category == .retry || refused?.category == .relogin, "\(String(describing: refused))")
 
+        // Once the pause running now ends (2 s or more, however slow the attempts were), the HSM comes back.
         try device.stopFailing("C_GetSlotList")
-        try await Task.sleep(for: .seconds(2.1))
-        try await hsm.recycle()
+        let back = clock.now + .seconds(15)
+        while (try? await hsm.recycle()) == nil, clock.now < back { try await Task.sleep(for: .milliseconds(100)) }
         #expect(hsm.isLoggedIn)
         _ = try await hsm.keys()
     }
@@ -78,6 +79,7 @@ struct LoginPacingTests {
         let hsm = try await device.open(token) { $0.workers = 4 }
         let initializations = try device.calls("C_Initialize")
         device.removeDevice()
+        let started = ContinuousClock.now
         let failures = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<64 {
                 group.addTask {
@@ -93,7 +95,10 @@ struct LoginPacingTests {
         }
         #expect(failures == 64)
         let attempts = try device.calls("C_Initialize") - initializations
-        #expect(attempts == 1, "\(attempts) re-initialisations for one lost HSM")
+        // A second attempt is right only if a request came after the first pause (250 ms) had ended,
+        // which a loaded machine can make happen.
+        let elapsed = ContinuousClock.now - started
+        #expect(attempts == 1 || (attempts == 2 && elapsed > .milliseconds(250)), "\(attempts) re-initialisations for one lost HSM")
         guard case .pausing(let until) = hsm.loginGuardHold else {
             Issue.record("no pause after the failed attempt: \(String(describing: hsm.loginGuardHold))")
             return

@@ -301,7 +301,7 @@ struct OpenAPIVaultTests {
         let idC = try #require(
             try await client.register(try token("4000000000000002"), paypage: "retiredPaypage", "870")["paypageRegistrationId"] as? String)
         // The outages below register through a paypage of their own: the flood drains the example
-        // paypage's bucket, and on a slow machine it may not have refilled by then.
+        // paypage's bucket, and on a fast machine it may not have refilled by then.
         _ = try await server.server.vault.createPaypage(
             id: "outagePaypage", organization: "example", merchantIdentifiers: [try #require(server.ecMerchant.merchantID)],
             reportGroups: [], tokenFormat: .t)

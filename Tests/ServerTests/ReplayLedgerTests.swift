@@ -125,12 +125,19 @@ struct ReplayLedgerTests {
                     defer { record.stop.store(true, ordering: .relaxed) }
                     try await Task.sleep(for: .milliseconds(500))
                     try cluster.stop()
-                    try await Self.waitFor(server, readiness: 503)
-                    let down = try await server.send(.GET, "/readyz", apiKey: .some(nil))
-                    #expect(down.text.contains("database_unavailable"))
-                    let refused = try await server.send(body: try server.ecToken())
-                    #expect(refused.status == 503 && refused.errorCode == "database_unavailable" && refused.header("Retry-After") != nil)
-                    _ = DecryptEndpointTests.observed.withLock { $0.insert("\(refused.status) \(refused.errorCode ?? "")") }
+                    do {
+                        try await Self.waitFor(server, readiness: 503)
+                        let down = try await server.send(.GET, "/readyz", apiKey: .some(nil))
+                        #expect(down.text.contains("database_unavailable"))
+                        let refused = try await server.send(body: try server.ecToken())
+                        #expect(
+                            refused.status == 503 && refused.errorCode == "database_unavailable" && refused.header("Retry-After") != nil)
+                        _ = DecryptEndpointTests.observed.withLock { $0.insert("\(refused.status) \(refused.errorCode ?? "")") }
+                    } catch {
+                        // The cluster is shared: left stopped, it would fail every later suite too.
+                        try? cluster.start()
+                        throw error
+                    }
                     try cluster.start()
                     try await Self.waitFor(server, readiness: 200)
                     #expect(try await server.send(body: try server.ecToken()).status == 200, "no recovery")
