@@ -42,7 +42,10 @@ struct PostgresDriverTests {
             async let holder = other.engine.execute(
                 "SELECT count(*) FROM (SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock)), pg_sleep(1.5)) AS held", [],
                 writes: true)
-            let granted = "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            let granted = """
+                SELECT count(*)::text FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()
+                """
             let deadline = ContinuousClock.now + .seconds(10)
             while try await database.engine.execute(granted, [], writes: false).first?.first != .text("1") {
                 guard ContinuousClock.now < deadline else {
