@@ -13,6 +13,7 @@ import _ConnectionPoolModule
 /// run as a service-lifecycle service (list it before the services that use it, so it stops
 /// after them). Every statement has a deadline, so an unreachable server is answered as
 /// `.unavailable` in `statementTimeout` rather than after the pool's minute of retrying.
+/// Migrations excepted: they wait for each other and may run long, but not for a table's lock.
 public final class PostgresDriver: SQLDriver, Service {
     public let settings: PostgresConnectionSettings
     private let client: PostgresClient
@@ -137,16 +138,22 @@ public final class PostgresDriver: SQLDriver, Service {
     public func migrate() async throws(StorageError) -> [String] {
         let logger = self.logger
         let client = self.client
+        let lockTimeout = String(settings.statementTimeout.milliseconds)
         return try await deadlineless { () async throws -> [String] in
             try await client.withTransaction(logger: logger) { connection in
-                // The connection's statement_timeout would cut short a long DDL statement, or a wait
-                // below for another instance's migration; for this transaction only, none.
+                // No statement timeout (DDL on a large table may run long, and the lock below waits
+                // out another instance's whole migration). SET LOCAL lasts until this transaction ends:
+                // the pooled connection keeps its settings.
                 try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
+                try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
                 // One instance migrates at a time; the others wait here, then find nothing pending. The
-                // row is read so that an error while waiting (a cancel) is this statement's, not the next's.
-                for try await _ in try await connection.query(
-                    "SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", logger: logger)
-                {}
+                // row is read so that a wait ended by an operator (pg_cancel_backend) fails here, as itself.
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", logger: logger)
+                    .collect()
+                // A DDL statement queued behind a long transaction (a backup, an idle session) would hold
+                // every query on its table behind it: it gives up after the usual timeout instead, and
+                // the whole migration is rolled back.
+                try await connection.query("SET LOCAL lock_timeout = \(unescaped: lockTimeout)", logger: logger)
                 try await connection.query(
                     """
                     CREATE TABLE IF NOT EXISTS \(unescaped: PostgresSchema.migrationsTable)
@@ -215,7 +222,13 @@ public final class PostgresDriver: SQLDriver, Service {
             // Connection-level: refused, closed, TLS, authentication… the server is not usable now.
             return StorageError(.unavailable, "PostgreSQL cannot be reached (\(error.code))")
         }
-        let message = "PostgreSQL error \(state): \(error.serverInfo?[.message] ?? "no message")"
+        var message = "PostgreSQL error \(state): \(error.serverInfo?[.message] ?? "no message")"
+        if state == "55P03" {
+            // Only a migration waits for a lock with a limit; the operator can find what it waited for.
+            message +=
+                " (another session's transaction holds a table this needs, see pg_stat_activity;"
+                + " rolled back, run it again once that ends)"
+        }
         let table = error.serverInfo?[.tableName]
         switch state.prefix(2) {
         case "23": return StorageError(.conflict, message, table: table)

@@ -2,12 +2,11 @@ import Foundation
 import Logging
 import PaywardenPrimitives
 import PaywardenStorage
+import PaywardenStoragePostgres
 import PaywardenStorageSQL
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
-
-@testable import PaywardenStoragePostgres
 
 @Suite(.releasesTestResources)
 struct PostgresDriverTests {
@@ -22,43 +21,6 @@ struct PostgresDriverTests {
             let applied = try await [first, second]
             #expect(applied.flatMap { $0 } == Schema.migrations)
             #expect(try await database.schemaStatus().isCurrent)
-        }
-    }
-
-    @Test("a migration waits out another instance's however long, past the statement timeout")
-    func migrationWaitsPastTheStatementTimeout() async throws {
-        let cluster = try TestPostgres.shared()
-        try await cluster.withDatabase(migrated: false, statementTimeout: .milliseconds(300)) { (database) -> Void in
-            let current = try await database.engine.execute("SELECT current_database()::text", [], writes: false)
-            guard case .text(let name)? = current.first?.first else {
-                Issue.record("no current database")
-                return
-            }
-            let other = try PostgresDriver.make(
-                cluster.settings(database: name, statementTimeout: .seconds(20)), logger: Logger(label: "other"))
-            let pool = Task { await other.engine.run() }
-            defer { pool.cancel() }
-            // Another instance holds the migration lock for 1.5 s, five times this one's statement timeout.
-            async let holder = other.engine.execute(
-                "SELECT count(*) FROM (SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock)), pg_sleep(1.5)) AS held", [],
-                writes: true)
-            let granted = """
-                SELECT count(*)::text FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-                WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()
-                """
-            let deadline = ContinuousClock.now + .seconds(10)
-            while try await database.engine.execute(granted, [], writes: false).first?.first != .text("1") {
-                guard ContinuousClock.now < deadline else {
-                    Issue.record("the other instance never took the lock")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            let started = ContinuousClock.now
-            let applied = try await database.migrate()
-            _ = try await holder
-            #expect(applied == Schema.migrations)
-            #expect(ContinuousClock.now - started > .milliseconds(600), "the migration must have waited for the lock")
         }
     }
 
