@@ -49,6 +49,19 @@ struct TokenJSONTests {
         #expect(Self.string(object["key"]) == "😀")
     }
 
+    /// Past the members compared one by one, names are hashed: a repeat is still found wherever it
+    /// is, and an object the size of a whole token (8,000 members) is read, every member kept.
+    @Test(arguments: [1, 15, 16, 17, 8_000])
+    func aRepeatedNameIsFoundInObjectsOfAnySize(_ count: Int) throws {
+        let members = (0..<count).map { "\"m\($0)\":\($0)" }
+        let object = try Self.read("{" + members.joined(separator: ",") + "}").get()
+        #expect(object.members.count == count)
+        for repeated in Set([0, count / 2, count - 1]) {
+            let text = "{" + (members + ["\"m\(repeated)\":0"]).joined(separator: ",") + "}"
+            #expect(throws: TokenJSON.SyntaxError.self, "m\(repeated) of \(count)") { try TokenJSON.object(Array(text.utf8)) }
+        }
+    }
+
     @Test func stricterThanFoundationOnPurpose() throws {
         // A repeated name: JSONSerialization keeps one of them silently.
         #expect(throws: TokenJSON.SyntaxError.self) { try TokenJSON.object(Array(#"{"data":"a","data":"b"}"#.utf8)) }
