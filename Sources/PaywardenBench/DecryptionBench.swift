@@ -161,7 +161,7 @@ struct DecryptionBench {
         if ranOut {
             FileHandle.standardError.write(Data("note: ran out of pre-forged tokens before \(seconds) s\n".utf8))
         }
-        return (rate, (ProcessCPU.now() - cpuBefore).microseconds / Double(max(count, 1)), count)
+        return (rate, (ProcessCPU.now() - cpuBefore) / .microseconds(1) / Double(max(count, 1)), count)
     }
 }
 

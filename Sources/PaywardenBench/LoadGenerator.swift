@@ -37,7 +37,7 @@ enum LoadGenerator {
                 try await clock.sleep(until: due)
                 group.addTask {
                     let lag = clock.now - due
-                    results.lags.withLock { $0.append(Double(lag.components.attoseconds) / 1e15 + Double(lag.components.seconds) * 1000) }
+                    results.lags.withLock { $0.append(lag / .milliseconds(1)) }
                     let line = lines[index % lines.count]
                     var request = HTTPClientRequest(url: inURL ? url.replacingOccurrences(of: "{line}", with: line) : url)
                     request.method = .POST
@@ -55,7 +55,7 @@ enum LoadGenerator {
                         status = -1
                     }
                     let elapsed = clock.now - due
-                    let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                    let milliseconds = elapsed / .milliseconds(1)
                     results.latencies.withLock { $0.append(milliseconds) }
                     if status != 200 { results.errors.withLock { $0[status, default: 0] += 1 } }
                 }
@@ -66,7 +66,7 @@ enum LoadGenerator {
 
         let sorted = results.latencies.withLock { $0 }.sorted()
         func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-        let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let wall = elapsed / .seconds(1)
         let failed = results.errors.withLock { $0 }
         let lags = results.lags.withLock { $0 }.sorted()
         print(

@@ -9,10 +9,3 @@ enum ProcessCPU {
         return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 }
-
-extension Duration {
-    /// The duration in microseconds, for per-operation figures.
-    var microseconds: Double {
-        Double(components.seconds) * 1e6 + Double(components.attoseconds) / 1e12
-    }
-}

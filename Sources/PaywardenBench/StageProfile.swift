@@ -29,7 +29,7 @@ enum StageProfile {
             anchors: TrustAnchors(certificates: [pki.root], source: "profile root"), signingTimeWindow: 3600)
         @discardableResult
         func report(_ name: String, since start: ContinuousClock.Instant) -> Double {
-            let micros = (ContinuousClock.now - start).microseconds / Double(count)
+            let micros = (ContinuousClock.now - start) / .microseconds(1) / Double(count)
             print(name.padding(toLength: 52, withPad: " ", startingAt: 0) + String(format: "%6.1f µs/token", micros))
             return micros
         }

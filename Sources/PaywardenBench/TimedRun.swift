@@ -35,7 +35,7 @@ struct TimedRun {
         }
         let elapsed = clock.now - start
         return (
-            Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18),
+            Double(total) / (elapsed / .seconds(1)),
             ranOut.value.load(ordering: .relaxed), total
         )
     }

@@ -68,7 +68,7 @@ final class DeadlineSweeper: @unchecked Sendable {
     var count: Int { state.withLock { $0.lines.values.reduce(0) { $0 + $1.entries.count - $1.head } } }
 
     func add(_ run: any ExpiringRun, timeout: Duration) {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let seconds = timeout / .seconds(1)
         state.withLock { state in
             // The time is read under the lock, so each line stays in deadline order.
             let deadline = DispatchTime.now() + seconds

@@ -26,9 +26,8 @@ public struct DatabaseConnection: Sendable {
         case .memory:
             return DatabaseConnection(database: InMemoryDatabase())
         case .sqlite(let path):
-            let timeout =
-                Double(settings.statementTimeout.components.seconds) + Double(settings.statementTimeout.components.attoseconds) / 1e18
-            return DatabaseConnection(database: try SQLiteDriver.open(path: path, create: create, busyTimeout: timeout))
+            return DatabaseConnection(
+                database: try SQLiteDriver.open(path: path, create: create, busyTimeout: settings.statementTimeout / .seconds(1)))
         case .postgres(let location):
             let tls: PostgresConnectionSettings.TLSMode =
                 switch location.sslMode {

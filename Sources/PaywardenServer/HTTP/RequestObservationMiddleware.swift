@@ -33,7 +33,7 @@ struct RequestObservationMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         metrics.request(route: route, status: status)
         let elapsed = ContinuousClock.now - start
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let milliseconds = elapsed / .milliseconds(1)
         context.logger.info(
             "request",
             metadata: [

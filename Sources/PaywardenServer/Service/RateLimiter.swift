@@ -26,7 +26,7 @@ final class RateLimiter: Sendable {
     func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
         buckets.withLock { buckets in
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
-            bucket.tokens = min(burst, bucket.tokens + rate * Self.seconds(now - bucket.updated))
+            bucket.tokens = min(burst, bucket.tokens + rate * ((now - bucket.updated) / .seconds(1)))
             bucket.updated = now
             guard bucket.tokens >= 1 else {
                 buckets[key] = bucket
@@ -43,11 +43,6 @@ final class RateLimiter: Sendable {
     }
 
     private static func dropIdle(_ buckets: inout [String: Bucket], burst: Double, rate: Double, now: ContinuousClock.Instant) {
-        buckets = buckets.filter { $0.value.tokens + rate * seconds(now - $0.value.updated) < burst }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
+        buckets = buckets.filter { $0.value.tokens + rate * ((now - $0.value.updated) / .seconds(1)) < burst }
     }
 }
