@@ -70,7 +70,9 @@ let package = Package(
         // the `MerchantKeyOperations` protocol and never learns what an HSM is.
         .target(name: "ApplePay", dependencies: ["PaywardenPrimitives", crypto, cryptoExtras, asn1, x509]),
         // Key custody: merchant keys, their certificates and lifecycle, CSRs, audit.
-        .target(name: "KeyCustody", dependencies: ["PKCS11", "ApplePay", "PaywardenPrimitives", crypto, asn1, x509, logging]),
+        .target(
+            name: "KeyCustody",
+            dependencies: ["PKCS11", "ApplePay", "PaywardenPrimitives", "PaywardenStorage", crypto, asn1, x509, logging]),
         // The only reader of PAYWARDEN_* and the configuration file: plain values for everyone else.
         .target(
             name: "PaywardenConfiguration",
@@ -160,7 +162,12 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "KeyCustodyTests", dependencies: ["KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", crypto, x509]),
+            name: "KeyCustodyTests",
+            dependencies: [
+                "KeyCustody", "PKCS11", "PaywardenStorage", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", crypto,
+                x509,
+            ]
+        ),
         .testTarget(
             name: "OutboundTLSTests",
             dependencies: [

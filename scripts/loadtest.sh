@@ -126,13 +126,18 @@ start_server() {
   unset PAYWARDEN_DATABASE_PASSWORD_FILE PAYWARDEN_DATABASE_AUTO_MIGRATE
   case "$1" in
     memory) export PAYWARDEN_DATABASE_URL="memory:" ;;
-    sqlite) export PAYWARDEN_DATABASE_URL="sqlite:$WORK/db-$RANDOM.sqlite" ;;
+    # A fresh database holding the merchant key's record, which loadtest-setup wrote to the home's.
+    sqlite)
+      local path="$WORK/db-$RANDOM.sqlite"
+      cp "$PAYWARDEN_HOME/paywarden.sqlite" "$path"
+      export PAYWARDEN_DATABASE_URL="sqlite:$path" ;;
     postgres)
       [ -n "$PG_BIN" ] || start_postgres
       local name="loadtest_$RANDOM"
       PGPASSWORD="$(cat "$WORK/pg-password")" "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U paywarden "$name"
       export PAYWARDEN_DATABASE_URL="postgres://paywarden@127.0.0.1:$PG_PORT/$name?sslmode=disable"
-      export PAYWARDEN_DATABASE_PASSWORD_FILE="$WORK/pg-password" PAYWARDEN_DATABASE_AUTO_MIGRATE=true ;;
+      export PAYWARDEN_DATABASE_PASSWORD_FILE="$WORK/pg-password" PAYWARDEN_DATABASE_AUTO_MIGRATE=true
+      "$BIN/paywarden-bench" copy-key-records "$PAYWARDEN_HOME/paywarden.sqlite" ;;
   esac
   # What an admin does before apps post tokens; before serve, which reads the vault keys at start.
   if [ "$VAULT" != 0 ] && [ "$1" != memory ]; then

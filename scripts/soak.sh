@@ -62,7 +62,8 @@ export PAYWARDEN_SIGNING_TIME_WINDOW=7200
 export PAYWARDEN_LOG_LEVEL=warning
 export PAYWARDEN_LISTEN="127.0.0.1:$PORT"
 case "$DATABASE" in
-  sqlite) export PAYWARDEN_DATABASE_URL="sqlite:$WORK/soak.sqlite" ;;
+  # The home's database, which holds the merchant key's record from the set-up.
+  sqlite) export PAYWARDEN_DATABASE_URL="sqlite:$PAYWARDEN_HOME/paywarden.sqlite" ;;
   memory) export PAYWARDEN_DATABASE_URL="memory:" ;;
 esac
 "$BIN/paywarden" serve > "$WORK/server.log" 2>&1 &
@@ -138,7 +139,7 @@ OUTCOMES=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^paywarden_decrypt_o
 echo
 echo "== Paywarden soak ($DATABASE), $DECRYPTED decryptions in $(( $(date +%s) - STARTED )) s (forging included)"
 if [ "$DATABASE" = sqlite ]; then
-  echo "replay ledger: $(stat -c %s "$WORK/soak.sqlite" 2>/dev/null | awk '{ printf "%.0f", $1 / 1048576 }') MB database file" \
+  echo "replay ledger: $(stat -c %s "$PAYWARDEN_HOME/paywarden.sqlite" 2>/dev/null | awk '{ printf "%.0f", $1 / 1048576 }') MB database file" \
     "(+ WAL) on disk; in the process only SQLite's bounded page cache"
 else
   echo "replay ledger: $LEDGER_ENTRY_BYTES bytes per entry (paywarden-bench ledger-footprint), $((DECRYPTED * LEDGER_ENTRY_BYTES / 1024)) kB now"

@@ -375,10 +375,6 @@ static void pwf_end_verify(CK_SESSION_HANDLE session)
       (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d, CK_ULONG e, CK_ATTRIBUTE_PTR f,  \
        CK_ULONG g, CK_OBJECT_HANDLE_PTR h),                                                                        \
       (a, b, c, d, e, f, g, h))                                                                                    \
-    X(C_DeriveKey,                                                                                                 \
-      (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_ATTRIBUTE_PTR d, CK_ULONG e,                \
-       CK_OBJECT_HANDLE_PTR f),                                                                                    \
-      (a, b, c, d, e, f))                                                                                          \
     X(C_SeedRandom, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c))                                   \
     X(C_GenerateRandom, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c))                               \
     X(C_GetFunctionStatus, (CK_SESSION_HANDLE a), (a))                                                             \
@@ -392,6 +388,41 @@ static void pwf_end_verify(CK_SESSION_HANDLE session)
         PWF_FORWARD(name, arguments);                 \
     }
 PWF_PLAIN(PWF_DEFINE_PLAIN)
+
+/* ---- C_DeriveKey, whose ECDH key derivation function may be rewritten ---- */
+
+/* CK_ECDH1_DERIVE_PARAMS.kdf values: ECDH derives naming `pwf_kdf_from` reach the target naming
+ * `pwf_kdf_to` instead (both 0: none), so a test can make a token compute another KDF than the
+ * one asked for, as a module with a different reading of a KDF's definition would. */
+static _Atomic unsigned long pwf_kdf_from;
+static _Atomic unsigned long pwf_kdf_to;
+
+static CK_RV pwf_C_DeriveKey(CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE base,
+                             CK_ATTRIBUTE_PTR template, CK_ULONG count, CK_OBJECT_HANDLE_PTR key)
+{
+    CK_RV rv = pwf_gate(PWF_C_DeriveKey);
+    if (rv != CKR_OK) return rv;
+    unsigned long from = atomic_load(&pwf_kdf_from), to = atomic_load(&pwf_kdf_to);
+    CK_MECHANISM rewritten;
+    CK_ECDH1_DERIVE_PARAMS parameters;
+    if (from != to && mechanism != NULL && mechanism->mechanism == CKM_ECDH1_DERIVE && mechanism->pParameter != NULL &&
+        mechanism->ulParameterLen == sizeof parameters) {
+        memcpy(&parameters, mechanism->pParameter, sizeof parameters);
+        if (parameters.kdf == from) {
+            parameters.kdf = to;
+            rewritten = *mechanism;
+            rewritten.pParameter = &parameters;
+            mechanism = &rewritten;
+        }
+    }
+    PWF_FORWARD(C_DeriveKey, (session, mechanism, base, template, count, key));
+}
+
+PWF_EXPORT void pwfault_rewrite_ecdh_kdf(unsigned long from, unsigned long to)
+{
+    atomic_store(&pwf_kdf_from, from);
+    atomic_store(&pwf_kdf_to, to);
+}
 
 /* ---- Calls that end an operation, even when they fail ---- */
 
@@ -807,6 +838,7 @@ PWF_EXPORT void pwfault_restore_device(void)
 PWF_EXPORT void pwfault_clear(void)
 {
     pwfault_restore_device();
+    pwfault_rewrite_ecdh_kdf(0, 0);
     pthread_mutex_lock(&pwf_lock);
     pwf_release_locked(PWF_ANY);
     for (int i = 0; i <= PWF_ANY; i++) pwf_faults[i] = (pwf_fault){0};

@@ -41,10 +41,12 @@ void cpkcs11_unload(cpkcs11_module *module)
     module->functions = NULL;
 }
 
-CK_RV cpkcs11_initialize(CK_FUNCTION_LIST_PTR functions)
+CK_RV cpkcs11_initialize(CK_FUNCTION_LIST_PTR functions, const char *reserved)
 {
     CK_C_INITIALIZE_ARGS args;
     memset(&args, 0, sizeof args);
     args.flags = CKF_OS_LOCKING_OK;
+    /* The module only reads it, during the call; the header types it as writable. */
+    args.pReserved = (CK_VOID_PTR)reserved;
     return functions->C_Initialize(&args);
 }

@@ -11,7 +11,7 @@ import Synchronization
 /// decrypt rates from the same run.
 struct DecryptionBench {
     let raw: RawHSMBench
-    let token: SoftHSMTestToken
+    let token: TestToken
     let seconds: Double
     let rounds: Int
 
@@ -37,7 +37,8 @@ struct DecryptionBench {
                 $0.workers = workers
                 $0.maxPendingOperations = 100_000
             }
-            let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
+            let store = MerchantKeyStore(
+                hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: TestCertificateAuthority.shared.issuers)
             let keys = HSMPaymentKeys(hsm: hsm)
             let ecMerchant = try await certifiedKey(store, "merchant.bench.ec", .ec)
             let rsaMerchant = try await certifiedKey(store, "merchant.bench.rsa", .rsa)
@@ -85,14 +86,14 @@ struct DecryptionBench {
     /// process, as the decrypt route runs them, on a token of its own: tokens/s and CPU per token.
     static func engineLine(seconds: Double) async throws -> String {
         let token = try await SoftHSMTestToken.make(labelPrefix: "bench-engine")
-        defer { SoftHSMTestToken.removeAll() }
+        defer { TestToken.removeAll() }
         let pki = try ApplePayTestPKI(name: "Engine")
         let bench = DecryptionBench(raw: RawHSMBench(executable: "", label: "", pin: ""), token: token, seconds: seconds, rounds: 1)
         let hsm = try await token.open {
             $0.workers = 2
             $0.maxPendingOperations = 100_000
         }
-        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: TestCertificateAuthority.shared.issuers)
         let keys = HSMPaymentKeys(hsm: hsm)
         let merchant = try await bench.certifiedKey(store, "merchant.engine.ec", .ec)
         try await keys.reload(from: store)
@@ -119,13 +120,13 @@ struct DecryptionBench {
         }.perSecond
     }
 
-    private func certifiedKey(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
+    func certifiedKey(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
         let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
         return try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
     }
 
-    private func forgeTokens(count: Int, forge: TokenForge, merchant: MerchantKey, rsa: Bool) async throws -> [[UInt8]] {
+    func forgeTokens(count: Int, forge: TokenForge, merchant: MerchantKey, rsa: Bool) async throws -> [[UInt8]] {
         let environment = TokenFactory(forge: forge, merchant: merchant)
         return try await withThrowingTaskGroup(of: [[UInt8]].self) { group in
             let parts = 2
@@ -140,7 +141,7 @@ struct DecryptionBench {
     /// flight to keep every worker busy, the tasks on the HSM's workers (verification there too)
     /// or on the cooperative pool (verification there, a hop to a worker for the key operation).
     /// Also returns the process's CPU per decryption over the measurement.
-    private func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws
+    func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws
         -> (rate: Double, cpuMicroseconds: Double, count: Int)
     {
         let failures = Counter()

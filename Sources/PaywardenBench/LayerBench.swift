@@ -6,7 +6,7 @@ import PaywardenTesting
 /// ECDH-derive and ECDSA-sign rates through Paywarden's PKCS#11 layer, next to the raw module's.
 struct LayerBench {
     let raw: RawHSMBench
-    let token: SoftHSMTestToken
+    let token: TestToken
     let seconds: Double
     let rounds: Int
 

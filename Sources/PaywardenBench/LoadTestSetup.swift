@@ -2,9 +2,11 @@ import ApplePay
 import Crypto
 import Foundation
 import KeyCustody
+import Logging
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenStorageSQLite
 import PaywardenTesting
 
 /// `paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--vault PAYPAGE ORGANIZATION FORMS]`: prepares
@@ -47,11 +49,18 @@ enum LoadTestSetup {
 
         let settings = try await PaywardenSettings.load()
         let hsm = try await HSM.open(HSMConfiguration(settings: settings.hsm), probeCapabilities: false)
-        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
         let merchantID = "merchant.com.example.loadtest"
-        let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: .ec)
-        let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
-        let merchant = try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
+        // The key's record goes to the settings' database, as `paywarden keys create` would put it
+        // (with memory:, the SQLite file under the home that serve reads key records from then).
+        let connection = try DatabaseConnection.open(settings.database, logger: Logger(label: "paywarden-bench"))
+        let merchant = try await connection.withServices { _ in
+            _ = try await connection.prepareSchema(migratingAutomatically: true)
+            let store = MerchantKeyStore(
+                hsm: hsm, records: connection.keyRecords, certificateIssuers: TestCertificateAuthority.shared.issuers)
+            let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: .ec)
+            let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
+            return try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
+        }
         await hsm.close()
 
         let (key, entry) = APIKey.generate(name: "loadtest", scopes: [.decrypt])
@@ -131,6 +140,20 @@ enum LoadTestSetup {
                 try handle.write(contentsOf: lines)
                 written += size
             }
+        }
+    }
+
+    /// `copy-key-records SQLITE_PATH`: copies the merchant-key records of the SQLite database at
+    /// SQLITE_PATH (where `loadtest-setup` put them) into the settings' database, migrated first:
+    /// what an operator's admin commands would have written there.
+    static func copyKeyRecords(_ arguments: [String]) async throws {
+        guard arguments.count == 1 else { throw BenchError("usage: paywarden-bench copy-key-records SQLITE_PATH") }
+        let rows = try await SQLiteDriver.open(path: arguments[0], create: false).keyRecords()
+        let settings = try await PaywardenSettings.load()
+        let connection = try DatabaseConnection.open(settings.database, logger: Logger(label: "paywarden-bench"))
+        try await connection.withServices { _ in
+            _ = try await connection.prepareSchema(migratingAutomatically: true)
+            for row in rows { _ = try await connection.keyRecords.insertKeyRecord(row) }
         }
     }
 }

@@ -40,6 +40,12 @@ struct PaywardenBench {
         case "loadtest-setup":
             try await LoadTestSetup.run(Array(arguments.dropFirst()))
             return
+        case "latency":
+            try await NetworkLatencyBench.run(Array(arguments.dropFirst()))
+            return
+        case "copy-key-records":
+            try await LoadTestSetup.copyKeyRecords(Array(arguments.dropFirst()))
+            return
         case "loadgen":
             try await LoadGenerator.run(Array(arguments.dropFirst()))
             return
@@ -62,7 +68,7 @@ struct PaywardenBench {
         _ = try await TokenInitializer.ensureToken(
             modulePath: SoftHSMTestToken.modulePath, label: "bench", securityOfficerPIN: Array("5678".utf8), userPIN: Array("1234".utf8)
         )
-        defer { SoftHSMTestToken.removeAll() }
+        defer { TestToken.removeAll() }
         let raw = RawHSMBench(executable: rawExecutable, label: "bench", pin: "1234")
         try raw.createKeys()
 

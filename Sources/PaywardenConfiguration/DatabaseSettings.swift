@@ -49,6 +49,10 @@ public struct DatabaseSettings: Sendable {
     }
 
     public var location: Location
+    /// Where merchant-key records are kept when ``location`` is `memory:`: the default SQLite
+    /// file under the home. Key records are written by admin commands in other processes, so they
+    /// are never kept in one process's memory.
+    public var memoryKeyRecordsPath: String
     public var poolSize: Int
     public var statementTimeout: Duration
     /// Whether `serve` migrates an older schema (default: yes for SQLite, no for PostgreSQL).
@@ -75,6 +79,7 @@ public struct DatabaseSettings: Sendable {
             password = passwordValue.map { Sensitive($0) }
         }
         location = try Self.location(url, home: home, password: password)
+        memoryKeyRecordsPath = home + "/paywarden.sqlite"
         if urlFromFile, case .postgres(let postgres) = location, postgres.password != nil, password == nil {
             // The configuration file holds no secrets (it is often world-readable, and copied).
             throw ConfigurationError(
@@ -98,6 +103,12 @@ public struct DatabaseSettings: Sendable {
             throw ConfigurationError(SettingCatalog.databasePasswordFile, value: path, expected: "a readable UTF-8 text file")
         }
         return password
+    }
+
+    /// Where merchant-key records are: the database, or with `memory:` the SQLite file under the home.
+    public var keyRecordsLocation: Location {
+        if case .memory = location { return .sqlite(path: memoryKeyRecordsPath) }
+        return location
     }
 
     static func location(_ url: String?, home: String, password: Sensitive<String>?) throws(ConfigurationError) -> Location {

@@ -49,6 +49,8 @@ public struct PaywardenSettings: Sendable {
 /// The HSM: which module and token, the PIN's source, and how to use it.
 public struct HSMSettings: Sendable {
     public var modulePath: String
+    /// `C_Initialize`'s `pReserved` string (NSS softokn needs its database there); nil for NULL.
+    public var initReserved: String?
     /// A label, or an RFC 7512 `pkcs11:` URI.
     public var token: String
     public var pin: PIN
@@ -74,6 +76,7 @@ public struct HSMSettings: Sendable {
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
         modulePath = try reader.string(defaulted: C.pkcs11Module)
+        initReserved = try reader.string(C.pkcs11InitReserved)
         token = try reader.string(defaulted: C.tokenLabel)
         let file = try reader.string(C.pinFile)
         let value = try reader.string(C.pin)

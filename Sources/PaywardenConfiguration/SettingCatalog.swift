@@ -15,6 +15,9 @@ public enum SettingCatalog {
     // MARK: HSM
     public static let pkcs11Module = Setting(
         "pkcs11_module", .path, default: .value("/usr/lib/softhsm/libsofthsm2.so"), "the HSM's PKCS#11 library")
+    public static let pkcs11InitReserved = Setting(
+        "pkcs11_init_reserved", .string,
+        "the string passed as pReserved to C_Initialize (NSS softokn's configdir=… parameters; p11-kit's x-init-reserved); unset: NULL")
     public static let tokenLabel = Setting(
         "token_label", .string, default: .value("paywarden"),
         "the token's label, or an RFC 7512 pkcs11: URI (token=, module-path=, pin-source=file:…)")
@@ -231,7 +234,8 @@ public enum SettingCatalog {
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
         home, logLevel,
-        pkcs11Module, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH, hsmAllowSoftwareOAEP,
+        pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
+        hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmRecycleEvery, hsmOperationTimeoutMilliseconds, hsmHealthTimeoutMilliseconds, keyRefreshSeconds,
         signingTimeWindow, trustRoots, certificateIssuers,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,

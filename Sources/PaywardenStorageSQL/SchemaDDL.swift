@@ -139,5 +139,19 @@ public enum SchemaDDL {
             "ALTER TABLE high_value_tokens ADD COLUMN merchant_token_metadata {bytes}",
             "CREATE INDEX high_value_tokens_state ON high_value_tokens (state, updated_at)",
         ],
+        // Merchant-key records and certificates, which earlier builds kept as CKO_DATA objects in the
+        // token: not every HSM stores data objects (NSS softokn refuses them), and every deployment
+        // has this database. Key custody moves a token's old records here on first use.
+        "0004_merchant_keys": [
+            """
+            CREATE TABLE merchant_keys (
+              key_id TEXT PRIMARY KEY,
+              record {bytes} NOT NULL,
+              certificate {bytes},
+              revision {integer} NOT NULL,
+              updated_at {integer} NOT NULL
+            )
+            """
+        ],
     ]
 }

@@ -2,30 +2,32 @@ import Foundation
 import KeyCustody
 import PKCS11
 import PaywardenConfiguration
+import PaywardenStorage
+import PaywardenStorageSQLite
 
-/// A fresh SoftHSM token, a Paywarden home in a temporary directory, the environment an operator
+/// A fresh token (in this run's HSM), a Paywarden home in a temporary directory, the environment an operator
 /// would export for them, and a runner for the `paywarden` executable.
 public struct AdminTestEnvironment: Sendable {
-    public let token: SoftHSMTestToken
+    public let token: TestToken
     public let home: String
     public let cli: PaywardenProcess
 
-    /// - Parameter issuer: a test CA whose certificates `keys import` and `keys import-certificate`
-    ///   accept in place of Apple's (through `PAYWARDEN_CERTIFICATE_ISSUERS`, as a sandbox sets it).
-    public static func make(trusting issuer: TestCertificateAuthority? = nil) async throws -> AdminTestEnvironment {
-        let token = try await SoftHSMTestToken.make(labelPrefix: "admin")
+    /// - Parameters:
+    ///   - issuer: a test CA whose certificates `keys import` and `keys import-certificate` accept
+    ///     in place of Apple's (through `PAYWARDEN_CERTIFICATE_ISSUERS`, as a sandbox sets it).
+    ///   - backend: the token's implementation (this run's unless a test is true of one only).
+    public static func make(trusting issuer: TestCertificateAuthority? = nil, backend: HSMTestBackend = .current)
+        async throws -> AdminTestEnvironment
+    {
+        let token = try await TestToken.make(labelPrefix: "admin", backend: backend)
         let home = NSTemporaryDirectory() + "paywarden-home-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         TestResources.track(directory: home)
         typealias C = SettingCatalog
         // Only what an operator would export: nothing of this test process's own settings.
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PAYWARDEN_") }
-        environment["SOFTHSM2_CONF"] = token.directory + "/softhsm2.conf"
+        environment.merge(token.environment) { $1 }
         environment[C.home.environmentName] = home
-        environment[C.pkcs11Module.environmentName] = SoftHSMTestToken.modulePath
-        environment[C.tokenLabel.environmentName] = token.label
-        environment[C.pinFile.environmentName] = token.pinFile
-        environment[C.hsmAllowSoftwareOAEP.environmentName] = "true"
         if let issuer {
             let path = home + "/test-ca.pem"
             try Data(issuer.certificatePEM.utf8).write(to: URL(fileURLWithPath: path))
@@ -42,6 +44,11 @@ public struct AdminTestEnvironment: Sendable {
         var cli = cli
         cli.environment.merge(environment) { $1 }
         return try cli.run(arguments, input: input)
+    }
+
+    /// The key records the commands wrote: the home's SQLite database.
+    public func keyRecords() throws -> any KeyRecordStore {
+        try SQLiteDriver.open(path: home + "/paywarden.sqlite", create: false)
     }
 
     /// Writes `bytes` to a file in the home and returns its path.

@@ -11,16 +11,17 @@ import _CryptoExtras
 public enum MerchantKeyBackend: String, CaseIterable, Sendable, CustomStringConvertible {
     /// ``SoftwareMerchantKeys``: no HSM at all.
     case software
-    /// Keys generated in a SoftHSM token, certified by the test CA and imported through custody.
-    case softHSM
+    /// Keys generated in a token of this run's HSM (``HSMTestBackend/current``), certified by the
+    /// test CA and imported through custody.
+    case hsm
 
     public var description: String { rawValue }
 }
 
-/// Merchant keys certified by the test CA (in SoftHSM, or in memory), the decryption engine over
+/// Merchant keys certified by the test CA (in this run's HSM, or in memory), the decryption engine over
 /// them (trusting the test PKI's root), a settable clock, and the forge to make tokens for them.
 public final class DecryptionTestEnvironment: Sendable {
-    /// The HSM side, for the SoftHSM backend.
+    /// The HSM side, for the HSM backend.
     public struct HSMKeys: Sendable {
         public let hsm: HSM
         public let store: MerchantKeyStore
@@ -39,7 +40,7 @@ public final class DecryptionTestEnvironment: Sendable {
     public static let sharedPKI: ApplePayTestPKI = try! ApplePayTestPKI()
 
     public init(
-        _ backend: MerchantKeyBackend = .softHSM, pki: ApplePayTestPKI = sharedPKI, trusting anchors: TrustAnchors? = nil,
+        _ backend: MerchantKeyBackend = .hsm, pki: ApplePayTestPKI = sharedPKI, trusting anchors: TrustAnchors? = nil,
         window: TimeInterval = 300
     ) async throws {
         self.backend = backend
@@ -49,15 +50,12 @@ public final class DecryptionTestEnvironment: Sendable {
         case .software:
             let software = SoftwareMerchantKeys()
             (softwareKeys, hsmKeys, directory, operations) = (software, nil, software, software)
-        case .softHSM:
-            let hsm = try await SoftHSMTestToken.make(labelPrefix: "decrypt").open()
+        case .hsm:
+            let hsm = try await TestToken.make(labelPrefix: "decrypt").open()
             let keys = HSMPaymentKeys(hsm: hsm)
-            (softwareKeys, hsmKeys, directory, operations) = (
-                nil,
-                HSMKeys(
-                    hsm: hsm, store: MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers), keys: keys),
-                keys, keys
-            )
+            let store = MerchantKeyStore(
+                hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: TestCertificateAuthority.shared.issuers)
+            (softwareKeys, hsmKeys, directory, operations) = (nil, HSMKeys(hsm: hsm, store: store, keys: keys), keys, keys)
         }
         forge = TokenForge(pki: pki)
         replayCache = InMemoryReplayCache()
@@ -69,9 +67,9 @@ public final class DecryptionTestEnvironment: Sendable {
         )
     }
 
-    /// The HSM, store and key map of the SoftHSM backend; a test of HSM behaviour asks for them.
+    /// The HSM, store and key map of the HSM backend; a test of HSM behaviour asks for them.
     public var hsm: HSMKeys {
-        guard let hsmKeys else { preconditionFailure("the software backend has no HSM; use .softHSM for this test") }
+        guard let hsmKeys else { preconditionFailure("the software backend has no HSM; use .hsm for this test") }
         return hsmKeys
     }
 

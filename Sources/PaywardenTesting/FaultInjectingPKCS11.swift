@@ -15,7 +15,7 @@ import PKCS11
 /// (``TestResources``), before its HSMs are closed.
 ///
 /// ```swift
-/// let token = try await SoftHSMTestToken.make()
+/// let token = try await TestToken.make()
 /// let device = try FaultInjectingPKCS11.make()
 /// let hsm = try await device.open(token)       // or HSMConfiguration.modulePath = device.modulePath
 /// try device.fail("C_Decrypt", with: .generalError, times: 1)
@@ -82,7 +82,9 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
 
     /// A new device that forwards to `target` (a private copy of it, loaded when the first HSM
     /// opens), with no faults. It is released when the test ends.
-    public static func make(target: String = SoftHSMTestToken.modulePath) throws -> FaultInjectingPKCS11 {
+    /// - Parameter privateCopy: false loads `target` itself rather than a copy, for modules that
+    ///   find their own files beside them (NSS softokn loads its freebl from its directory).
+    public static func make(target: String = SoftHSMTestToken.modulePath, privateCopy: Bool = true) throws -> FaultInjectingPKCS11 {
         let source = builtLibrary
         guard FileManager.default.fileExists(atPath: source) else { throw ControlError.notBuilt(source) }
         let directory = NSTemporaryDirectory() + "paywarden-fault-pkcs11-\(UUID().uuidString.prefix(8))"
@@ -91,7 +93,9 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
         let path = directory + "/libfaultinjecting.so"
         try FileManager.default.copyItem(atPath: source, toPath: path)
         let device = FaultInjectingPKCS11(modulePath: path, controls: try Controls(path: path))
-        guard device.controls.setTarget(target, 1) == 0 else { throw ControlError.cannotLoad("\(path) was already loaded") }
+        guard device.controls.setTarget(target, privateCopy ? 1 : 0) == 0 else {
+            throw ControlError.cannotLoad("\(path) was already loaded")
+        }
         // Cleanups run before the test's HSMs close: a hung call must return before its HSM can.
         TestResources.track(cleanup: { device.clear() })
         return device
@@ -105,15 +109,15 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
     // MARK: Opening through the device
 
     /// `token`'s configuration with this module in place of SoftHSM.
-    public func configuration(for token: SoftHSMTestToken) -> HSMConfiguration {
+    public func configuration(for token: TestToken) -> HSMConfiguration {
         var configuration = token.configuration
         configuration.modulePath = modulePath
         return configuration
     }
 
-    /// Opens `token` through this device (closed when the test ends), as ``SoftHSMTestToken/open(_:)`` does.
-    public func open(_ token: SoftHSMTestToken, _ adjust: @Sendable (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
-        try await SoftHSMTestToken.open(configuration(for: token), adjust)
+    /// Opens `token` through this device (closed when the test ends), as ``TestToken/open(_:)`` does.
+    public func open(_ token: TestToken, _ adjust: @Sendable (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
+        try await TestToken.open(configuration(for: token), adjust)
     }
 
     // MARK: Faults
@@ -178,7 +182,14 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
         controls.restoreDevice()
     }
 
-    /// Restores the device, releases every hang, and clears every error and latency. Counts stay.
+    /// ECDH derives asking for the key derivation function `from` (a `CKD_` value) reach the target
+    /// asking for `to`: the token then computes another KDF than the one named, as a module with its
+    /// own reading of a KDF would. ``clear()`` ends it.
+    public func rewriteECDHKDF(from: UInt, to: UInt) {
+        controls.rewriteECDHKDF(from, to)
+    }
+
+    /// Restores the device, releases every hang, and clears every error, latency and KDF rewrite. Counts stay.
     public func clear() {
         controls.clear()
     }
@@ -226,6 +237,7 @@ extension FaultInjectingPKCS11 {
         let removeDevice: @convention(c) (Int32) -> Void
         let restoreDevice: @convention(c) () -> Void
         let clear: @convention(c) () -> Void
+        let rewriteECDHKDF: @convention(c) (UInt, UInt) -> Void
         let calls: @convention(c) (Name) -> Int
         let resetCalls: @convention(c) () -> Void
         let openSessions: @convention(c) () -> Int
@@ -250,6 +262,7 @@ extension FaultInjectingPKCS11 {
             removeDevice = try symbol("pwfault_remove_device")
             restoreDevice = try symbol("pwfault_restore_device")
             clear = try symbol("pwfault_clear")
+            rewriteECDHKDF = try symbol("pwfault_rewrite_ecdh_kdf")
             calls = try symbol("pwfault_calls")
             resetCalls = try symbol("pwfault_reset_calls")
             openSessions = try symbol("pwfault_open_sessions")

@@ -1,10 +1,12 @@
 import AsyncHTTPClient
 import Foundation
 import KeyCustody
+import Logging
 import NIOCore
 import NIOHTTP1
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenStorage
 
 #if canImport(Glibc)
     import Glibc
@@ -17,6 +19,9 @@ import PaywardenServer
 public struct ServeProcesses: Sendable {
     public let admin: AdminTestEnvironment
     public let merchant: MerchantKey
+    /// The merchant key's record, written into each database a start is given, as the admin
+    /// command that created the key would have written it there.
+    let keyRecords: [StoredKeyRecord]
     public let forge: TokenForge
     public let apiKey: String
     let environment: [String: String]
@@ -25,8 +30,9 @@ public struct ServeProcesses: Sendable {
         let admin = try await AdminTestEnvironment.make()
         let hsm = try await admin.token.open()
         let merchant: MerchantKey
+        let records = InMemoryDatabase()
         do {
-            let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
+            let store = MerchantKeyStore(hsm: hsm, records: records, certificateIssuers: TestCertificateAuthority.shared.issuers)
             merchant = try await TestServer.certified(store, "merchant.com.example.instances", .ec)
             await hsm.close()
         } catch {
@@ -42,8 +48,8 @@ public struct ServeProcesses: Sendable {
         environment[C.logLevel.environmentName] = "info"
         environment[C.hsmWorkers.environmentName] = "1"
         return ServeProcesses(
-            admin: admin, merchant: merchant, forge: TokenForge(pki: DecryptionTestEnvironment.sharedPKI), apiKey: apiKey,
-            environment: environment)
+            admin: admin, merchant: merchant, keyRecords: try await records.keyRecords(),
+            forge: TokenForge(pki: DecryptionTestEnvironment.sharedPKI), apiKey: apiKey, environment: environment)
     }
 
     /// A new EC_v1 token for the merchant key (a fresh transaction id each time).
@@ -74,6 +80,7 @@ public struct ServeProcesses: Sendable {
     public func start(database: [String: String]) async throws -> ServeProcess {
         let port = try TestPostgres.freePort()
         var environment = environment.merging(database) { $1 }
+        try await recordKeys(environment)
         environment[SettingCatalog.listen.environmentName] = "127.0.0.1:\(port)"
         let log = admin.home + "/serve-\(port).log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -95,6 +102,16 @@ public struct ServeProcesses: Sendable {
         }
         serve.kill(SIGKILL)
         throw TestServerStartError(reason: "paywarden serve did not become ready: \(serve.log.suffix(3000))")
+    }
+
+    /// Writes the merchant key's record into the database `environment` names (migrated first).
+    private func recordKeys(_ environment: [String: String]) async throws {
+        let settings = try await PaywardenSettings.load(environment: environment)
+        let connection = try DatabaseConnection.open(settings.database, logger: Logger(label: "serve-processes"))
+        try await connection.withServices { _ in
+            _ = try await connection.prepareSchema(migratingAutomatically: true)
+            for record in keyRecords { _ = try await connection.keyRecords.insertKeyRecord(record) }
+        }
     }
 }
 

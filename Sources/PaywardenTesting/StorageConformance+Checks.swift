@@ -524,4 +524,37 @@ extension StorageConformance {
         }
     ]
 
+    static let keyRecordChecks: [StorageConformance] = [
+        StorageConformance(name: "key records: inserted once, updated by compare-and-set, deleted") { db in
+            let record = StoredKeyRecord(
+                keyID: "0a1b", record: Array(#"{"state":"pending"}"#.utf8), certificate: nil, revision: 1,
+                updatedAt: C.t0)
+            try C.require(try await db.insertKeyRecord(record), "not inserted")
+            var other = record
+            other.record = Array(#"{"state":"other"}"#.utf8)
+            try C.require(!(try await db.insertKeyRecord(other)), "inserted twice")
+            let readBack = try await db.keyRecords()
+            try C.require(readBack == [record], "read back differs: \(readBack)")
+
+            var active = record
+            active.record = Array(#"{"state":"active"}"#.utf8)
+            active.certificate = [0x30, 0x82, 0x00, 0xFF]
+            active.revision = 2
+            active.updatedAt = C.t0 + 5
+            try C.require(try await db.updateKeyRecord(active, expectedRevision: 1), "the update at revision 1 failed")
+            var stale = record
+            stale.revision = 2
+            try C.require(!(try await db.updateKeyRecord(stale, expectedRevision: 1)), "a stale revision overwrote the record")
+            var unknown = record
+            unknown.keyID = "ffff"
+            try C.require(!(try await db.updateKeyRecord(unknown, expectedRevision: 1)), "an unknown key was updated")
+            let second = StoredKeyRecord(keyID: "00ff", record: [0x7B, 0x7D], certificate: nil, revision: 1, updatedAt: C.t0)
+            try C.require(try await db.insertKeyRecord(second), "a second key was not inserted")
+            try C.require(try await db.keyRecords() == [second, active], "not listed by key id with every field")
+
+            try C.require(try await db.deleteKeyRecord(keyID: "0a1b"), "not deleted")
+            try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b")), "deleted twice")
+            try C.require(try await db.keyRecords() == [second], "the other record went too")
+        }
+    ]
 }

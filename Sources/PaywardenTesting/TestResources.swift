@@ -6,14 +6,14 @@ import Synchronization
 /// `.releasesTestResources` trait (PaywardenTestTraits) releases them after every test, passed or
 /// failed, so a test that throws halfway leaves no open module and no token files behind.
 public enum TestResources {
-    private static let open = Mutex<(hsms: [HSM], tokens: [SoftHSMTestToken], directories: [String], cleanups: [@Sendable () -> Void])>(
+    private static let open = Mutex<(hsms: [HSM], tokens: [TestToken], directories: [String], cleanups: [@Sendable () -> Void])>(
         ([], [], [], []))
 
     static func track(_ hsm: HSM) {
         open.withLock { $0.hsms.append(hsm) }
     }
 
-    static func track(_ token: SoftHSMTestToken) {
+    static func track(_ token: TestToken) {
         open.withLock { $0.tokens.append(token) }
     }
 

@@ -36,7 +36,7 @@ public func withServer<R: Sendable>(
 /// key certified by the test CA, trusting the test PKI, with a captured log. Start it through
 /// ``withServer(_:_:)``, which always stops it.
 public final class TestServer: Sendable {
-    public let token: SoftHSMTestToken
+    public let token: TestToken
     public let server: PaywardenServer
     public let port: Int
     /// The operations listener's port; the API port when operations share it.
@@ -75,7 +75,7 @@ public final class TestServer: Sendable {
         _ adjust: @Sendable (inout ServerConfiguration) throws -> Void,
         prepare: @Sendable (MerchantKeyStore) async throws -> Void = { _ in }
     ) async throws -> TestServer {
-        let token = try await SoftHSMTestToken.make(labelPrefix: "server")
+        let token = try await TestToken.make(labelPrefix: "server")
         do {
             return try await TestServer(token: token, adjust, prepare: prepare)
         } catch {
@@ -85,24 +85,11 @@ public final class TestServer: Sendable {
     }
 
     private init(
-        token: SoftHSMTestToken, _ adjust: @Sendable (inout ServerConfiguration) throws -> Void,
+        token: TestToken, _ adjust: @Sendable (inout ServerConfiguration) throws -> Void,
         prepare: @Sendable (MerchantKeyStore) async throws -> Void
     ) async throws {
         self.token = token
         forge = TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
-        // Keys are set up by an admin process before the server starts, as in production.
-        let admin = try await token.open()
-        do {
-            let store = MerchantKeyStore(hsm: admin, certificateIssuers: TestCertificateAuthority.shared.issuers)
-            ecMerchant = try await Self.certified(store, "merchant.com.example.server", .ec)
-            rsaMerchant = try await Self.certified(store, "merchant.cn.example.server", .rsa)
-            try await prepare(store)
-            await admin.close()
-        } catch {
-            await admin.close()
-            throw error
-        }
-
         let (decryptKey, decryptEntry) = APIKey.generate(name: "payments", scopes: [.decrypt])
         let (redeemKey, redeemEntry) = APIKey.generate(name: "checkout", scopes: [.redeem], organization: "example")
         let (vaultKey, vaultEntry) = APIKey.generate(name: "merchant-server", scopes: [.redeem, .detokenize], organization: "example")
@@ -128,6 +115,28 @@ public final class TestServer: Sendable {
         configuration.database.location = .sqlite(path: databaseDirectory + "/paywarden.sqlite")
         try adjust(&configuration)
         if configuration.operationsListen != nil { configuration.operationsListen = ListenAddress(host: "127.0.0.1", port: 0) }
+
+        // Keys are set up by an admin process before the server starts, as in production: in the
+        // HSM, with their records in the database the server is given.
+        let admin = try await token.open()
+        do {
+            let connection = try DatabaseConnection.open(configuration.database, logger: Logger(label: "paywarden-test-admin"))
+            (ecMerchant, rsaMerchant) = try await connection.withServices { _ in
+                _ = try await connection.prepareSchema(migratingAutomatically: true)
+                let store = MerchantKeyStore(
+                    hsm: admin, records: connection.keyRecords, certificateIssuers: TestCertificateAuthority.shared.issuers)
+                let merchants = (
+                    try await Self.certified(store, "merchant.com.example.server", .ec),
+                    try await Self.certified(store, "merchant.cn.example.server", .rsa)
+                )
+                try await prepare(store)
+                return merchants
+            }
+            await admin.close()
+        } catch {
+            await admin.close()
+            throw error
+        }
         scheme = configuration.tls == nil ? "http" : "https"
 
         let logs = CapturedLog()

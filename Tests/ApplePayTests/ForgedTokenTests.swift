@@ -128,8 +128,11 @@ struct ForgedTokenTests {
 
     @Test(arguments: MerchantKeyBackend.allCases)
     func wrongLeafAndIntermediateMarkersAndForeignRoots(backend: MerchantKeyBackend) async throws {
+        // One token open at a time (NSS softokn opens one database per process): the trusted
+        // root is read, and the first environment closed, before the others open.
         let env = try await DecryptionTestEnvironment(backend)
-        let merchant = try await env.merchant("merchant.chain")
+        let trustedRoot = env.forge.pki.root
+        await env.close()
         let unmarkedLeaves = TokenForge(pki: try ApplePayTestPKI(name: "NoLeafOID", markLeaves: false, rsaLeaf: false))
         let unmarkedIntermediate = TokenForge(pki: try ApplePayTestPKI(name: "NoIntermediateOID", markIntermediate: false, rsaLeaf: false))
         for (forge, message) in [(unmarkedLeaves, "1.2.840.113635.100.6.29"), (unmarkedIntermediate, "1.2.840.113635.100.6.2.14")] {
@@ -141,12 +144,10 @@ struct ForgedTokenTests {
         // A well-formed chain to a root that is not trusted.
         let otherRoot = try await DecryptionTestEnvironment(
             backend, pki: try ApplePayTestPKI(name: "Impostor", rsaLeaf: false),
-            trusting: TrustAnchors(certificates: [env.forge.pki.root], source: "test root"))
+            trusting: TrustAnchors(certificates: [trustedRoot], source: "test root"))
         let key = try await otherRoot.merchant("merchant.chain")
         await expectRefusal(otherRoot, try otherRoot.ecToken(to: key), .certificateChainInvalid, "does not end in a trusted root")
         await otherRoot.close()
-        _ = merchant
-        await env.close()
     }
 
     @Test(arguments: MerchantKeyBackend.allCases)

@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized, .releasesTestResources)
 struct OperatorAdviceTests {
     @Test func aRefusedPINNamesThePINSettingsAndSaysItIsNotRetried() async throws {
-        let token = try await SoftHSMTestToken.make()
+        let token = try await TestToken.make()
         let wrongPIN = token.directory + "/wrong-\(UUID().uuidString.prefix(6)).pin"
         _ = FileManager.default.createFile(atPath: wrongPIN, contents: Data("000000".utf8))
         defer { try? FileManager.default.removeItem(atPath: wrongPIN) }
@@ -23,7 +23,7 @@ struct OperatorAdviceTests {
     }
 
     @Test func aMissingModuleOrTokenSaysWhichSettingToChange() async throws {
-        let token = try await SoftHSMTestToken.make()
+        let token = try await TestToken.make()
         let module = await #expect(throws: PKCS11Error.self) { try await token.open { $0.modulePath = "/nonexistent/libpkcs11.so" } }
         #expect(try OperatorAdvice.describe(#require(module)).contains("PAYWARDEN_PKCS11_MODULE"))
         let missing = await #expect(throws: PKCS11Error.self) { try await token.open { $0.tokenLabel = "no-such-token" } }

@@ -81,15 +81,16 @@ struct CertificateIssuerTests {
         let keyBytes = Array(try ConformanceVectors.data(vector, keyFile))
         let software =
             try entry.password.map { try SoftwarePrivateKey(pkcs12: keyBytes, password: $0) } ?? SoftwarePrivateKey(pemOrDER: keyBytes)
-        let hsm = try await SoftHSMTestToken.make().open()
+        let hsm = try await TestToken.make().open()
 
-        let elsewhere = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers, clock: { midpoint })
+        let elsewhere = MerchantKeyStore(
+            hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: TestCertificateAuthority.shared.issuers, clock: { midpoint })
         await expectUntrusted("does not chain to the test CA") {
             _ = try await elsewhere.importKey(software, certificate: certificate, merchantID: nil, purpose: .processing)
         }
         #expect(try await elsewhere.list().isEmpty, "nothing stored")
 
-        let store = MerchantKeyStore(hsm: hsm, clock: { midpoint })
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), clock: { midpoint })
         let key = try await store.importKey(software, certificate: certificate, merchantID: nil, purpose: .processing)
         #expect(key.state == .active)
         #expect(key.merchantID == certificate.merchantID)
@@ -101,8 +102,8 @@ struct CertificateIssuerTests {
     /// it was valid: its chain is checked as of its last valid moment.
     @Test func anAllowedExpiredCertificateIsCheckedAsOfItsLastValidMoment() async throws {
         try #require(ConformanceVectors.available, "vectors absent")
-        let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm)
+        let hsm = try await TestToken.make().open()
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm))
         let certificate = try MerchantCertificate(bytes: Array(try ConformanceVectors.data("gala-2014", "merchant_cert.pem")))
         let software = try SoftwarePrivateKey(pemOrDER: Array(try ConformanceVectors.data("gala-2014", "merchant_key.pem")))
         await expectError(.certificateExpired, "the certificate expired on") {
@@ -115,7 +116,7 @@ struct CertificateIssuerTests {
         // A test CA created now did not exist when a certificate that expired ten days ago was
         // valid: allowed or not, that chain never held.
         let ca = try TestCertificateAuthority()
-        let trusting = MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers)
+        let trusting = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: ca.issuers)
         let day: TimeInterval = 86_400
         let staleSigningKey = P256.Signing.PrivateKey()
         let staleKey = try SoftwarePrivateKey(pemOrDER: Array(staleSigningKey.pemRepresentation.utf8))
@@ -145,8 +146,8 @@ struct CertificateIssuerTests {
         let ca = try TestCertificateAuthority()
         let year: TimeInterval = 365 * 86_400
         let later = Date().addingTimeInterval(11 * year)  // the test CA lasts ten years
-        let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers, clock: { later })
+        let hsm = try await TestToken.make().open()
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: ca.issuers, clock: { later })
         let (key, csr) = try await store.create(merchantID: "merchant.com.example.late", purpose: .processing, algorithm: .ec)
         let certificate = try ca.issue(
             csrPEM: csr, merchantID: "merchant.com.example.late", purpose: .processing, notBefore: later.addingTimeInterval(-86_400))
@@ -163,8 +164,8 @@ struct CertificateIssuerTests {
     func foreignCAAndWrongOrMissingHashAreRefused(purpose: KeyPurpose) async throws {
         let ca = try TestCertificateAuthority()
         let impostor = try TestCertificateAuthority()  // same subject, another key
-        let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers)
+        let hsm = try await TestToken.make().open()
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: ca.issuers)
         let merchant = "merchant.com.example.\(purpose.rawValue)"
         let (key, csr) = try await store.create(merchantID: merchant, purpose: purpose, algorithm: purpose.defaultAlgorithm)
         for (certificate, message) in [
@@ -192,8 +193,8 @@ struct CertificateIssuerTests {
     /// identity certificate is public, so the identity path is tested with the test CA).
     @Test(arguments: KeyPurpose.allCases)
     func pinnedIssuersRefuseTheTestCA(purpose: KeyPurpose) async throws {
-        let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm)
+        let hsm = try await TestToken.make().open()
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm))
         let merchant = "merchant.com.example.pinned"
         let (key, csr) = try await store.create(merchantID: merchant, purpose: purpose, algorithm: purpose.defaultAlgorithm)
         let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchant, purpose: purpose)

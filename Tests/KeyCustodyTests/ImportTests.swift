@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenStorageSQLite
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
@@ -145,16 +146,16 @@ struct ImportTests {
         #expect(keys.allSatisfy { $0.state == "active" })
         #expect(
             Set(keys.compactMap(\.merchantId)) == ["merchant.race", "merchant.bulk0", "merchant.bulk1", "merchant.bulk2", "merchant.bulk3"])
-        // Exactly one certificate object and one record per key.
+        // Exactly one record per key in the database, this key's with its certificate, and nothing
+        // of Paywarden's in the token but the keys.
+        let rows = try await SQLiteDriver.open(path: env.home + "/paywarden.sqlite", create: false).keyRecords()
+        #expect(rows.count == 5)
+        #expect(rows.first { $0.keyID == key.id }?.certificate != nil)
         let hsm = try await env.token.open()
         let (certificates, records) = try await hsm.withSession { session throws(PKCS11Error) in
-            (
-                try session.findObjects([.objectClass(.certificate), .id(KeyIdentifier(hex: key.id)!)]).count,
-                try session.findObjects([.objectClass(.data)]).count
-            )
+            (try session.findObjects([.objectClass(.certificate)]).count, try session.findObjects([.objectClass(.data)]).count)
         }
-        #expect(certificates == 1)
-        #expect(records == 5)
+        #expect(certificates == 0 && records == 0)
         await hsm.close()
     }
 }
@@ -162,13 +163,14 @@ struct ImportTests {
 @Suite(.serialized, .releasesTestResources)
 struct ExpiryWarningTests {
     @Test func appleReminderScheduleAndStalePendingKeys() async throws {
-        let token = try await SoftHSMTestToken.make()
+        let token = try await TestToken.make()
         let hsm = try await token.open()
         let ca = try TestCertificateAuthority()
         let now = Date()
         let day: TimeInterval = 86_400
-        let past = MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers, clock: { now.addingTimeInterval(-8 * day) })
-        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers, clock: { now })
+        let past = MerchantKeyStore(
+            hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: ca.issuers, clock: { now.addingTimeInterval(-8 * day) })
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: ca.issuers, clock: { now })
 
         _ = try await past.create(merchantID: "merchant.stale", purpose: .processing, algorithm: .ec)
         for (merchant, daysLeft) in [("merchant.d100", 100.0), ("merchant.d25", 25.0), ("merchant.d12", 12.0), ("merchant.d5", 5.0)] {

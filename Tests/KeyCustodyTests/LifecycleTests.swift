@@ -98,8 +98,8 @@ struct LifecycleTests {
     /// A running service decrypts with session copies of its keys (SoftHSM). When an
     /// administrator's CLI, another process, destroys a key, the service's next listing ends
     /// every copy of it.
-    @Test func aKeyDestroyedByTheCLILeavesNoSessionCopyBehind() async throws {
-        let env = try await AdminTestEnvironment.make()
+    @Test func aKeyDestroyedByTheCLILeavesNoSoftHSMSessionCopyBehind() async throws {
+        let env = try await AdminTestEnvironment.make(backend: .softHSM)
         let created = try env.paywarden("keys", "create", "--merchant-id", "merchant.copied", "--json")
         #expect(created.status == 0, "\(created.stderr)")
         let id = try #require(KeyIdentifier(hex: try AdminTestEnvironment.key(in: created).id))
@@ -115,26 +115,33 @@ struct LifecycleTests {
         let destroyed = try env.paywarden("keys", "destroy", id.hex, "--yes")
         #expect(destroyed.status == 0, "\(destroyed.stderr)")
         let recycles = hsm.recycles
-        #expect(try await MerchantKeyStore(hsm: hsm).list().isEmpty)
+        #expect(try await MerchantKeyStore(hsm: hsm, records: env.keyRecords()).list().isEmpty)
         #expect(hsm.recycles == recycles + 1)
         #expect(try await privateKeys() == 0)
         await hsm.close()
     }
 
-    /// A second instance on the same HSM sees the same keys and states: state lives in the HSM.
-    @Test func stateLivesInTheHSM() async throws {
+    /// A second instance on the same HSM and database sees the same keys and states: the keys live
+    /// in the HSM, their records in the database, so an instance with a database of its own does not.
+    @Test func stateIsSharedThroughTheHSMAndTheDatabase() async throws {
         let env = try await AdminTestEnvironment.make()
         let created = try env.paywarden("keys", "create", "--merchant-id", "merchant.shared", "--type", "rsa", "--json")
         #expect(created.status == 0, "\(created.stderr)")
         let key = try AdminTestEnvironment.key(in: created)
-        // Another home (another machine's files), same token.
+        // Another home (another machine's files), same token, same database.
         var other = env.cli
         other.environment["PAYWARDEN_HOME"] = NSTemporaryDirectory() + "paywarden-other-\(UUID().uuidString.prefix(6))"
+        other.environment["PAYWARDEN_DATABASE_URL"] = "sqlite:" + env.home + "/paywarden.sqlite"
         let listed = try other.run(["keys", "list", "--json"])
         #expect(listed.status == 0)
         #expect(listed.stdout.contains(key.id))
         #expect(listed.stdout.contains("\"state\" : \"pending\""))
         #expect(key.type == "rsa")
+        // The same token with another database: the key is in the HSM, but not Paywarden's there.
+        other.environment["PAYWARDEN_DATABASE_URL"] = nil
+        let elsewhere = try other.run(["keys", "list", "--json"])
+        #expect(elsewhere.status == 0)
+        #expect(!elsewhere.stdout.contains(key.id))
     }
 
     @Test func identityKeysAreRSAAndTakeIdentityCertificates() async throws {

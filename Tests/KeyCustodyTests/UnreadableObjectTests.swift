@@ -6,13 +6,13 @@ import PaywardenTestTraits
 import PaywardenTesting
 import Testing
 
-/// One damaged object in the token must not take the service down: the key it belongs to is
+/// One damaged record, certificate or key object must not take the service down: the key it belongs to is
 /// reported by id, and every other key stays listed and usable.
 @Suite(.serialized, .releasesTestResources)
 struct UnreadableObjectTests {
     @Test func aDamagedRecordOrCertificateIsReportedAndTheOtherKeysStayUsable() async throws {
-        let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let hsm = try await TestToken.make().open()
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: TestCertificateAuthority.shared.issuers)
         var certified: [MerchantKey] = []
         for name in ["good", "record", "certificate", "half"] {
             let merchantID = "merchant.com.example.\(name)"
@@ -24,24 +24,22 @@ struct UnreadableObjectTests {
         let keys = HSMPaymentKeys(hsm: hsm)
         #expect(try await keys.reload(from: store) == 4)
 
+        // A record that no longer decodes and a certificate that is not one, as a failed write by
+        // another tool might leave them in the database.
+        let records = TestKeyRecords.of(hsm)
+        for var row in try await records.keyRecords() {
+            let revision = row.revision
+            if row.keyID == damagedRecord.id.hex {
+                row.record = Array("{\"state\":".utf8)
+            } else if row.keyID == damagedCertificate.id.hex {
+                row.certificate = [0x30, 0x03, 0x02, 0x01, 0x01]
+            } else {
+                continue
+            }
+            row.revision += 1
+            #expect(try await records.updateKeyRecord(row, expectedRevision: revision))
+        }
         try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
-            // A record that no longer decodes, as a failed write by another tool might leave it.
-            for handle in try session.findObjects([.objectClass(.data), .label("paywarden-key:" + damagedRecord.id.hex)]) {
-                try session.destroyObject(handle)
-            }
-            _ = try session.createObject([
-                .objectClass(.data), .bool(.token, true), .bool(.private, true), .string(.application, "paywarden"),
-                .label("paywarden-key:" + damagedRecord.id.hex), Attribute(.value, bytes: Array("{\"state\":".utf8)),
-            ])
-            // A certificate object whose value is not a certificate.
-            for handle in try session.findObjects([.objectClass(.certificate), .id(damagedCertificate.id)]) {
-                try session.destroyObject(handle)
-            }
-            _ = try session.createObject([
-                .objectClass(.certificate), .ulong(.certificateType, CertificateType.x509.rawValue), .bool(.token, true),
-                .id(damagedCertificate.id), .label("damaged"), Attribute(.subject, bytes: [0x30, 0x00]),
-                Attribute(.value, bytes: [0x30, 0x03, 0x02, 0x01, 0x01]),
-            ])
             // A private key whose public object is gone.
             for handle in try session.tokenObjects(.publicKey, id: withoutPublicHalf.id) { try session.destroyObject(handle) }
         }
@@ -62,8 +60,8 @@ struct UnreadableObjectTests {
 
     /// Another application's keys in a shared token are not Paywarden's to report, and hide nothing.
     @Test func foreignKeysWithoutRecordsAreIgnored() async throws {
-        let hsm = try await SoftHSMTestToken.make().open()
-        let store = MerchantKeyStore(hsm: hsm, certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let hsm = try await TestToken.make().open()
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: TestCertificateAuthority.shared.issuers)
         let (ours, _) = try await store.create(merchantID: "merchant.com.example.ours", purpose: .processing, algorithm: .ec)
         let foreign = try await hsm.generateKeyPair(KeySpecification(label: "foreign", algorithm: .ecP256, usage: [.sign]))
         try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in

@@ -18,11 +18,13 @@ struct GatewayFixture {
     let standIn: AppleGatewayStandIn
 
     static func make(maximumTLSVersion: TLSVersion = .tlsv13, standInCA: TestCertificateAuthority? = nil) async throws -> GatewayFixture {
-        let token = try await SoftHSMTestToken.make(labelPrefix: "gateway")
+        let token = try await TestToken.make(labelPrefix: "gateway")
         let hsm = try await token.open()
         let ca = try TestCertificateAuthority()
         let standIn = try await AppleGatewayStandIn.start(clientCA: (standInCA ?? ca).certificate, maximumTLSVersion: maximumTLSVersion)
-        return GatewayFixture(hsm: hsm, keys: MerchantKeyStore(hsm: hsm, certificateIssuers: ca.issuers), ca: ca, standIn: standIn)
+        return GatewayFixture(
+            hsm: hsm, keys: MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: ca.issuers), ca: ca,
+            standIn: standIn)
     }
 
     /// An identity key made in the HSM, its CSR signed by the CA, the certificate imported.

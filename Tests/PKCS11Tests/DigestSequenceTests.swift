@@ -30,7 +30,7 @@ extension HSMTests {
         /// SoftHSM returns CKR_OBJECT_HANDLE_INVALID from C_DigestKey for a handle that names
         /// nothing and leaves its digest active: the next KDF on the same session must still work.
         @Test func aFailedDigestKeyLeavesTheSessionUsable() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let (failure, derived) = try await hsm.withSession(retryingAfterLostLogin: false) {
                 session throws(PKCS11Error) -> (PKCS11Error?, [UInt8]) in
                 let secret = try Self.createSecret(session)

@@ -17,8 +17,11 @@ func softwareConcatenationKDF(_ z: SharedSecret, _ otherInfo: [UInt8]) -> [UInt8
 
 extension HSMTests {
     @Suite struct KeyAgreement {
-        @Test func softHSMUsesDigestKeyPathAndMatchesSoftwareECDH() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
+        /// Neither SoftHSM nor NSS softokn has Apple's KDF in the HSM (NSS's `CKD_SHA256_KDF` is
+        /// ANSI X9.63, a different key): both derive Z sensitive and digest it with `C_DigestKey`.
+        @Test func theDigestKeyPathMatchesSoftwareECDH() async throws {
+            let token = try await TestToken.make()
+            let hsm = try await token.open()
             #expect(hsm.capabilities.ecdhPath == .digestKey)
             #expect(hsm.capabilities.report.contains { $0.contains("ecdh+sp800-kdf-in-hsm: unsupported") })
             let key = try await hsm.generateKeyPair(KeySpecification(label: "merchant", algorithm: .ecP256, usage: [.derive]))
@@ -36,7 +39,7 @@ extension HSMTests {
                 #expect(derived == expected)
             }
             // Every derived Z was destroyed: no secret key is left, only the merchant key pair in
-            // the token and the workers' session copies of its private key.
+            // the token and, on SoftHSM, the workers' session copies of its private key.
             let (secrets, tokenObjects, copies) = try await hsm.withSession { session throws(PKCS11Error) in
                 (
                     try session.findObjects([.objectClass(.secretKey)]).count,
@@ -46,12 +49,30 @@ extension HSMTests {
             }
             #expect(secrets == 0)
             #expect(tokenObjects == 2)
-            #expect((1...hsm.workerCount).contains(copies))
+            #expect(token.backend == .softHSM ? (1...hsm.workerCount).contains(copies) : copies == 0, "\(copies) session copies")
+            await hsm.close()
+        }
+
+        /// A token that takes `CKD_SHA256_KDF_SP800` but computes ANSI X9.63 (NSS softokn's
+        /// `CKD_SHA256_KDF`, counter after Z) would decrypt nothing Apple sent: the probe compares its
+        /// answer with SP 800-56A's and falls back to the digest path. The fault-injecting module
+        /// rewrites the KDF on its way to NSS softokn, which computes X9.63 for real.
+        @Test func nssX963KDFUnderTheSP800NameIsNotTrusted() async throws {
+            let token = try await TestToken.make(backend: .nss)
+            let device = try FaultInjectingPKCS11.make(target: token.modulePath, privateCopy: false)
+            let sp800: UInt = 0x10  // CKD_SHA256_KDF_SP800
+            let x963: UInt = 0x06  // CKD_SHA256_KDF
+            device.rewriteECDHKDF(from: sp800, to: x963)
+            let hsm = try await device.open(token)
+            #expect(hsm.capabilities.ecdhPath == .digestKey)
+            #expect(
+                hsm.capabilities.report.contains("ECDH: ecdh+sp800-kdf-in-hsm: unsupported (the token's result differs from SP 800-56A)"),
+                "\(hsm.capabilities.report)")
             await hsm.close()
         }
 
         @Test func extractablePathIsUsedOnlyWhenAllowedAndAgrees() async throws {
-            let token = try await SoftHSMTestToken.make()
+            let token = try await TestToken.make()
             let hsm = try await token.open()
             let key = try await hsm.generateKeyPair(KeySpecification(label: "m", algorithm: .ecP256, usage: [.derive]))
             await hsm.close()
@@ -77,7 +98,7 @@ extension HSMTests {
             let z = try #require(Hex.decode(vector["sharedSecretZ_hex"] as! String))
             let otherInfo = try #require(Data(base64Encoded: vector["kdfOtherInfo_b64"] as! String))
             let expected = try #require(Data(base64Encoded: vector["symmetricKey_b64"] as! String))
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             // Z enters the token as a sensitive, non-extractable secret; K comes out of C_DigestKey.
             let k = try await hsm.withSession { session throws(PKCS11Error) in
                 let secret = try session.createObject([
@@ -97,7 +118,7 @@ extension HSMTests {
         }
 
         @Test func concurrentDerivationsAcrossEightTasks() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let key = try await hsm.generateKeyPair(KeySpecification(label: "busy", algorithm: .ecP256, usage: [.derive]))
             guard case .ecP256(let point) = key.publicKey else { return }
             let merchantPublic = try P256.KeyAgreement.PublicKey(x963Representation: point)
@@ -125,7 +146,7 @@ extension HSMTests {
         }
 
         @Test func recyclingWhileTasksRunFailsNothing() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let key = try await hsm.generateKeyPair(KeySpecification(label: "recycled", algorithm: .ecP256, usage: [.derive]))
             let peer = P256.KeyAgreement.PrivateKey()
             guard case .ecP256(let point) = key.publicKey else { return }
@@ -158,7 +179,7 @@ extension HSMTests {
         }
 
         @Test func excessLoadIsRefusedAtOnceAsOverloaded() async throws {
-            let hsm = try await SoftHSMTestToken.make().open {
+            let hsm = try await TestToken.make().open {
                 $0.workers = 1
                 $0.maxPendingOperations = 2
             }

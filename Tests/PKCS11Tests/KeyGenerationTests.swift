@@ -8,7 +8,7 @@ import _CryptoExtras
 extension HSMTests {
     @Suite struct KeyGeneration {
         @Test func generatedKeysAreSensitiveNeverExtractableAndFoundAgain() async throws {
-            let token = try await SoftHSMTestToken.make()
+            let token = try await TestToken.make()
             let hsm = try await token.open()
             let ec = try await hsm.generateKeyPair(KeySpecification(label: "ec-key", algorithm: .ecP256, usage: [.derive, .sign]))
             let rsa = try await hsm.generateKeyPair(
@@ -42,7 +42,7 @@ extension HSMTests {
         }
 
         @Test func ecdsaSignatureVerifiesWithSwiftCrypto() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let key = try await hsm.generateKeyPair(KeySpecification(label: "signer", algorithm: .ecP256, usage: [.sign]))
             let message = Data("certificate request info".utf8)
             let der = try await hsm.signECDSA(key.id, digest: Array(SHA256.hash(data: message)))
@@ -57,7 +57,7 @@ extension HSMTests {
         }
 
         @Test func rsaSignatureVerifiesWithSwiftCrypto() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let key = try await hsm.generateKeyPair(KeySpecification(label: "rsa-signer", algorithm: .rsa2048, usage: [.sign]))
             let message = Array("identity certificate request".utf8)
             let signature = try await hsm.signRSAPKCS1SHA256(key.id, message: message)
@@ -74,7 +74,7 @@ extension HSMTests {
         }
 
         @Test func destroyedKeysAreGone() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let key = try await hsm.generateKeyPair(KeySpecification(label: "short-lived", algorithm: .ecP256, usage: [.derive]))
             #expect(try await hsm.destroyKeyPair(key.id) == 2)
             #expect(try await hsm.keys().isEmpty)

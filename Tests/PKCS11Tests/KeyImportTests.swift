@@ -23,7 +23,7 @@ extension HSMTests {
             let merchantHash = try #require(Hex.decode(intermediates["merchantIdentifierHashHex"] as! String))
             let otherInfo = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + Array(merchantHash)
 
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let software = try SoftwarePrivateKey(pemOrDER: Array(pem))
             #expect(software.algorithm == .ecP256)
             let key = try await hsm.importPrivateKey(software, as: KeySpecification(label: vector, algorithm: .ecP256, usage: [.derive]))
@@ -42,7 +42,7 @@ extension HSMTests {
             let intermediates = try ConformanceVectors.json("basistheory-rsa", "intermediates.json")
             let wrapped = try #require(Data(base64Encoded: (token["header"] as! [String: Any])["wrappedKey"] as! String))
             let expected = try #require(Data(base64Encoded: intermediates["symmetricKey_b64"] as! String))
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let key = try await hsm.importPrivateKey(
                 software, as: KeySpecification(label: "rsa", algorithm: .rsa2048, usage: [.decrypt, .unwrap]))
             #expect(try await hsm.decryptOAEPSHA256(key.id, ciphertext: Array(wrapped)) == Array(expected))
@@ -62,7 +62,7 @@ extension HSMTests {
                 ("PKCS#1 RSA", rsaKey.pemRepresentation),
                 ("PKCS#8 RSA", rsaKey.pkcs8PEMRepresentation),
             ]
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             for (name, pem) in formats {
                 let software = try SoftwarePrivateKey(pemOrDER: Array(pem.utf8))
                 let usage: KeyUsage = software.algorithm == .ecP256 ? [.derive, .sign] : [.decrypt, .sign]
@@ -103,7 +103,7 @@ extension HSMTests {
             let software = try SoftwarePrivateKey(pkcs12: Array(p12), password: "secret-pass")
             #expect(software.certificate != nil)
             #expect(try software.publicKey() == .ecP256(x963: Array(key.publicKey.x963Representation)))
-            let hsm = try await SoftHSMTestToken.make().open()
+            let hsm = try await TestToken.make().open()
             let imported = try await hsm.importPrivateKey(software, as: KeySpecification(label: "p12", algorithm: .ecP256, usage: [.sign]))
             let signature = try await hsm.signECDSA(imported.id, digest: Array(SHA256.hash(data: Data([42]))))
             #expect(key.publicKey.isValidSignature(try P256.Signing.ECDSASignature(derRepresentation: signature), for: Data([42])))

@@ -7,10 +7,18 @@ import _CryptoExtras
 
 extension HSMTests {
     @Suite struct RSADecryption {
-        @Test func softHSMFallsBackToRawRSAWithOpenSSLDecoding() async throws {
-            let hsm = try await SoftHSMTestToken.make().open()
-            #expect(hsm.capabilities.rsaDecryptionPath == .rawWithSoftwareOAEP)
-            #expect(hsm.capabilities.report.contains { $0.hasPrefix("RSA: rsa-oaep-sha256-decrypt: unsupported") })
+        /// SoftHSM has OAEP with SHA-1 only, so it falls back to raw RSA with OpenSSL's decoding
+        /// (allowed in the test configuration); NSS softokn unwraps with OAEP-SHA256 in the HSM.
+        @Test func oaepSHA256DecryptsOnTheStrongestPathTheTokenHas() async throws {
+            let token = try await TestToken.make()
+            let hsm = try await token.open()
+            switch token.backend {
+            case .softHSM:
+                #expect(hsm.capabilities.rsaDecryptionPath == .rawWithSoftwareOAEP)
+                #expect(hsm.capabilities.report.contains { $0.hasPrefix("RSA: rsa-oaep-sha256-decrypt: unsupported") })
+            case .nss:
+                #expect(hsm.capabilities.rsaDecryptionPath == .unwrapOAEP, "\(hsm.capabilities.report)")
+            }
             let key = try await hsm.generateKeyPair(KeySpecification(label: "china", algorithm: .rsa2048, usage: [.decrypt, .unwrap]))
             guard case .rsa(let n, let e) = key.publicKey else {
                 Issue.record("not RSA")

@@ -2,6 +2,7 @@ import Foundation
 import PaywardenConfiguration
 import PaywardenPrimitives
 import PaywardenServer
+import PaywardenStorage
 import PaywardenTestTraits
 import PaywardenTesting
 import Synchronization
@@ -41,7 +42,7 @@ struct ReplayLedgerTests {
         let report = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         #expect(report?["driver"] as? String == "postgres")
         #expect((report?["tables"] as? [String: Int])?["replay_ledger"] == 2)
-        #expect(report?["schemaVersion"] as? Int == 3)
+        #expect(report?["schemaVersion"] as? Int == Schema.migrations.count)
         #expect(report?["location"] as? String == cluster.url(database: name))
         first.stop()
         second.stop()

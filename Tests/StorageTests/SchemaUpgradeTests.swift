@@ -56,7 +56,7 @@ enum SchemaVersion2 {
             _ = try await database.engine.execute(record(migration), [], writes: true)
         }
         let status = try await database.schemaStatus()
-        #expect(status.applied == migrations && status.pending == ["0003_merchant_token_events"])
+        #expect(status.applied == migrations && status.pending == ["0003_merchant_token_events", "0004_merchant_keys"])
         _ = try await database.engine.execute(
             """
             INSERT INTO high_value_tokens (organization, token, fingerprint, fingerprint_key_id, account_kind, merchant_token_id, state,
@@ -78,7 +78,7 @@ enum SchemaVersion2 {
     }
 
     static func checkUpgrade<Driver: SQLDriver>(of database: SQLDatabase<Driver>) async throws {
-        #expect(try await database.migrate() == ["0003_merchant_token_events"])
+        #expect(try await database.migrate() == ["0003_merchant_token_events", "0004_merchant_keys"])
         #expect(try await database.schemaStatus().isCurrent)
         #expect(try await database.migrate().isEmpty)
         // The tokens are kept, with no metadata yet; the events table is the new one.

@@ -16,14 +16,14 @@ import Vault
 struct VaultTests {
     /// A vault on a fresh token and database, with a clock the test moves.
     final class Environment: Sendable {
-        let token: SoftHSMTestToken
+        let token: TestToken
         let hsm: HSM
         let database: SQLDatabase<SQLiteDriver>
         let vault: Vault
         let clock = MovableClock()
 
         init() async throws {
-            token = try await SoftHSMTestToken.make(labelPrefix: "vault")
+            token = try await TestToken.make(labelPrefix: "vault")
             hsm = try await token.open()
             let directory = NSTemporaryDirectory() + "paywarden-vault-\(UUID().uuidString.prefix(8))"
             TestResources.track(directory: directory)

@@ -58,7 +58,11 @@ int pwfault_set_latency(const char *function, unsigned long microseconds);
 void pwfault_remove_device(int end_sessions);
 void pwfault_restore_device(void);
 
-/* Restores the device, releases every hang and clears every error and latency. Counts stay. */
+/* ECDH derives (CKM_ECDH1_DERIVE) whose CK_ECDH1_DERIVE_PARAMS.kdf is `from` reach the target
+ * with `to` instead, so the token computes another KDF than the one asked for (0, 0: none). */
+void pwfault_rewrite_ecdh_kdf(unsigned long from, unsigned long to);
+
+/* Restores the device, releases every hang and clears every error, latency and KDF rewrite. Counts stay. */
 void pwfault_clear(void);
 
 /* Calls of `function` ("*" or NULL: of all) since load or the last reset, faulted ones included. */

@@ -35,7 +35,10 @@ int cpkcs11_load(const char *path, cpkcs11_module *out, char *reason, size_t rea
 /* Closes a module opened by cpkcs11_load. The caller must have called C_Finalize. */
 void cpkcs11_unload(cpkcs11_module *module);
 
-/* C_Initialize with CKF_OS_LOCKING_OK, so the module locks its own state across threads. */
-CK_RV cpkcs11_initialize(CK_FUNCTION_LIST_PTR functions);
+/*
+ * C_Initialize with CKF_OS_LOCKING_OK, so the module locks its own state across threads, and
+ * `reserved` (NULL, or a module-specific string such as NSS softokn's configdir=…) as pReserved.
+ */
+CK_RV cpkcs11_initialize(CK_FUNCTION_LIST_PTR functions, const char *reserved);
 
 #endif

@@ -1,12 +1,13 @@
 import Foundation
 
-/// Paywarden's record of a merchant key, stored in the HSM beside the key as a `CKO_DATA` object
-/// (application "paywarden"), so every instance on the same HSM sees the same state.
+/// Paywarden's record of a merchant key, stored in the database (`merchant_keys`, with the key's
+/// certificate), so every instance on the same HSM and database sees the same state. Earlier builds
+/// kept it in the token as a `CKO_DATA` object; those are moved on first read.
 public struct KeyRecord: Sendable, Hashable, Codable {
     /// The record format; bumped only with a migration.
     public var formatVersion: Int = 1
-    /// Bumped on every write. Records are replaced by create-then-destroy (tokens may refuse to
-    /// modify a data object's value), so after an interrupted write the higher revision wins.
+    /// Bumped on every write: the database row's revision, which every write compares and sets
+    /// (an earlier build's token records carried their own, kept when they are moved).
     public var revision: Int = 0
     public var purpose: KeyPurpose
     /// The merchant identifier the key was requested for (the certificate subject's UID).

@@ -1,8 +1,8 @@
 import Foundation
 import PKCS11
-import SwiftASN1
 
-/// How key records and certificates are kept in the token, beside the keys.
+/// How earlier builds kept key records and certificates in the token, beside the keys; read
+/// only to move them to the database (``MerchantKeyStore``), and destroyed with their key.
 ///
 /// - A record is a private `CKO_DATA` token object: `CKA_APPLICATION` "paywarden", `CKA_LABEL`
 ///   "paywarden-key:<key id hex>", `CKA_VALUE` the record's JSON.
@@ -10,6 +10,19 @@ import SwiftASN1
 enum CustodyObjects {
     static let application = "paywarden"
     static let recordLabelPrefix = "paywarden-key:"
+
+    /// What an earlier build left in the token.
+    struct Legacy: Sendable {
+        var records: [KeyIdentifier: Result<KeyRecord, CustodyError>] = [:]
+        var certificates: [KeyIdentifier: [UInt8]] = [:]
+    }
+
+    /// The token's records, and its certificates when there are records to move with them.
+    static func legacy(_ session: Session) throws(PKCS11Error) -> Legacy {
+        let records = try records(session)
+        guard !records.isEmpty else { return Legacy() }
+        return Legacy(records: records, certificates: try certificates(session))
+    }
 
     /// Every record in the token, by key id. Records that cannot be read are reported, not hidden.
     static func records(_ session: Session) throws(PKCS11Error) -> [KeyIdentifier: Result<KeyRecord, CustodyError>] {
@@ -33,22 +46,6 @@ enum CustodyObjects {
         return records
     }
 
-    /// Writes the record of `id`: the new revision is created first and the old ones destroyed
-    /// after, so an interruption leaves the old or the new record, never none.
-    static func write(_ record: KeyRecord, for id: KeyIdentifier, _ session: Session) throws(PKCS11Error) {
-        let previous = try recordHandles(id, session)
-        var record = record
-        record.revision += 1
-        let value: [UInt8]
-        do { value = try record.encoded() } catch { throw .invalidInput("the key record could not be encoded") }
-        _ = try session.createObject([
-            .objectClass(.data), .bool(.token, true), .bool(.private, true),
-            .string(.application, application), .label(recordLabelPrefix + id.hex), Attribute(.value, bytes: value),
-        ])
-        // The new revision is written; an old one left behind loses to it on every read.
-        for handle in previous { try? session.destroyObject(handle) }
-    }
-
     static func deleteRecord(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) {
         for handle in try recordHandles(id, session) { try session.destroyObject(handle) }
     }
@@ -66,28 +63,6 @@ enum CustodyObjects {
             certificates[KeyIdentifier(bytes: id)] = value
         }
         return certificates
-    }
-
-    /// Stores `certificate` as the certificate of key `id`. Returns the new object's handle.
-    static func storeCertificate(
-        _ certificate: MerchantCertificate, for id: KeyIdentifier, label: String, _ session: Session
-    ) throws(PKCS11Error) -> ObjectHandle {
-        var subject: [UInt8] = []
-        var issuer: [UInt8] = []
-        do {
-            subject = try certificate.certificate.subject.derBytes()
-            issuer = try certificate.certificate.issuer.derBytes()
-        } catch {
-            throw .invalidInput("the certificate's names could not be encoded")
-        }
-        return try session.createObject([
-            .objectClass(.certificate), .ulong(.certificateType, CertificateType.x509.rawValue),
-            .bool(.token, true), .bool(.private, false), .id(id), .label(label),
-            Attribute(.subject, bytes: subject), Attribute(.issuer, bytes: issuer),
-            // CKA_SERIAL_NUMBER is the DER INTEGER as the certificate has it, sign octet included
-            // (MerchantCertificate refused serials over the 20 octets RFC 5280 allows).
-            Attribute(.serialNumber, bytes: certificate.serialNumberDER), Attribute(.value, bytes: certificate.der),
-        ])
     }
 
     static func deleteCertificates(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) {

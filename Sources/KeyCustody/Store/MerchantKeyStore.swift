@@ -3,21 +3,35 @@ import Foundation
 import PKCS11
 import PaywardenPrimitives
 
-/// Merchant keys, their records and certificates, with the HSM as the only source of truth.
+import protocol PaywardenStorage.KeyRecordStore
+
+/// Merchant keys in the HSM, with their records and certificates in the database.
+///
+/// The HSM says which keys exist; the database says what Paywarden knows of each (purpose,
+/// merchant, state, certificate), so no HSM has to store data objects (NSS softokn refuses them).
+/// Records that earlier builds kept in the token as `CKO_DATA` objects are copied to the database
+/// the first time they are read (see ``CustodyObjects``).
 ///
 /// Every mutation checks everything first and writes last, undoing its own earlier writes when a
-/// later one fails, so a refused or failed action leaves the token as it was. Callers on one
-/// machine serialise mutations with ``AdminLock``.
+/// later one fails, so a refused or failed action leaves the token and the records as they were.
+/// Callers on one machine serialise mutations with ``AdminLock``; record writes are
+/// compare-and-set, so admins on two machines never overwrite each other.
 public final class MerchantKeyStore: Sendable {
     public let hsm: HSM
     /// The certification authorities imported certificates must chain to.
     public let certificateIssuers: CertificateIssuers
+    private let records: KeyRecordTable
     private let clock: @Sendable () -> Date
 
-    /// - Parameter certificateIssuers: Apple's pinned authorities unless a test or a sandbox
-    ///   replaces them.
-    public init(hsm: HSM, certificateIssuers: CertificateIssuers = .apple, clock: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameters:
+    ///   - records: the database's key records, shared by every instance using this HSM.
+    ///   - certificateIssuers: Apple's pinned authorities unless a test or a sandbox replaces them.
+    public init(
+        hsm: HSM, records: any KeyRecordStore, certificateIssuers: CertificateIssuers = .apple,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.hsm = hsm
+        self.records = KeyRecordTable(store: records)
         self.certificateIssuers = certificateIssuers
         self.clock = clock
     }
@@ -96,10 +110,14 @@ public final class MerchantKeyStore: Sendable {
                 // A processing key signs nothing after its CSR: a signing permission left on it
                 // would let whoever reaches the token sign with a key Apple certified for tokens.
                 try session.withdraw(withdrawn, from: object.id)
-                try CustodyObjects.write(record, for: object.id, session)
                 return try session.privateKey(id: object.id) ?? object
             }
-            return (try Self.merchantKey(key, record, certificate: nil), csr)
+            guard try await records.insert(record, certificate: nil, for: object.id, at: now) else {
+                throw CustodyError(.invalidState, "key \(object.id) already has a record in the database; nothing was created")
+            }
+            var written = record
+            written.revision = 1
+            return (try Self.merchantKey(key, written, certificate: nil), csr)
         } catch {
             _ = try? await hsm.destroyKeyPair(object.id)
             if let error = error as? CustodyError { throw error }
@@ -177,29 +195,24 @@ public final class MerchantKeyStore: Sendable {
             state: .active, origin: .imported, createdAt: now
         )
         record.activatedAt = now
-        let finalRecord = record
-        let id = specification.id
-        let storedCertificate = certificate
+        record.revision = 1
         let object: KeyObject
         do throws(PKCS11Error) {
             object = try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
-                let object = try session.importPrivateKey(software, as: specification)
-                do throws(PKCS11Error) {
-                    if let storedCertificate {
-                        _ = try CustodyObjects.storeCertificate(storedCertificate, for: id, label: specification.label, session)
-                    }
-                    try CustodyObjects.write(finalRecord, for: id, session)
-                } catch {
-                    try? CustodyObjects.deleteCertificates(id, session)
-                    _ = try? session.destroyKeyPair(id: id)
-                    throw error
-                }
-                return object
+                try session.importPrivateKey(software, as: specification)
             }
         } catch {
             throw CustodyError(error)
         }
-        return try Self.merchantKey(object, finalRecord, certificate: certificate)
+        do throws(CustodyError) {
+            guard try await records.insert(record, certificate: certificate?.der, for: object.id, at: now) else {
+                throw CustodyError(.invalidState, "key \(object.id) already has a record in the database; nothing was imported")
+            }
+        } catch {
+            _ = try? await hsm.destroyKeyPair(object.id)
+            throw error
+        }
+        return try Self.merchantKey(object, record, certificate: certificate)
     }
 
     // MARK: Certificates
@@ -258,22 +271,9 @@ public final class MerchantKeyStore: Sendable {
         activated.state = .active
         activated.activatedAt = now
         if activated.merchantIdentifierHash == nil { activated.merchantIdentifierHash = certificate.merchantIdentifierHash }
-        let finalRecord = activated
-        let label = key.label
-        do throws(PKCS11Error) {
-            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
-                let handle = try CustodyObjects.storeCertificate(certificate, for: key.id, label: label, session)
-                do throws(PKCS11Error) {
-                    try CustodyObjects.write(finalRecord, for: key.id, session)
-                } catch {
-                    try? session.destroyObject(handle)
-                    throw error
-                }
-            }
-        } catch {
-            throw CustodyError(error)
-        }
-        return (try Self.merchantKey(key, finalRecord, certificate: certificate), .activated)
+        try await records.update(activated, certificate: certificate.der, for: key.id, replacing: record, at: now)
+        activated.revision = record.revision + 1
+        return (try Self.merchantKey(key, activated, certificate: certificate), .activated)
     }
 
     // MARK: Lifecycle
@@ -291,15 +291,9 @@ public final class MerchantKeyStore: Sendable {
         var record = key.record
         record.state = .retired
         record.retiredAt = now
-        let finalRecord = record
-        do throws(PKCS11Error) {
-            try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
-                try CustodyObjects.write(finalRecord, for: key.id, session)
-            }
-        } catch {
-            throw CustodyError(error)
-        }
-        return try Self.merchantKey(key.key, finalRecord, certificate: key.certificate)
+        try await records.update(record, certificate: key.certificate?.der, for: key.id, replacing: key.record, at: now)
+        record.revision = key.record.revision + 1
+        return try Self.merchantKey(key.key, record, certificate: key.certificate)
     }
 
     /// Destroys a retired or pending key: the private and public key, certificate and record.
@@ -311,6 +305,7 @@ public final class MerchantKeyStore: Sendable {
         }
         do throws(PKCS11Error) {
             try await hsm.withSession { session throws(PKCS11Error) in
+                // Objects an earlier build kept beside the key go with it.
                 try CustodyObjects.deleteCertificates(key.id, session)
                 try session.destroyKeyPair(id: key.id)
                 try CustodyObjects.deleteRecord(key.id, session)
@@ -319,6 +314,9 @@ public final class MerchantKeyStore: Sendable {
         } catch {
             throw CustodyError(error)
         }
+        // The key is gone from the HSM: a record left behind by a failure here names nothing and
+        // is never listed.
+        try await records.delete(key.id)
         return key
     }
 
@@ -332,18 +330,24 @@ public final class MerchantKeyStore: Sendable {
         let unreadable: [UnreadableMerchantKey]
     }
 
-    /// One consistent read of keys, records and certificates, in one session.
+    /// The token's keys (one session) and the database's records, after copying to the database
+    /// any record an earlier build kept in the token that the database does not have yet.
     private func snapshot() async throws(CustodyError) -> Snapshot {
-        let (listing, records, certificates): (KeyListing, [KeyIdentifier: Result<KeyRecord, CustodyError>], [KeyIdentifier: [UInt8]])
+        let listing: KeyListing
+        let legacy: CustodyObjects.Legacy
         do throws(PKCS11Error) {
-            (listing, records, certificates) = try await hsm.withSession { session throws(PKCS11Error) in
-                (try session.privateKeys(), try CustodyObjects.records(session), try CustodyObjects.certificates(session))
+            (listing, legacy) = try await hsm.withSession { session throws(PKCS11Error) in
+                (try session.privateKeys(), try CustodyObjects.legacy(session))
             }
             // A key destroyed elsewhere must not live on in session copies.
             try await hsm.keysListed(listing)
         } catch {
             throw CustodyError(error)
         }
+        var entries = try await records.entries()
+        if try await migrate(legacy, into: entries) { entries = try await records.entries() }
+        let records = entries.mapValues(\.record)
+        let certificates = entries.compactMapValues(\.certificate)
         var managed: [MerchantKey] = []
         var unreadable: [UnreadableMerchantKey] = []
         for key in listing.keys {
@@ -354,7 +358,7 @@ public final class MerchantKeyStore: Sendable {
                     do throws(CustodyError) {
                         return try MerchantCertificate(bytes: der)
                     } catch {
-                        throw CustodyError(.storage, "the certificate of key \(key.id) in the HSM is unreadable: \(error.message)")
+                        throw CustodyError(.storage, "the certificate of key \(key.id) in the database is unreadable: \(error.message)")
                     }
                 }
                 managed.append(try Self.merchantKey(key, record, certificate: certificate))
@@ -369,6 +373,20 @@ public final class MerchantKeyStore: Sendable {
             unreadable.append(UnreadableMerchantKey(id: id, reason: "the key object is unreadable: \(object.reason)"))
         }
         return Snapshot(keys: listing.keys, records: records, certificates: certificates, managed: managed, unreadable: unreadable)
+    }
+
+    /// Copies to the database the token's `CKO_DATA` records (and their certificates) that it has
+    /// no row for. The token's objects stay, unused, until their key is destroyed. Returns whether
+    /// anything was written.
+    private func migrate(_ legacy: CustodyObjects.Legacy, into entries: [KeyIdentifier: KeyRecordTable.Entry]) async throws(CustodyError)
+        -> Bool
+    {
+        var wrote = false
+        for (id, result) in legacy.records where entries[id] == nil {
+            guard case .success(let record) = result else { continue }
+            wrote = try await records.insert(record, certificate: legacy.certificates[id], for: id, at: now) || wrote
+        }
+        return wrote
     }
 
     /// Everything a certificate must be before it is stored: from the accepted issuers, for this

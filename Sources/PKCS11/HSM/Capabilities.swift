@@ -13,7 +13,11 @@ public struct Capabilities: Sendable, Hashable {
     public let hmacSHA256: Bool
     /// `CKM_SHA256_RSA_PKCS_PSS` signing: TLS 1.3 client authentication with an RSA key needs it.
     public let rsaPSS: Bool
-    /// The mechanisms the token lists.
+    /// Optional attributes the token does not know, which templates leave out (NSS softokn:
+    /// `CKA_COPYABLE`). Asked of the token, never assumed.
+    public let unknownAttributes: Set<AttributeType>
+    /// The mechanisms the token lists. Informational: every path is probed whether listed or not
+    /// (NSS softokn digests with `CKM_SHA256` without listing it).
     public let mechanisms: Set<MechanismType>
     /// One line per path tried, with the reason a path was not taken.
     public let report: [String]
@@ -22,7 +26,7 @@ public struct Capabilities: Sendable, Hashable {
     static func unprobed(_ mechanisms: Set<MechanismType>) -> Capabilities {
         Capabilities(
             ecdhPath: nil, rsaDecryptionPath: nil, dataKeyWrapPath: nil, aesGCM: false, hmacSHA256: false, rsaPSS: false,
-            mechanisms: mechanisms, report: ["not probed"]
+            unknownAttributes: [], mechanisms: mechanisms, report: ["not probed"]
         )
     }
 }

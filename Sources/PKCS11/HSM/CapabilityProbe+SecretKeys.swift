@@ -69,6 +69,30 @@ extension CapabilityProbe {
         }
     }
 
+    /// Asks the token, of a throw-away key, for each optional attribute secret-key templates carry;
+    /// those it does not know (`CKR_ATTRIBUTE_TYPE_INVALID`) are left out of templates, since some
+    /// tokens then refuse the whole key (NSS softokn fails a token key naming `CKA_COPYABLE`).
+    static func probeOptionalAttributes(session: Session, report: inout [String]) -> Set<AttributeType> {
+        var unknown: Set<AttributeType> = []
+        do {
+            let key = try session.createObject(sessionSecretKey(.aes, usage: [.bool(.encrypt, true), .bool(.decrypt, true)]))
+            defer { try? session.destroyObject(key) }
+            for type in SecretKeySpecification.optionalAttributes.sorted(by: { $0.rawValue < $1.rawValue })
+            where try !session.knowsAttribute(type, of: key) {
+                unknown.insert(type)
+            }
+        } catch {
+            report.append("attributes: probe failed (\(reason(error))); secret keys are made with every attribute")
+            return []
+        }
+        report.append(
+            unknown.contains(.copyable)
+                ? "CKA_COPYABLE: unknown to the token; secret keys are made without it (a copy keeps CKA_SENSITIVE and "
+                    + "CKA_EXTRACTABLE)"
+                : "CKA_COPYABLE: FALSE on every secret key")
+        return unknown
+    }
+
     /// A throw-away session key with the known value; its value is not secret.
     private static func sessionSecretKey(_ type: KeyType, usage: [Attribute]) -> [Attribute] {
         [

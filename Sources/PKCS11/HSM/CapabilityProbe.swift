@@ -14,18 +14,19 @@ enum CapabilityProbe {
         let aesGCM = probeAESGCM(session: session, report: &report)
         let wrap = probeDataKeyWrap(session: session, aesGCM: aesGCM, report: &report)
         let hmac = probeHMAC(session: session, report: &report)
+        let unknown = probeOptionalAttributes(session: session, report: &report)
         return Capabilities(
             ecdhPath: ecdh, rsaDecryptionPath: rsa, dataKeyWrapPath: wrap, aesGCM: aesGCM, hmacSHA256: hmac, rsaPSS: pss,
-            mechanisms: mechanisms, report: report
+            unknownAttributes: unknown, mechanisms: mechanisms, report: report
         )
     }
 
     private static func probeECDH(
         session: Session, mechanisms: Set<MechanismType>, configuration: HSMConfiguration, report: inout [String]
     ) -> ECDHPath? {
-        guard mechanisms.contains(.ecdh1Derive), mechanisms.contains(.ecKeyPairGeneration) else {
-            report.append("ECDH: the token lists no CKM_ECDH1_DERIVE; EC_v1 keys cannot be used")
-            return nil
+        // A mechanism list is a claim, not a fact: what is missing from it is tried all the same.
+        if !mechanisms.contains(.ecdh1Derive) || !mechanisms.contains(.ecKeyPairGeneration) {
+            report.append("ECDH: the token does not list CKM_ECDH1_DERIVE and CKM_EC_KEY_PAIR_GEN; probed all the same")
         }
         do {
             let (publicHandle, privateHandle) = try session.generateKeyPair(
@@ -60,7 +61,7 @@ enum CapabilityProbe {
                 return key == expected ? nil : "the token's result differs from SP 800-56A"
             }
         } catch {
-            report.append("ECDH: probe failed: \(error)")
+            report.append("ECDH: probe failed: \(reason(error)); EC_v1 keys cannot be used")
         }
         return nil
     }
@@ -68,9 +69,8 @@ enum CapabilityProbe {
     private static func probeRSA(
         session: Session, mechanisms: Set<MechanismType>, configuration: HSMConfiguration, report: inout [String]
     ) -> (RSADecryptionPath?, pss: Bool) {
-        guard mechanisms.contains(.rsaKeyPairGeneration) else {
-            report.append("RSA: the token cannot generate RSA keys; RSA_v1 and RSA-PSS are unavailable")
-            return (nil, false)
+        if !mechanisms.contains(.rsaKeyPairGeneration) {
+            report.append("RSA: the token does not list CKM_RSA_PKCS_KEY_PAIR_GEN; probed all the same")
         }
         do {
             let (publicHandle, privateHandle) = try session.generateKeyPair(
@@ -111,7 +111,7 @@ enum CapabilityProbe {
             }
             return (path, pss)
         } catch {
-            report.append("RSA: probe failed: \(error)")
+            report.append("RSA: probe failed: \(reason(error)); RSA_v1 and RSA-PSS are unavailable")
         }
         return (nil, false)
     }

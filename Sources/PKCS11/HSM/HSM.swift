@@ -75,7 +75,7 @@ public final class HSM: Sendable {
             opened = try await DedicatedThread.run(name: "pkcs11-open") { () throws(PKCS11Error) -> Opened in
                 let pin = try configuration.pin.read()
                 let module = try PKCS11Module.load(path: configuration.modulePath)
-                try module.initialize()
+                try module.initialize(reserved: configuration.initReserved)
                 var anchor: Session?
                 do throws(PKCS11Error) {
                     let location = TokenLocation(module: module, slot: try module.slot(forTokenLabel: configuration.tokenLabel))

@@ -6,6 +6,10 @@ import Foundation
 public struct HSMConfiguration: Sendable {
     /// The vendor's PKCS#11 library.
     public var modulePath: String
+    /// The string `C_Initialize` receives as `CK_C_INITIALIZE_ARGS.pReserved` (nil: NULL). NSS
+    /// softokn reads its database directory and token label from it and refuses a NULL; SoftHSM
+    /// refuses anything else. It names no secret.
+    public var initReserved: String?
     /// The token, found by label because slot ids move.
     public var tokenLabel: String
     /// Where the user PIN is read from when the token is opened (and at every re-login).

@@ -54,13 +54,22 @@ public struct SecretKeySpecification: Sendable, Hashable {
 
     /// Always a private token object, sensitive, never extractable, not copyable, and not
     /// modifiable (its usages stay what its kind grants).
-    var template: [Attribute] {
-        [
+    ///
+    /// - Parameter unknown: optional attributes the token does not know, left out rather than
+    ///   failing the generation (NSS softokn has no `CKA_COPYABLE`, and refuses a token key
+    ///   that names it). Only ``optionalAttributes`` may be left out.
+    func template(omitting unknown: Set<AttributeType> = []) -> [Attribute] {
+        let protection: [Attribute] = [.bool(.copyable, false), .bool(.modifiable, false)]
+        return [
             .objectClass(.secretKey), .keyType(kind.keyType), .id(id), .label(label),
             .bool(.token, true), .bool(.private, true), .bool(.sensitive, true), .bool(.extractable, false),
-            .bool(.copyable, false), .bool(.modifiable, false),
-        ] + kind.usage
+        ] + protection.filter { !(unknown.contains($0.type) && Self.optionalAttributes.contains($0.type)) } + kind.usage
     }
+
+    /// Attributes a secret key is made without when the token does not know them: what they add
+    /// (no `C_CopyObject`) is defence in depth, while sensitivity and extractability are required
+    /// of every key and checked after it is made.
+    static let optionalAttributes: Set<AttributeType> = [.copyable]
 }
 
 /// A secret key in the token, with the attributes that prove it cannot leave the HSM.

@@ -11,8 +11,10 @@ public final class PKCS11Module: @unchecked Sendable {
     let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
 
     private static let loaded = Mutex<[String: PKCS11Module]>([:])
-    /// How many users (open HSMs, token initialisers) hold the module initialised.
-    private let users = Mutex<Int>(0)
+    /// How many users (open HSMs, token initialisers) hold the module initialised, and the
+    /// `pReserved` string the module was initialised with (one per initialisation: NSS softokn
+    /// opens the database it names for the process).
+    private let initialization = Mutex<(users: Int, reserved: String?)>((0, nil))
 
     private init(path: String, functions: UnsafeMutablePointer<CK_FUNCTION_LIST>) {
         self.path = path
@@ -48,35 +50,48 @@ public final class PKCS11Module: @unchecked Sendable {
         return try result.get()
     }
 
-    /// `C_Initialize` with OS locking, for the first user; later users share it.
-    func initialize() throws(PKCS11Error) {
-        try users.withLock { (users) throws(PKCS11Error) in
-            if users == 0 {
-                let rv = cpkcs11_initialize(functions)
+    /// `C_Initialize` with OS locking and `reserved` as `pReserved`, for the first user; later
+    /// users share it, and must ask for the same `reserved`: a module is initialised once.
+    func initialize(reserved: String?) throws(PKCS11Error) {
+        try initialization.withLock { (state) throws(PKCS11Error) in
+            if state.users == 0 {
+                let rv = Self.initialize(functions, reserved: reserved)
                 if rv != CK_RV(CKR_CRYPTOKI_ALREADY_INITIALIZED) { try check("C_Initialize", rv) }
+                state.reserved = reserved
+            } else if state.reserved != reserved {
+                throw PKCS11Error(
+                    code: .moduleInvalid, category: .misconfiguration,
+                    message: "\(path) is already initialised in this process with other C_Initialize arguments (pReserved); "
+                        + "one process opens one configuration of a module")
             }
-            users += 1
+            state.users += 1
         }
     }
 
     /// Releases one user; the last one calls `C_Finalize`, which closes every session and
     /// forgets every handle in the process.
     func finalize() {
-        users.withLock { users in
-            users -= 1
-            if users == 0 { _ = functions.pointee.C_Finalize(nil) }
+        initialization.withLock { state in
+            state.users -= 1
+            if state.users == 0 { _ = functions.pointee.C_Finalize(nil) }
         }
     }
 
-    /// `C_Finalize` then `C_Initialize`, which returns every resource the module holds, when the
-    /// caller is the module's only user. Returns false, doing nothing, when others share it.
+    /// `C_Finalize` then `C_Initialize` (with the same arguments), which returns every resource
+    /// the module holds, when the caller is the module's only user. Returns false, doing
+    /// nothing, when others share it.
     func reinitialize() throws(PKCS11Error) -> Bool {
-        try users.withLock { (users) throws(PKCS11Error) -> Bool in
-            guard users == 1 else { return false }
+        try initialization.withLock { (state) throws(PKCS11Error) -> Bool in
+            guard state.users == 1 else { return false }
             _ = functions.pointee.C_Finalize(nil)
-            try check("C_Initialize", cpkcs11_initialize(functions))
+            try check("C_Initialize", Self.initialize(functions, reserved: state.reserved))
             return true
         }
+    }
+
+    private static func initialize(_ functions: UnsafeMutablePointer<CK_FUNCTION_LIST>, reserved: String?) -> CK_RV {
+        guard let reserved else { return cpkcs11_initialize(functions, nil) }
+        return cpkcs11_initialize(functions, reserved)
     }
 
     public func info() throws(PKCS11Error) -> ModuleInfo {
@@ -102,11 +117,13 @@ public final class PKCS11Module: @unchecked Sendable {
 
     /// All initialised tokens, in slot order.
     public func tokens() throws(PKCS11Error) -> [TokenInfo] {
+        try presentTokens().filter(\.isInitialized)
+    }
+
+    /// Every token present, initialised or not, in slot order.
+    func presentTokens() throws(PKCS11Error) -> [TokenInfo] {
         var tokens: [TokenInfo] = []
-        for slot in try slots(tokenPresent: true) {
-            let info = try tokenInfo(slot: slot)
-            if info.isInitialized { tokens.append(info) }
-        }
+        for slot in try slots(tokenPresent: true) { tokens.append(try tokenInfo(slot: slot)) }
         return tokens
     }
 

@@ -43,3 +43,10 @@ public struct AttributeType: RawRepresentable, Hashable, Sendable {
     public static let ecParams = AttributeType(rawValue: UInt(CKA_EC_PARAMS))
     public static let ecPoint = AttributeType(rawValue: UInt(CKA_EC_POINT))
 }
+
+extension AttributeType: CustomStringConvertible {
+    /// The PKCS#11 name of the attributes templates may leave out, else the number.
+    public var description: String {
+        self == .copyable ? "CKA_COPYABLE" : "CKA_0x" + String(rawValue, radix: 16)
+    }
+}

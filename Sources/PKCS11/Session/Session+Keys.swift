@@ -2,6 +2,7 @@ extension Session {
     /// Generates a key pair inside the HSM: token objects, the private half sensitive and never
     /// extractable.
     public func generateKeyPair(_ specification: KeySpecification) throws(PKCS11Error) -> KeyObject {
+        try requireUnusedKeyPairID(specification.id)
         let mechanism: Mechanism = specification.algorithm == .ecP256 ? .ecKeyPairGeneration : .rsaKeyPairGeneration
         let (publicHandle, privateHandle) = try generateKeyPair(
             mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate
@@ -35,6 +36,7 @@ extension Session {
             publicTemplate.append(Attribute(.modulus, bytes: modulus))
             publicTemplate.append(Attribute(.publicExponent, bytes: exponent))
         }
+        try requireUnusedKeyPairID(specification.id)
         let publicHandle = try createObject(publicTemplate)
         var privateHandle: ObjectHandle?
         do {
@@ -46,6 +48,14 @@ extension Session {
             if let privateHandle { try? destroyObject(privateHandle) }
             try? destroyObject(publicHandle)
             throw error
+        }
+    }
+
+    /// A `CKA_ID` names one key pair. Tokens differ on a second object of the same class and id:
+    /// SoftHSM keeps both, NSS softokn replaces the first, so a new key never takes a used id.
+    private func requireUnusedKeyPairID(_ id: KeyIdentifier) throws(PKCS11Error) {
+        guard try tokenObjects(.privateKey, id: id).isEmpty, try tokenObjects(.publicKey, id: id).isEmpty else {
+            throw .invalidInput("a key with id \(id) already exists in the token")
         }
     }
 

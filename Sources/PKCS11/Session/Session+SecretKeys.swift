@@ -3,11 +3,14 @@
 extension Session {
     /// Generates a secret key inside the HSM: a private token object, sensitive, never
     /// extractable, with only its kind's usages.
-    public func generateSecretKey(_ specification: SecretKeySpecification) throws(PKCS11Error) -> SecretKeyObject {
+    /// - Parameter unknown: optional attributes the token does not know (``Capabilities/unknownAttributes``).
+    public func generateSecretKey(_ specification: SecretKeySpecification, omitting unknown: Set<AttributeType> = [])
+        throws(PKCS11Error) -> SecretKeyObject
+    {
         try requireUnusedID(specification.id)
         let handle = try generateKey(
             specification.kind.generation,
-            template: specification.template + [.ulong(.valueLength, SecretKeyKind.valueLength)]
+            template: specification.template(omitting: unknown) + [.ulong(.valueLength, SecretKeyKind.valueLength)]
         )
         return try checkedSecretKey(handle)
     }
@@ -15,12 +18,14 @@ extension Session {
     /// Creates a secret key from a known value, protected as a generated one (sensitive, never
     /// extractable from now on). For known-answer tests and migrations; the value is wiped from
     /// the template buffer after the call.
-    public func importSecretKey(_ value: [UInt8], as specification: SecretKeySpecification) throws(PKCS11Error) -> SecretKeyObject {
+    public func importSecretKey(_ value: [UInt8], as specification: SecretKeySpecification, omitting unknown: Set<AttributeType> = [])
+        throws(PKCS11Error) -> SecretKeyObject
+    {
         guard value.count == Int(SecretKeyKind.valueLength) else {
             throw .invalidInput("a \(specification.kind.rawValue) key is \(SecretKeyKind.valueLength) bytes, not \(value.count)")
         }
         try requireUnusedID(specification.id)
-        let handle = try createObject(specification.template + [Attribute(.value, bytes: value)])
+        let handle = try createObject(specification.template(omitting: unknown) + [Attribute(.value, bytes: value)])
         return try checkedSecretKey(handle)
     }
 

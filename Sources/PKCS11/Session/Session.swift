@@ -140,6 +140,17 @@ public final class Session {
         return values
     }
 
+    /// Whether the token knows the attribute `type` for `object`: false when it answers
+    /// `CKR_ATTRIBUTE_TYPE_INVALID` (a sensitive value is known, only unreadable).
+    public func knowsAttribute(_ type: AttributeType, of object: ObjectHandle) throws(PKCS11Error) -> Bool {
+        var attribute = CK_ATTRIBUTE(type: type.rawValue, pValue: nil, ulValueLen: 0)
+        let rv = functions.C_GetAttributeValue(raw, object.rawValue, &attribute, 1)
+        if rv == CK_RV(CKR_ATTRIBUTE_TYPE_INVALID) { return false }
+        if rv == CK_RV(CKR_ATTRIBUTE_SENSITIVE) { return true }
+        try check("C_GetAttributeValue", rv)
+        return attribute.ulValueLen != CPKCS11_UNAVAILABLE_INFORMATION
+    }
+
     public func setAttributes(of object: ObjectHandle, _ attributes: [Attribute]) throws(PKCS11Error) {
         try withTemplate(attributes) { (template, count) throws(PKCS11Error) in
             try check("C_SetAttributeValue", functions.C_SetAttributeValue(raw, object.rawValue, template, count))

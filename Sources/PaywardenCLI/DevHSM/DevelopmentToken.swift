@@ -1,18 +1,42 @@
+import ArgumentParser
 import Foundation
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
 
-/// The local SoftHSM development token: its configuration, token store and PIN files under
-/// the Paywarden home, in `softhsm/`.
+/// The local development token: its configuration, token store and PIN files under the
+/// Paywarden home, in `softhsm/` (SoftHSM 2) or `nss/` (NSS softokn, a second PKCS#11
+/// implementation, whose database and token label are named in `C_Initialize`'s arguments).
 struct DevelopmentToken {
+    /// The PKCS#11 implementation the development token is in.
+    enum Backend: String, ExpressibleByArgument, CaseIterable {
+        case softhsm
+        case nss
+
+        /// Debian's library for it.
+        var defaultModulePath: String {
+            switch self {
+            case .softhsm: "/usr/lib/softhsm/libsofthsm2.so"
+            case .nss: "/usr/lib/x86_64-linux-gnu/libsoftokn3.so"
+            }
+        }
+    }
+
     let home: String
     let label: String
     let modulePath: String
+    var backend = Backend.softhsm
 
-    var directory: String { home + "/softhsm" }
+    var directory: String { home + "/" + backend.rawValue }
     var configurationFile: String { directory + "/softhsm2.conf" }
-    var tokenDirectory: String { directory + "/tokens" }
+    var tokenDirectory: String { directory + (backend == .nss ? "/db" : "/tokens") }
+
+    /// NSS softokn's `C_Initialize` arguments: its database and the token's label; nil for SoftHSM.
+    var initReserved: String? {
+        guard backend == .nss else { return nil }
+        return "configdir='sql:\(tokenDirectory)' certPrefix='' keyPrefix='' secmod='secmod.db' flags=optimizeSpace "
+            + "dbTokenDescription='\(label)'"
+    }
     var userPINFile: String { directory + "/user.pin" }
     var securityOfficerPINFile: String { directory + "/so.pin" }
     var environmentFile: String { directory + "/env" }
@@ -24,14 +48,21 @@ struct DevelopmentToken {
     var exports: [(String, String)] {
         let apiKeys = (try? String(contentsOfFile: apiKeyEntryFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
         typealias C = SettingCatalog
-        return [
-            ("SOFTHSM2_CONF", configurationFile),
-            (C.home.environmentName, home),
-            (C.pkcs11Module.environmentName, modulePath),
+        let module: [(String, String)]
+        switch backend {
+        case .softhsm:
+            module = [
+                ("SOFTHSM2_CONF", configurationFile), (C.pkcs11Module.environmentName, modulePath),
+                // SoftHSM 2.6.1 has no OAEP-SHA256: RSA_v1 needs raw RSA with OpenSSL's OAEP decoding.
+                (C.hsmAllowSoftwareOAEP.environmentName, "true"),
+            ]
+        case .nss:
+            // NSS decrypts RSA-OAEP-SHA256 itself: nothing is allowed beyond the defaults.
+            module = [(C.pkcs11Module.environmentName, modulePath), (C.pkcs11InitReserved.environmentName, initReserved ?? "")]
+        }
+        return [(C.home.environmentName, home)] + module + [
             (C.tokenLabel.environmentName, label),
             (C.pinFile.environmentName, userPINFile),
-            // SoftHSM 2.6.1 has no OAEP-SHA256: RSA_v1 needs raw RSA with OpenSSL's OAEP decoding.
-            (C.hsmAllowSoftwareOAEP.environmentName, "true"),
         ] + (apiKeys.map { [(C.apiKeys.environmentName, $0)] } ?? [])
     }
 
@@ -39,7 +70,7 @@ struct DevelopmentToken {
     func prepareFiles() throws {
         let files = FileManager.default
         try files.createDirectory(atPath: tokenDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        if !files.fileExists(atPath: configurationFile) {
+        if backend == .softhsm, !files.fileExists(atPath: configurationFile) {
             let text = """
                 # SoftHSM2 configuration for Paywarden's development token (created by paywarden dev-hsm init)
                 directories.tokendir = \(tokenDirectory)
@@ -50,7 +81,8 @@ struct DevelopmentToken {
                 """
             try write(text, to: configurationFile, mode: 0o600)
         }
-        for file in [userPINFile, securityOfficerPINFile] where !files.fileExists(atPath: file) {
+        // A new NSS database's security officer PIN is empty; it sets the user PIN, which is then both.
+        for file in backend == .nss ? [userPINFile] : [userPINFile, securityOfficerPINFile] where !files.fileExists(atPath: file) {
             try write(Self.randomPIN(), to: file, mode: 0o600)
         }
         if !files.fileExists(atPath: apiKeyFile) {

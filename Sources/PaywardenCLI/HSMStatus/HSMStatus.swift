@@ -20,7 +20,7 @@ struct HSMStatus: AsyncParsableCommand {
             let info = try hsm.module.info()
             await hsm.close()
             let status = Status(
-                module: hsm.configuration.modulePath,
+                module: hsm.configuration.modulePath, initReserved: hsm.configuration.initReserved,
                 moduleDescription:
                     "\(info.manufacturer) \(info.libraryDescription) \(info.libraryVersion) (Cryptoki \(info.cryptokiVersion))",
                 token: hsm.token.label, serial: hsm.token.serialNumber,
@@ -29,6 +29,7 @@ struct HSMStatus: AsyncParsableCommand {
                 dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
                 hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,
                 identityTLS: hsm.capabilities.rsaPSS ? ["TLS 1.2", "TLS 1.3"] : ["TLS 1.2"],
+                unknownAttributes: hsm.capabilities.unknownAttributes.map(\.description).sorted(),
                 probe: hsm.capabilities.report,
                 keys: keys.map {
                     Status.Key(
@@ -45,6 +46,7 @@ struct HSMStatus: AsyncParsableCommand {
                 try printJSON(status)
             } else {
                 print("module:     \(status.module) — \(status.moduleDescription)")
+                if let arguments = status.initReserved { print("init args:  \(arguments)") }
                 print("token:      \(status.token) (serial \(status.serial)), logged in")
                 print("ECDH path:  \(status.ecdhPath ?? "none: EC_v1 unavailable")")
                 print("RSA path:   \(status.rsaDecryptionPath ?? "none: RSA_v1 unavailable")")
@@ -57,6 +59,9 @@ struct HSMStatus: AsyncParsableCommand {
                 let tls = status.identityTLS.joined(separator: " and ")
                 let why = status.rsaPSS ? "" : " (TLS 1.3 needs RSA-PSS signatures, which this HSM does not make)"
                 print("identity:   mutual TLS to Apple with \(tls)\(why)")
+                if !status.unknownAttributes.isEmpty {
+                    print("attributes: unknown to the token, left out of templates: \(status.unknownAttributes.joined(separator: ", "))")
+                }
                 for line in status.probe { print("  probe:    \(line)") }
                 print("keys:       \(keys.count)")
                 for key in status.keys { print("  \(key.id)  \(key.algorithm)  \(key.label)") }
@@ -71,13 +76,18 @@ struct HSMStatus: AsyncParsableCommand {
             let id, label, algorithm: String
             let sensitive, extractable: Bool
         }
-        let module, moduleDescription, token, serial: String
+        let module: String
+        /// `C_Initialize`'s `pReserved` string, when one is set (it names no secret).
+        let initReserved: String?
+        let moduleDescription, token, serial: String
         let ecdhPath, rsaDecryptionPath: String?
         let sessionKeyCopies: Bool
         let dataKeyWrapPath: String?
         let aesGCM, hmacSHA256, rsaPSS: Bool
         /// The TLS versions a merchant identity key in this HSM can authenticate with.
         let identityTLS: [String]
+        /// Optional attributes the token does not know, which Paywarden's templates leave out.
+        let unknownAttributes: [String]
         let probe: [String]
         let keys: [Key]
         let secretKeys: [Key]

@@ -35,8 +35,11 @@ struct AdminAction {
     /// `body` returns what to audit on success (it may name the key it created).
     func run(hsm options: HSMOptions, _ body: (MerchantKeyStore, inout AdminAction) async throws -> String?) async throws {
         try await run(hsm: options, probeCapabilities: false) { hsm, action in
-            let issuers = try ServerConfiguration.certificateIssuers(action.settings?.verification.certificateIssuers ?? [])
-            return try await body(MerchantKeyStore(hsm: hsm, certificateIssuers: issuers), &action)
+            guard let settings = action.settings else { preconditionFailure("AdminAction reads the settings before its body") }
+            let issuers = try ServerConfiguration.certificateIssuers(settings.verification.certificateIssuers)
+            return try await AdminDatabase.with(settings) { connection in
+                try await body(MerchantKeyStore(hsm: hsm, records: connection.keyRecords, certificateIssuers: issuers), &action)
+            }
         }
     }
 

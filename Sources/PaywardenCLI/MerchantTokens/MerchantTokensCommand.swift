@@ -31,7 +31,7 @@ struct MerchantTokenAdmin {
         hsm options: HSMOptions,
         _ body: @Sendable (_ service: MerchantTokenService, _ vault: Vault, _ audit: VaultAudit) async throws -> Void
     ) async throws {
-        try await VaultAdmin(name, mutates: mutates).run(hsm: options) { vault, settings, audit in
+        try await VaultAdmin(name, mutates: mutates).run(hsm: options) { vault, settings, audit, keyRecords in
             let configuration: MerchantTokenConfiguration
             do throws(ConfigurationError) {
                 configuration = try MerchantTokenConfiguration(settings: settings.merchantTokens)
@@ -39,7 +39,7 @@ struct MerchantTokenAdmin {
                 throw CommandFailure(.misconfiguration, error.message)
             }
             let hsm = vault.keyring.hsm
-            let keys = MerchantKeyStore(hsm: hsm)
+            let keys = MerchantKeyStore(hsm: hsm, records: keyRecords)
             let logger = Logger(label: "paywarden")
             let gateway = AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.gateway, logger: logger)
             let service = MerchantTokenService(

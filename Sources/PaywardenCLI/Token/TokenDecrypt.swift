@@ -28,7 +28,9 @@ struct TokenDecrypt: AsyncParsableCommand {
             let result: DecryptedPaymentToken
             do {
                 let keys = HSMPaymentKeys(hsm: hsm)
-                try await keys.reload(from: MerchantKeyStore(hsm: hsm))
+                _ = try await AdminDatabase.with(settings) { connection in
+                    try await keys.reload(from: MerchantKeyStore(hsm: hsm, records: connection.keyRecords))
+                }
                 let decrypter = PaymentTokenDecrypter(verifier: verifier, directory: keys, operations: keys)
                 result = try await decrypter.decrypt(json: bytes, at: at)
                 await hsm.close()

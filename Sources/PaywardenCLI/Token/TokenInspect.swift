@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenConfiguration
 import PaywardenPrimitives
 
 struct TokenInspect: AsyncParsableCommand {
@@ -22,7 +23,7 @@ struct TokenInspect: AsyncParsableCommand {
             let token = try PaymentToken(json: bytes)
             let verifier = try TokenOptions.verifier(settings)
             let verification = await verifier.verify(token, now: at ?? Date())
-            let matchingKey = await Self.matchingKey(token, hsm: try hsmOptions.configuration(settings))
+            let matchingKey = await Self.matchingKey(token, hsm: try hsmOptions.configuration(settings), settings: settings)
 
             let formatter = ISO8601DateFormatter()
             let report = Report(
@@ -52,12 +53,14 @@ struct TokenInspect: AsyncParsableCommand {
     }
 
     /// The key this token would be decrypted with, or why none is known.
-    static func matchingKey(_ token: PaymentToken, hsm configuration: HSMConfiguration) async -> String {
-        do {
+    static func matchingKey(_ token: PaymentToken, hsm configuration: HSMConfiguration, settings: PaywardenSettings) async -> String {
+        do throws(any Error) {
             let hsm = try await HSM.open(configuration, probeCapabilities: false)
             let keys: [MerchantKey]
-            do {
-                keys = try await MerchantKeyStore(hsm: hsm).list()
+            do throws(any Error) {
+                keys = try await AdminDatabase.with(settings) { connection in
+                    try await MerchantKeyStore(hsm: hsm, records: connection.keyRecords).list()
+                }
             } catch {
                 await hsm.close()
                 throw error
@@ -67,7 +70,7 @@ struct TokenInspect: AsyncParsableCommand {
             guard let key else { return "none: no key in the HSM has this publicKeyHash" }
             return "\(key.id) (\(key.merchantID ?? "?"), \(key.state.rawValue))"
         } catch {
-            return "unknown: the HSM could not be read (\(CommandFailure(describing: error).message))"
+            return "unknown: the HSM or the key records could not be read (\(CommandFailure(describing: error).message))"
         }
     }
 

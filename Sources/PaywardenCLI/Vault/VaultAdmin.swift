@@ -1,7 +1,7 @@
 import Foundation
-import Logging
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenStorage
 import Synchronization
 import Vault
 
@@ -21,6 +21,16 @@ struct VaultAdmin {
     func run(
         hsm options: HSMOptions, _ body: @Sendable (_ vault: Vault, _ settings: PaywardenSettings, _ audit: VaultAudit) async throws -> Void
     ) async throws {
+        try await run(hsm: options) { vault, settings, audit, _ in try await body(vault, settings, audit) }
+    }
+
+    /// The same, with the database's merchant-key records for commands that also read keys.
+    func run(
+        hsm options: HSMOptions,
+        _ body:
+            @Sendable (_ vault: Vault, _ settings: PaywardenSettings, _ audit: VaultAudit, _ keyRecords: any KeyRecordStore)
+            async throws -> Void
+    ) async throws {
         let audit = VaultAudit()
         // Vault keys are generated as the token allows (key wrap or AES-GCM): only the probe says which.
         try await AdminAction(name, mutates: mutates).run(hsm: options, probeCapabilities: true) { hsm, action in
@@ -29,13 +39,12 @@ struct VaultAdmin {
                 action.progress = audit.detail
             }
             guard let settings = action.settings else { preconditionFailure("AdminAction reads the settings before its body") }
-            let connection = try DatabaseConnection.open(settings.database, create: true, logger: Logger(label: "paywarden"))
             let policy = VaultPolicy(retiredKeyGrace: TimeInterval(settings.server.vaultRetiredKeyGraceSeconds))
-            try await connection.withServices { database in
-                _ = try await connection.prepareSchema(migratingAutomatically: settings.database.autoMigrate)
+            try await AdminDatabase.with(settings) { connection in
                 let keyring = VaultKeyring(hsm: hsm)
                 try await keyring.refresh()
-                try await body(Vault(database: database, keyring: keyring, policy: policy), settings, audit)
+                try await body(
+                    Vault(database: connection.database, keyring: keyring, policy: policy), settings, audit, connection.keyRecords)
             }
             return audit.detail
         }

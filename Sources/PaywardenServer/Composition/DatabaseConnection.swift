@@ -10,10 +10,18 @@ import ServiceLifecycle
 /// (PostgreSQL's connection pool; nothing for SQLite or memory).
 public struct DatabaseConnection: Sendable {
     public let database: any PaywardenDatabase
+    /// The merchant-key records: ``database``, except with `memory:`, where they stay in the
+    /// SQLite file under the home (admin commands write them from other processes).
+    public let keyRecordDatabase: any PaywardenDatabase
+    private let keyRecordsSeparate: Bool
     public let services: [any Service]
 
-    public init(database: any PaywardenDatabase, services: [any Service] = []) {
+    public var keyRecords: any KeyRecordStore { keyRecordDatabase }
+
+    public init(database: any PaywardenDatabase, keyRecords: (any PaywardenDatabase)? = nil, services: [any Service] = []) {
         self.database = database
+        self.keyRecordDatabase = keyRecords ?? database
+        self.keyRecordsSeparate = keyRecords != nil
         self.services = services
     }
 
@@ -24,7 +32,10 @@ public struct DatabaseConnection: Sendable {
     ) throws(StorageError) -> DatabaseConnection {
         switch settings.location {
         case .memory:
-            return DatabaseConnection(database: InMemoryDatabase())
+            return DatabaseConnection(
+                database: InMemoryDatabase(),
+                keyRecords: try SQLiteDriver.open(
+                    path: settings.memoryKeyRecordsPath, create: create, busyTimeout: settings.statementTimeout / .seconds(1)))
         case .sqlite(let path):
             return DatabaseConnection(
                 database: try SQLiteDriver.open(path: path, create: create, busyTimeout: settings.statementTimeout / .seconds(1)))
@@ -48,7 +59,7 @@ public struct DatabaseConnection: Sendable {
 
     /// Runs `body` with ``services`` running, and stops them afterwards: how an admin command
     /// uses the database.
-    public func withServices<R: Sendable>(_ body: @Sendable (any PaywardenDatabase) async throws -> R) async throws -> R {
+    public func withServices<R>(_ body: (any PaywardenDatabase) async throws -> R) async throws -> R {
         guard !services.isEmpty else { return try await body(database) }
         return try await withThrowingTaskGroup(of: Void.self) { group in
             for service in services { group.addTask { try await service.run() } }
@@ -60,6 +71,14 @@ public struct DatabaseConnection: Sendable {
     /// What `serve` does before it listens: refuses a schema newer than this build, and migrates
     /// an older one when `automatically`, else refuses it. Returns the migrations applied.
     public func prepareSchema(migratingAutomatically automatically: Bool) async throws(StorageError) -> [String] {
+        // The key records' SQLite file beside a memory: database is migrated as SQLite always is.
+        if keyRecordsSeparate { _ = try await Self.prepare(keyRecordDatabase, migratingAutomatically: true) }
+        return try await Self.prepare(database, migratingAutomatically: automatically)
+    }
+
+    private static func prepare(_ database: any PaywardenDatabase, migratingAutomatically automatically: Bool)
+        async throws(StorageError) -> [String]
+    {
         let status = try await database.schemaStatus()
         if status.isNewerThanBuild {
             throw StorageError(

@@ -72,12 +72,12 @@ public struct PaywardenServer: Sendable {
         let metrics = ServerMetrics()
         metrics.setPaths(ecdh: hsm.capabilities.ecdhPath?.rawValue, rsa: hsm.capabilities.rsaDecryptionPath?.rawValue)
         let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)
+        let keys = MerchantKeyStore(hsm: hsm, records: database.keyRecords, certificateIssuers: configuration.certificateIssuers)
         let decryption = DecryptionService(
-            hsm: hsm, configuration: configuration, metrics: metrics, database: databaseHealth, logger: logger)
+            hsm: hsm, store: keys, configuration: configuration, metrics: metrics, database: databaseHealth, logger: logger)
         let maintenance = HSMMaintenanceService(
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )
-        await maintenance.refresh()
         let keyring = VaultKeyring(hsm: hsm)
         let vaultCore = Vault(
             database: database.database, keyring: keyring, policy: configuration.vaultPolicy, clock: configuration.vaultClock)
@@ -93,7 +93,6 @@ public struct PaywardenServer: Sendable {
             await hsm.close()
             throw ServerStartError(error.message)
         }
-        let keys = MerchantKeyStore(hsm: hsm, certificateIssuers: configuration.certificateIssuers)
         let merchantTokens = MerchantTokenService(
             gateway: AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger),
             vault: vaultCore, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
@@ -125,6 +124,8 @@ public struct PaywardenServer: Sendable {
             throw ServerStartError("the \(database.database.driver) database at \(database.database.location) cannot be used: \(error)")
         }
         databaseHealth.started()
+        // The key map needs the key records, which the database holds once migrated.
+        await maintenance.refresh()
         await prepareVaultKeys()
     }
 

@@ -109,6 +109,7 @@ extension HSMConfiguration {
             case .missing: .missing
             }
         self.init(modulePath: settings.modulePath, tokenLabel: settings.token, pin: pin)
+        initReserved = settings.initReserved
         workers = settings.workers
         maxPendingOperations = settings.maxPendingOperations
         allowExtractableSharedSecret = settings.allowExtractableSharedSecret

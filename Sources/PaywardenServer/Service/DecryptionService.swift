@@ -30,10 +30,13 @@ public final class DecryptionService: Sendable {
     /// False while the HSM cannot be used (lost, being re-established).
     let hsmAvailable = Atomic<Bool>(true)
 
-    init(hsm: HSM, configuration: ServerConfiguration, metrics: ServerMetrics, database: DatabaseHealthService, logger: Logger) {
+    init(
+        hsm: HSM, store: MerchantKeyStore, configuration: ServerConfiguration, metrics: ServerMetrics, database: DatabaseHealthService,
+        logger: Logger
+    ) {
         self.hsm = hsm
         self.keys = HSMPaymentKeys(hsm: hsm)
-        self.store = MerchantKeyStore(hsm: hsm, certificateIssuers: configuration.certificateIssuers)
+        self.store = store
         self.metrics = metrics
         self.maxInFlight = configuration.maxInFlight ?? hsm.workerCount * 64
         self.recycleEvery = configuration.recycleEvery

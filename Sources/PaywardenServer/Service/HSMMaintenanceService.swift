@@ -19,6 +19,8 @@ final class HSMMaintenanceService: Service, Sendable {
     private let unreadable = Mutex<Set<String>>([])
     /// When the last successful health check began: faults from before it are already answered.
     private let health = HSMHealthRecord()
+    /// Whether the last refresh could not read the key records (logged once per outage).
+    private let recordsUnavailable = Atomic<Bool>(false)
 
     init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
@@ -108,8 +110,24 @@ final class HSMMaintenanceService: Service, Sendable {
     private func reload() async throws {
         let started = ContinuousClock.now
         try await decryption.hsm.checkHealth()
-        // One read of the HSM serves both the key map and the certificate gauges.
-        let inventory = try await decryption.store.inventory()
+        // One read of the HSM and the key records serves both the key map and the certificate gauges.
+        let inventory: KeyInventory
+        do throws(CustodyError) {
+            inventory = try await decryption.store.inventory()
+        } catch {
+            guard error.code == .storage else { throw error }
+            // The database holding the key records failed, not the HSM: the key map keeps what
+            // it has until the next refresh reads them (readiness follows the database's health).
+            if !recordsUnavailable.exchange(true, ordering: .relaxed) {
+                logger.warning(
+                    "the key records could not be read; the key map is kept as it was until they can be",
+                    metadata: ["error": "\(error.message)"])
+            }
+            health.checkPassed(startedAt: started)
+            setReady(true, reason: nil)
+            return
+        }
+        recordsUnavailable.store(false, ordering: .relaxed)
         let count = decryption.keys.reload(from: inventory)
         reportUnreadable(inventory.unreadable)
         let now = Date()

@@ -11,6 +11,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
         var tokens: [TokenKey: TokenRecord] = [:]
         var paypages: [String: PaypageRecord] = [:]
         var events: [String: MerchantTokenEventRecord] = [:]
+        var keyRecords: [String: StoredKeyRecord] = [:]
         var applied: [String] = []
     }
 
@@ -35,6 +36,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
             [
                 ("replay_ledger", state.replay.count), ("paypages", state.paypages.count), ("registrations", state.registrations.count),
                 ("high_value_tokens", state.tokens.count), ("merchant_token_events", state.events.count),
+                ("merchant_keys", state.keyRecords.count),
             ]
         }
     }
@@ -393,5 +395,31 @@ public final class InMemoryDatabase: PaywardenDatabase {
             state.events[record.id] = stored
             return true
         }
+    }
+
+    // MARK: KeyRecordStore
+
+    public func keyRecords() async throws(StorageError) -> [StoredKeyRecord] {
+        state.withLock { $0.keyRecords.values.sorted { $0.keyID < $1.keyID } }
+    }
+
+    public func insertKeyRecord(_ record: StoredKeyRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.keyRecords[record.keyID] == nil else { return false }
+            state.keyRecords[record.keyID] = record
+            return true
+        }
+    }
+
+    public func updateKeyRecord(_ record: StoredKeyRecord, expectedRevision: Int) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.keyRecords[record.keyID]?.revision == expectedRevision else { return false }
+            state.keyRecords[record.keyID] = record
+            return true
+        }
+    }
+
+    public func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool {
+        state.withLock { $0.keyRecords.removeValue(forKey: keyID) != nil }
     }
 }

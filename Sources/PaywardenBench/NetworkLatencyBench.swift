@@ -1,0 +1,59 @@
+import ApplePay
+import Foundation
+import KeyCustody
+import PKCS11
+import PaywardenTesting
+
+/// `paywarden-bench latency [SECONDS] [WORKERS] [MICROSECONDS]`: what an HSM across a network
+/// costs the decryption engine. The fault-injecting module sleeps MICROSECONDS (default 1,000)
+/// before every PKCS#11 call it forwards to SoftHSM, as a network round trip would; the engine
+/// decrypts EC_v1 tokens (every verification step) on WORKERS sessions (default 48), and again
+/// through the same module with no latency, and directly on 2 workers, all in one run.
+enum NetworkLatencyBench {
+    static func run(_ arguments: [String]) async throws {
+        let seconds = Double(arguments.first ?? "") ?? 5
+        let workers = Int(arguments.dropFirst().first ?? "") ?? 48
+        let latency = Int(arguments.dropFirst(2).first ?? "") ?? 1_000
+        let token = try await SoftHSMTestToken.make(labelPrefix: "bench-latency")
+        defer { TestToken.removeAll() }
+        let bench = DecryptionBench(raw: RawHSMBench(executable: "", label: "", pin: ""), token: token, seconds: seconds, rounds: 1)
+        let pki = try ApplePayTestPKI(name: "Latency")
+        let admin = try await token.open()
+        let store = MerchantKeyStore(
+            hsm: admin, records: TestKeyRecords.of(admin), certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let merchant = try await bench.certifiedKey(store, "merchant.latency.ec", .ec)
+        await admin.close()
+        // One set of tokens for every run: each run has a decrypter (and replay cache) of its own.
+        let tokens = try await bench.forgeTokens(count: Int(seconds * 9_000), forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+        let anchors = TrustAnchors(certificates: [pki.root], source: "latency root")
+        let device = try FaultInjectingPKCS11.make()
+        var rates: [String: Double] = [:]
+        for (name, viaDevice, delay, sessions) in [
+            ("direct", false, 0, 2), ("module", true, 0, workers), ("network", true, latency, workers),
+        ] {
+            try device.addLatency("*", microseconds: delay)
+            let configure: @Sendable (inout HSMConfiguration) -> Void = {
+                $0.workers = sessions
+                $0.maxPendingOperations = 100_000
+            }
+            let hsm = viaDevice ? try await device.open(token, configure) : try await token.open(configure)
+            let keys = HSMPaymentKeys(hsm: hsm)
+            try await keys.reload(from: MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm)))
+            let decrypter = PaymentTokenDecrypter(
+                verifier: TokenSignatureVerifier(anchors: anchors, signingTimeWindow: 3600), directory: keys, operations: keys)
+            let figure = try await bench.measure(decrypter, tokens, hsm: hsm, inFlight: sessions * 2, onWorkers: true)
+            await hsm.close()
+            rates[name] = figure.rate
+            print(
+                String(
+                    format: "LATENCY run=%@ workers=%d latency_us=%d rate=%.0f cpu_us=%.1f tokens=%d", name, sessions, delay, figure.rate,
+                    figure.cpuMicroseconds, figure.count))
+        }
+        try device.addLatency("*", microseconds: 0)
+        let network = rates["network"] ?? 0
+        print(
+            String(
+                format: "LATENCY ratio network/module=%.2f network/direct=%.2f (target >= 0.8)", network / max(rates["module"] ?? 1, 1),
+                network / max(rates["direct"] ?? 1, 1)))
+    }
+}

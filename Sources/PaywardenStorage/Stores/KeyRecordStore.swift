@@ -1,0 +1,13 @@
+/// Merchant-key records, written by the admin commands and read by every instance at each key
+/// refresh. Writes are single-row and conditional, so two writers never lose each other's change.
+public protocol KeyRecordStore: Sendable {
+    /// Every record, by key id.
+    func keyRecords() async throws(StorageError) -> [StoredKeyRecord]
+    /// Inserts `record` (its revision as given); false, changing nothing, when the key id exists.
+    func insertKeyRecord(_ record: StoredKeyRecord) async throws(StorageError) -> Bool
+    /// Compare-and-set: replaces the row's record, certificate, revision and time only while its
+    /// revision is `expectedRevision`. False otherwise, or when the key id is unknown.
+    func updateKeyRecord(_ record: StoredKeyRecord, expectedRevision: Int) async throws(StorageError) -> Bool
+    /// False when the key id is unknown.
+    func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool
+}
