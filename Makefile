@@ -9,6 +9,7 @@ PAYWARDEN_HOME ?= $(CURDIR)/Keys
 export PAYWARDEN_HOME
 HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
+RAW_PKCS11_BENCH := $(CURDIR)/.build/raw-pkcs11-bench/raw_pkcs11_bench
 
 .PHONY: deps deps-test install-packages build run test contract-test bench loadtest soak fuzz format lint clean
 
@@ -68,16 +69,26 @@ $(HSM_BENCH): $(HSM_BENCH_SOURCE)/hsm_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -Wall -Wno-deprecated-declarations $$(pkg-config --cflags p11-kit-1) -o $@ $< $$(pkg-config --libs p11-kit-1) -lcrypto -ldl -lpthread
 
-# PKCS#11 layer throughput next to the raw module's from the same run.
-bench: deps $(HSM_BENCH)
+$(RAW_PKCS11_BENCH): scripts/raw_pkcs11_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra $$(pkg-config --cflags p11-kit-1) -o $@ $< -ldl -lpthread
+
+# PKCS#11 layer throughput next to the raw module's from the same run; then the engine on SoftHSM
+# and NSS softokn, each against its own raw figures; then the engine with 1 ms added to every
+# PKCS#11 call (a network HSM) against the same run without.
+bench: deps $(HSM_BENCH) $(RAW_PKCS11_BENCH)
 	swift build -c release --product paywarden-bench
+	swift build -c release --product PaywardenFaultInjectingPKCS11
 	HSM_BENCH=$(HSM_BENCH) .build/release/paywarden-bench
+	RAW_PKCS11_BENCH=$(RAW_PKCS11_BENCH) .build/release/paywarden-bench backends
+	.build/release/paywarden-bench latency
 
 # The service under load on loopback: tokens/s, latency, errors and RSS next to the raw HSM rate.
 loadtest: deps-test $(HSM_BENCH)
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk curl >/dev/null; }
 	swift build -c release --product paywarden
 	swift build -c release --product paywarden-bench
+	swift build -c release --product PaywardenFaultInjectingPKCS11
 	HSM_BENCH=$(HSM_BENCH) bash scripts/loadtest.sh
 
 # 1,000,000 decryptions through HTTP: RSS every 100,000, its growth without the replay ledger,

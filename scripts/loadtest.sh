@@ -16,6 +16,10 @@
 #            redemption at half its rate as in phase 2 (median p99); then a cnpAPI authorization
 #            for each of LOADTEST_RELAYS (default 20,000) of those IDs, once, relayed to a stand-in
 #            processor upstream (`paywarden-bench upstream`: HTTPS, client certificate required).
+#   network: phase 1 on memory: again with every PKCS#11 call 1 ms late (LOADTEST_HSM_LATENCY_US,
+#            the fault-injecting module in front of SoftHSM, as an HSM across a network) and
+#            LOADTEST_HSM_WORKERS sessions (default 48); its rate against the memory run's
+#            (LOADTEST_NETWORK=0 skips it).
 #   CPU:     the server's utime+stime from /proc over each wrk run, per request answered, beside
 #            the engine's process CPU per token in process (`paywarden-bench engine`, same run) and
 #            the HTTP floor: the same listener answering a static body of the decrypt response's
@@ -40,6 +44,9 @@ PAYPAGE=loadtestPaypage
 ORGANIZATION=loadtest
 RELAY_MERCHANT=01234
 BASELINE_SECONDS=${LOADTEST_BASELINE_SECONDS:-10}
+NETWORK=${LOADTEST_NETWORK:-1}
+NETWORK_LATENCY=${LOADTEST_HSM_LATENCY_US:-1000}
+NETWORK_WORKERS=${LOADTEST_HSM_WORKERS:-48}
 CLOCK_TICKS=$(getconf CLK_TCK)
 BIN=${LOADTEST_BIN:-.build/release}   # .build/debug: a quick check of the script itself, not figures
 HSM_BENCH=${HSM_BENCH:-.build/hsm-bench/hsm_bench}
@@ -125,7 +132,7 @@ start_postgres() {
 start_server() {
   unset PAYWARDEN_DATABASE_PASSWORD_FILE PAYWARDEN_DATABASE_AUTO_MIGRATE
   case "$1" in
-    memory) export PAYWARDEN_DATABASE_URL="memory:" ;;
+    memory | network) export PAYWARDEN_DATABASE_URL="memory:" ;;
     # A fresh database holding the merchant key's record, which loadtest-setup wrote to the home's.
     sqlite)
       local path="$WORK/db-$RANDOM.sqlite"
@@ -281,6 +288,13 @@ relay_run() {
   echo "RESULT relay-$1 $line cpu_us=$cpu" >> "$WORK/results"
 }
 
+# The network HSM: the module is the fault-injecting one, forwarding to SoftHSM with the latency.
+if [ "$NETWORK" != 0 ]; then
+  echo "== network HSM: every PKCS#11 call ${NETWORK_LATENCY} µs late, $NETWORK_WORKERS HSM workers, memory:"
+  PAYWARDEN_PKCS11_MODULE="$BIN/libPaywardenFaultInjectingPKCS11.so" PWFAULT_TARGET=/usr/lib/softhsm/libsofthsm2.so \
+    PWFAULT_FAULTS="*=latency:$NETWORK_LATENCY" PAYWARDEN_HSM_WORKERS="$NETWORK_WORKERS" phase1 network
+  stop_server
+fi
 LAST_DB=${DATABASES##* }
 for db in $DATABASES; do
   phase1 "$db"
@@ -340,6 +354,12 @@ for db in $DATABASES; do
     printf "%-9s %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of raw ECDH  %.2f of memory%s  RSS %d -> %d kB\n",
       db ":", r, p50, p99, e, r / raw, r / m, target, a, b }'
 done
+if [ "$NETWORK" != 0 ]; then
+  awk -v r="$(value network rate)" -v m="$MEMORY_RATE" -v p50="$(value network p50)" -v p99="$(value network p99)" \
+    -v e="$(value network errors)" -v w="$NETWORK_WORKERS" -v l="$NETWORK_LATENCY" 'BEGIN {
+    printf "network: %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of memory (target >= 0.80; %d workers, %d µs a call)\n",
+      r, p50, p99, e, r / m, w, l }'
+fi
 echo "== HTTP against the engine (server CPU from /proc over each run, per request)"
 awk -v b="$(value baseline rate)" -v bc="$(value baseline cpu_us)" -v bytes="$(value baseline bytes)" 'BEGIN {
   printf "HTTP floor:        %8.0f requests/s  %6.1f µs CPU per request (static %d-byte body, same listener)\n", b, bc, bytes }'

@@ -41,7 +41,14 @@ struct PaywardenBench {
             try await LoadTestSetup.run(Array(arguments.dropFirst()))
             return
         case "latency":
-            try await NetworkLatencyBench.run(Array(arguments.dropFirst()))
+            try await NetworkLatencyBench.run(Array(arguments.dropFirst()), rounds: rounds)
+            return
+        case "backends":
+            guard let raw = environment["RAW_PKCS11_BENCH"], FileManager.default.isExecutableFile(atPath: raw) else {
+                throw BenchError("set RAW_PKCS11_BENCH to the built scripts/raw_pkcs11_bench.c (make bench builds it)")
+            }
+            defer { TestToken.removeAll() }
+            try await BackendBench(rawExecutable: raw, seconds: seconds, rounds: rounds).run()
             return
         case "copy-key-records":
             try await LoadTestSetup.copyKeyRecords(Array(arguments.dropFirst()))

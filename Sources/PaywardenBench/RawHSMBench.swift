@@ -21,19 +21,27 @@ struct RawHSMBench {
     }
 
     private func run(_ arguments: [String]) throws -> String {
+        let (status, output) = try Self.output(of: executable, arguments)
+        guard status == 0 else { throw BenchError("hsm_bench \(arguments.joined(separator: " ")) exited with \(status)") }
+        return output
+    }
+
+    /// Runs a raw benchmark tool to its end: its exit status and standard output (its standard
+    /// error goes to this process's).
+    static func output(of executable: String, _ arguments: [String], environment: [String: String]? = nil) throws
+        -> (status: Int32, output: String)
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.standardError
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchError("hsm_bench \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
-        }
-        return String(decoding: data, as: UTF8.self)
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
 

@@ -73,6 +73,25 @@ extension HSMTests {
             await hsm.close()
         }
 
+        /// NSS softokn replaces an object when another of the same class and CKA_ID is made, where
+        /// SoftHSM keeps both: a new or imported key never takes an id in use, on either.
+        @Test func aKeyIDInUseIsNeverTakenAgain() async throws {
+            let hsm = try await TestToken.make().open()
+            let first = try await hsm.generateKeyPair(KeySpecification(label: "first", algorithm: .ecP256, usage: [.derive]))
+            let taken = KeySpecification(id: first.id, label: "second", algorithm: .ecP256, usage: [.derive])
+            let refused = await #expect(throws: PKCS11Error.self) { try await hsm.generateKeyPair(taken) }
+            #expect(refused?.category == .badInput)
+            let software = try SoftwarePrivateKey(pemOrDER: Array(P256.KeyAgreement.PrivateKey().pemRepresentation.utf8))
+            await #expect(throws: PKCS11Error.self) {
+                try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
+                    _ = try session.importPrivateKey(software, as: taken)
+                }
+            }
+            let keys = try await hsm.keys()
+            #expect(keys.map(\.id) == [first.id] && keys.first?.label == "first" && keys.first?.publicKey == first.publicKey)
+            await hsm.close()
+        }
+
         @Test func destroyedKeysAreGone() async throws {
             let hsm = try await TestToken.make().open()
             let key = try await hsm.generateKeyPair(KeySpecification(label: "short-lived", algorithm: .ecP256, usage: [.derive]))

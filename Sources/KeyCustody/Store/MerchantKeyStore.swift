@@ -315,8 +315,15 @@ public final class MerchantKeyStore: Sendable {
             throw CustodyError(error)
         }
         // The key is gone from the HSM: a record left behind by a failure here names nothing and
-        // is never listed.
-        try await records.delete(key.id)
+        // is never listed, but the admin is told.
+        do throws(CustodyError) {
+            try await records.delete(key.id)
+        } catch {
+            throw CustodyError(
+                .storage,
+                "key \(key.id) was destroyed in the HSM, but its record stays in the database (\(error.message)); it names no key "
+                    + "and is never listed")
+        }
         return key
     }
 
