@@ -52,7 +52,7 @@ run: build
 # PKCS#11 implementation (PAYWARDEN_TEST_HSM=nss). Left out of the second run: the suites that
 # take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM.
 NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|ServerTests|ConfigurationTests)\.
-SOFTHSM_ONLY := FaultInjectingModuleTests|LoginPacingTests|SessionKeyCopyTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests
+SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests
 
 test: deps-test
 	swift build --build-tests

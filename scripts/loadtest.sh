@@ -133,11 +133,10 @@ start_server() {
   unset PAYWARDEN_DATABASE_PASSWORD_FILE PAYWARDEN_DATABASE_AUTO_MIGRATE
   case "$1" in
     memory | network) export PAYWARDEN_DATABASE_URL="memory:" ;;
-    # A fresh database holding the merchant key's record, which loadtest-setup wrote to the home's.
+    # A fresh database, given the merchant key's record, which loadtest-setup wrote to the home's.
     sqlite)
-      local path="$WORK/db-$RANDOM.sqlite"
-      cp "$PAYWARDEN_HOME/paywarden.sqlite" "$path"
-      export PAYWARDEN_DATABASE_URL="sqlite:$path" ;;
+      export PAYWARDEN_DATABASE_URL="sqlite:$WORK/db-$RANDOM.sqlite"
+      "$BIN/paywarden-bench" copy-key-records "$PAYWARDEN_HOME/paywarden.sqlite" ;;
     postgres)
       [ -n "$PG_BIN" ] || start_postgres
       local name="loadtest_$RANDOM"
@@ -147,7 +146,7 @@ start_server() {
       "$BIN/paywarden-bench" copy-key-records "$PAYWARDEN_HOME/paywarden.sqlite" ;;
   esac
   # What an admin does before apps post tokens; before serve, which reads the vault keys at start.
-  if [ "$VAULT" != 0 ] && [ "$1" != memory ]; then
+  if [ "$VAULT" != 0 ] && [ "$1" != memory ] && [ "$1" != network ]; then
     "$BIN/paywarden" paypages create --paypage-id "$PAYPAGE" --organization "$ORGANIZATION" \
       --merchant-id "$(cat "$WORK/merchant-id")" > "$WORK/paypage-$1.log" 2>&1 || { cat "$WORK/paypage-$1.log"; exit 1; }
   fi
@@ -291,7 +290,7 @@ relay_run() {
 # The network HSM: the module is the fault-injecting one, forwarding to SoftHSM with the latency.
 if [ "$NETWORK" != 0 ]; then
   echo "== network HSM: every PKCS#11 call ${NETWORK_LATENCY} µs late, $NETWORK_WORKERS HSM workers, memory:"
-  PAYWARDEN_PKCS11_MODULE="$BIN/libPaywardenFaultInjectingPKCS11.so" PWFAULT_TARGET=/usr/lib/softhsm/libsofthsm2.so \
+  PWFAULT_TARGET="$PAYWARDEN_PKCS11_MODULE" PAYWARDEN_PKCS11_MODULE="$BIN/libPaywardenFaultInjectingPKCS11.so" \
     PWFAULT_FAULTS="*=latency:$NETWORK_LATENCY" PAYWARDEN_HSM_WORKERS="$NETWORK_WORKERS" phase1 network
   stop_server
 fi

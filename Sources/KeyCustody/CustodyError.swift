@@ -18,6 +18,8 @@ public struct CustodyError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidArgument = "invalid_argument"
         case keyUnreadable = "key_unreadable"
         case storage = "storage"
+        /// The database holding the key records did not answer: retry once it does.
+        case databaseUnavailable = "database_unavailable"
         case hsm = "hsm"
     }
 

@@ -60,7 +60,9 @@ public final class AppleGatewayClient: Sendable {
         do {
             all = try await keys.list()
         } catch {
-            throw AppleGatewayError(.hsmUnavailable, "the identity keys could not be read from the HSM: \(error.message)")
+            // Retried like an HSM failure; the message says which of the two failed.
+            let source = error.code == .databaseUnavailable || error.code == .storage ? "their records in the database" : "the HSM"
+            throw AppleGatewayError(.hsmUnavailable, "the identity keys could not be read (\(source)): \(error.message)")
         }
         let identities = all.filter { $0.merchantID == merchantID && $0.purpose == .identity }
         let usable = identities.filter { key in

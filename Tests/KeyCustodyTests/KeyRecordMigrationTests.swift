@@ -86,6 +86,25 @@ struct KeyRecordMigrationTests {
         #expect(racing.updates == 1)
     }
 
+    /// The key is destroyed in the HSM, then its record deleted: when the database fails in between,
+    /// the admin is told the key is gone and the record stayed (it names no key and is never listed).
+    @Test func aDestroyWhoseRecordCannotBeDeletedSaysTheKeyIsGone() async throws {
+        let hsm = try await TestToken.make().open()
+        let database = InMemoryDatabase()
+        let store = MerchantKeyStore(hsm: hsm, records: database, certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let (key, _) = try await store.create(merchantID: "merchant.com.example.outage", purpose: .processing, algorithm: .ec)
+        let failing = MerchantKeyStore(
+            hsm: hsm, records: DeletionFailingRecords(database), certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let error = await #expect(throws: CustodyError.self) { _ = try await failing.destroy(key.id.hex) }
+        #expect(error?.code == .storage)
+        #expect(
+            error?.message.contains("was destroyed in the HSM, but its record stays in the database") == true,
+            "\(String(describing: error))")
+        #expect(try await hsm.keys().isEmpty)
+        #expect(try await database.keyRecords().map(\.keyID) == [key.id.hex])
+        #expect(try await store.list().isEmpty, "a record without its key is never listed")
+    }
+
     private func certified(_ store: MerchantKeyStore, _ merchantID: String) async throws -> MerchantKey {
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: .ec)
         let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
@@ -115,5 +134,21 @@ private final class RacingRecords: KeyRecordStore {
             _ = try await database.updateKeyRecord(current, expectedRevision: revision)
         }
         return try await database.updateKeyRecord(record, expectedRevision: expectedRevision)
+    }
+}
+
+/// Forwards to a database whose deletes fail as a database outage does.
+private struct DeletionFailingRecords: KeyRecordStore {
+    let database: InMemoryDatabase
+
+    init(_ database: InMemoryDatabase) { self.database = database }
+
+    func keyRecords() async throws(StorageError) -> [StoredKeyRecord] { try await database.keyRecords() }
+    func insertKeyRecord(_ record: StoredKeyRecord) async throws(StorageError) -> Bool { try await database.insertKeyRecord(record) }
+    func updateKeyRecord(_ record: StoredKeyRecord, expectedRevision: Int) async throws(StorageError) -> Bool {
+        try await database.updateKeyRecord(record, expectedRevision: expectedRevision)
+    }
+    func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool {
+        throw StorageError(.unavailable, "the database did not answer in time")
     }
 }

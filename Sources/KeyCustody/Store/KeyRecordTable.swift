@@ -85,7 +85,7 @@ struct KeyRecordTable: Sendable {
     static func failure(_ error: StorageError) -> CustodyError {
         switch error.category {
         case .unavailable:
-            CustodyError(.storage, "the database holding the key records is unavailable (\(error)); retry once it answers")
+            CustodyError(.databaseUnavailable, "the database holding the key records is unavailable (\(error)); retry once it answers")
         case .schema:
             CustodyError(.storage, "the database holding the key records cannot be used: \(error)")
         case .conflict, .corrupt:

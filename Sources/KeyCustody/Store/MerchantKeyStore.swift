@@ -353,7 +353,11 @@ public final class MerchantKeyStore: Sendable {
         }
         var entries = try await records.entries()
         if try await migrate(legacy, into: entries) { entries = try await records.entries() }
-        let records = entries.mapValues(\.record)
+        var records = entries.mapValues(\.record)
+        // A token record that could not be moved (it does not decode) is reported for its key.
+        for (id, result) in legacy.records where records[id] == nil {
+            if case .failure = result { records[id] = result }
+        }
         let certificates = entries.compactMapValues(\.certificate)
         var managed: [MerchantKey] = []
         var unreadable: [UnreadableMerchantKey] = []

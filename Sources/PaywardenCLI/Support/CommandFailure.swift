@@ -42,7 +42,13 @@ struct CommandFailure: Error, CustomStringConvertible {
         if let underlying = error.underlying, error.code == .hsm {
             self.init(underlying)
         } else {
-            self.init(error.code == .storage ? .misconfiguration : .refused, error.message)
+            let status: Status =
+                switch error.code {
+                case .storage: .misconfiguration
+                case .databaseUnavailable: .unavailable
+                default: .refused
+                }
+            self.init(status, error.message)
         }
     }
 

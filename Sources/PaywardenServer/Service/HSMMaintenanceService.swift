@@ -21,6 +21,9 @@ final class HSMMaintenanceService: Service, Sendable {
     private let health = HSMHealthRecord()
     /// Whether the last refresh could not read the key records (logged once per outage).
     private let recordsUnavailable = Atomic<Bool>(false)
+    /// Whether a key map was ever loaded: until one is, unreadable key records leave the service
+    /// not ready (an empty key map would refuse every token as unknown).
+    private let keyMapLoaded = Atomic<Bool>(false)
 
     init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
@@ -37,7 +40,9 @@ final class HSMMaintenanceService: Service, Sendable {
     func readiness() -> Readiness {
         let capabilities = decryption.hsm.capabilities
         let database = decryption.database.isAvailable
-        let hsmReason = decryption.hsm.pinRefused ? "hsm_pin_refused" : "hsm_unavailable"
+        let hsmReason =
+            decryption.hsm.pinRefused
+            ? "hsm_pin_refused" : recordsUnavailable.load(ordering: .relaxed) ? "database_unavailable" : "hsm_unavailable"
         return Readiness(
             ready: isReady && database, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
             rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", database: decryption.database.database.driver,
@@ -115,19 +120,21 @@ final class HSMMaintenanceService: Service, Sendable {
         do throws(CustodyError) {
             inventory = try await decryption.store.inventory()
         } catch {
-            guard error.code == .storage else { throw error }
+            guard error.code == .storage || error.code == .databaseUnavailable else { throw error }
             // The database holding the key records failed, not the HSM: the key map keeps what
-            // it has until the next refresh reads them (readiness follows the database's health).
+            // it has until the next refresh reads them; before a first one was loaded, the
+            // service is not ready (readiness says database_unavailable).
+            health.checkPassed(startedAt: started)
             if !recordsUnavailable.exchange(true, ordering: .relaxed) {
                 logger.warning(
                     "the key records could not be read; the key map is kept as it was until they can be",
-                    metadata: ["error": "\(error.message)"])
+                    metadata: ["error": "\(error.message)", "key_map_loaded": "\(keyMapLoaded.load(ordering: .relaxed))"])
             }
-            health.checkPassed(startedAt: started)
-            setReady(true, reason: nil)
+            setReady(keyMapLoaded.load(ordering: .relaxed), reason: "the key records cannot be read: \(error.message)")
             return
         }
         recordsUnavailable.store(false, ordering: .relaxed)
+        keyMapLoaded.store(true, ordering: .relaxed)
         let count = decryption.keys.reload(from: inventory)
         reportUnreadable(inventory.unreadable)
         let now = Date()
