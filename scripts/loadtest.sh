@@ -18,8 +18,9 @@
 #            processor upstream (`paywarden-bench upstream`: HTTPS, client certificate required).
 #   network: phase 1 on memory: again with every PKCS#11 call 1 ms late (LOADTEST_HSM_LATENCY_US,
 #            the fault-injecting module in front of SoftHSM, as an HSM across a network) and
-#            LOADTEST_HSM_WORKERS sessions (default 48); its rate against the memory run's
-#            (LOADTEST_NETWORK=0 skips it).
+#            LOADTEST_HSM_WORKERS sessions (default 48), and LOADTEST_NETWORK_CONNECTIONS (default
+#            128: a token waits 7 ms on the HSM, so 16 connections would bound the rate at about
+#            2,000/s); its rate against the memory run's (LOADTEST_NETWORK=0 skips it).
 #   CPU:     the server's utime+stime from /proc over each wrk run, per request answered, beside
 #            the engine's process CPU per token in process (`paywarden-bench engine`, same run) and
 #            the HTTP floor: the same listener answering a static body of the decrypt response's
@@ -47,6 +48,7 @@ BASELINE_SECONDS=${LOADTEST_BASELINE_SECONDS:-10}
 NETWORK=${LOADTEST_NETWORK:-1}
 NETWORK_LATENCY=${LOADTEST_HSM_LATENCY_US:-1000}
 NETWORK_WORKERS=${LOADTEST_HSM_WORKERS:-48}
+NETWORK_CONNECTIONS=${LOADTEST_NETWORK_CONNECTIONS:-128}
 CLOCK_TICKS=$(getconf CLK_TCK)
 BIN=${LOADTEST_BIN:-.build/release}   # .build/debug: a quick check of the script itself, not figures
 HSM_BENCH=${HSM_BENCH:-.build/hsm-bench/hsm_bench}
@@ -291,7 +293,8 @@ relay_run() {
 if [ "$NETWORK" != 0 ]; then
   echo "== network HSM: every PKCS#11 call ${NETWORK_LATENCY} µs late, $NETWORK_WORKERS HSM workers, memory:"
   PWFAULT_TARGET="$PAYWARDEN_PKCS11_MODULE" PAYWARDEN_PKCS11_MODULE="$BIN/libPaywardenFaultInjectingPKCS11.so" \
-    PWFAULT_FAULTS="*=latency:$NETWORK_LATENCY" PAYWARDEN_HSM_WORKERS="$NETWORK_WORKERS" phase1 network
+    PWFAULT_FAULTS="*=latency:$NETWORK_LATENCY" PAYWARDEN_HSM_WORKERS="$NETWORK_WORKERS" \
+    LOADTEST_CONNECTIONS="$NETWORK_CONNECTIONS" phase1 network
   stop_server
 fi
 LAST_DB=${DATABASES##* }
@@ -355,9 +358,9 @@ for db in $DATABASES; do
 done
 if [ "$NETWORK" != 0 ]; then
   awk -v r="$(value network rate)" -v m="$MEMORY_RATE" -v p50="$(value network p50)" -v p99="$(value network p99)" \
-    -v e="$(value network errors)" -v w="$NETWORK_WORKERS" -v l="$NETWORK_LATENCY" 'BEGIN {
-    printf "network: %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of memory (target >= 0.80; %d workers, %d µs a call)\n",
-      r, p50, p99, e, r / m, w, l }'
+    -v e="$(value network errors)" -v w="$NETWORK_WORKERS" -v l="$NETWORK_LATENCY" -v c="$NETWORK_CONNECTIONS" 'BEGIN {
+    f = "network: %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of memory (target >= 0.80; %d workers,"
+    printf f " %d µs a call, %d connections)\n", r, p50, p99, e, r / m, w, l, c }'
 fi
 echo "== HTTP against the engine (server CPU from /proc over each run, per request)"
 awk -v b="$(value baseline rate)" -v bc="$(value baseline cpu_us)" -v bytes="$(value baseline bytes)" 'BEGIN {
