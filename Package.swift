@@ -199,7 +199,8 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "PaywardenServer", "ApplePay", "KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenConfiguration",
-                "Vault", "ProcessorMessages", "PaywardenStorage", asyncHTTPClient, nioHTTP1, nioSSL, crypto, x509, asn1,
+                "Vault", "ProcessorMessages", "PaywardenStorage", "PaywardenStorageSQLite", asyncHTTPClient, nioHTTP1, nioSSL, crypto, x509,
+                asn1,
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

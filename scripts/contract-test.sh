@@ -55,9 +55,10 @@ set -a; . "$PAYWARDEN_HOME/softhsm/env"; set +a
 # A test PKI's root, a certified EC processing key, one forged token (unused here), and LIVE
 # forged tokens as eProtect forms for the paypage, registered before the run (below).
 LIVE=6
+# The database first: the key's record goes where serve reads it.
+export PAYWARDEN_DATABASE_URL="sqlite:$WORK/paywarden.sqlite"
 "$BIN/paywarden-bench" loadtest-setup "$WORK" 1 --vault "$PAYPAGE" "$ORGANIZATION" "$LIVE" >/dev/null
 export PAYWARDEN_TRUST_ROOTS="$WORK/root.pem"
-export PAYWARDEN_DATABASE_URL="sqlite:$WORK/paywarden.sqlite"
 "$BIN/paywarden" paypages create --paypage-id "$PAYPAGE" --organization "$ORGANIZATION" \
   --merchant-id "$(cat "$WORK/merchant-id")" > "$WORK/paypage.log" 2>&1 || { cat "$WORK/paypage.log"; exit 1; }
 

@@ -125,7 +125,7 @@ public struct PaywardenServer: Sendable {
         }
         databaseHealth.started()
         // The key map needs the key records, which the database holds once migrated.
-        await maintenance.refresh()
+        await maintenance.databaseIsPrepared()
         await prepareVaultKeys()
     }
 

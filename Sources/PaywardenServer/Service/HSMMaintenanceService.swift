@@ -24,6 +24,8 @@ final class HSMMaintenanceService: Service, Sendable {
     /// Whether a key map was ever loaded: until one is, unreadable key records leave the service
     /// not ready (an empty key map would refuse every token as unknown).
     private let keyMapLoaded = Atomic<Bool>(false)
+    /// Set once the database is migrated: the key records are read from it, so no refresh runs before.
+    private let databasePrepared = Atomic<Bool>(false)
 
     init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
@@ -50,8 +52,15 @@ final class HSMMaintenanceService: Service, Sendable {
         )
     }
 
-    func run() async throws {
+    /// The first refresh, once the database holding the key records is migrated (the service
+    /// runs from before the listener starts, and the migration with it).
+    func databaseIsPrepared() async {
+        databasePrepared.store(true, ordering: .relaxed)
         await refresh()
+    }
+
+    func run() async throws {
+        if databasePrepared.load(ordering: .relaxed) { await refresh() }
         // Graceful shutdown cancels the loops; ending is then the normal way out, not an error.
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
@@ -74,6 +83,7 @@ final class HSMMaintenanceService: Service, Sendable {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: tick)
                         sinceRefresh += tick
+                        guard self.databasePrepared.load(ordering: .relaxed) else { continue }
                         if !Task.isCancelled, sinceRefresh >= self.refreshInterval || !self.isReady {
                             sinceRefresh = .zero
                             await self.refresh()
