@@ -20,13 +20,7 @@ struct BackendBench {
             let token = try await TestToken.make(labelPrefix: "bench-\(backend.rawValue)", backend: backend)
             let pki = try ApplePayTestPKI(name: "Backends")
             let bench = DecryptionBench(raw: RawHSMBench(executable: "", label: "", pin: ""), token: token, seconds: seconds, rounds: 1)
-            let admin = try await token.open()
-            let store = MerchantKeyStore(
-                hsm: admin, records: TestKeyRecords.of(admin), certificateIssuers: TestCertificateAuthority.shared.issuers)
-            let merchant = try await bench.certifiedKey(store, "merchant.backends.ec", .ec)
-            await admin.close()
-            let tokens = try await bench.forgeTokens(
-                count: Int(seconds * 9_000), forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+            let tokens = try await bench.certifiedTokens(merchantID: "merchant.backends.ec", count: Int(seconds * 9_000), pki: pki)
             let anchors = TrustAnchors(certificates: [pki.root], source: "backends root")
             for workers in [1, 2] {
                 var raw: [Double] = []
@@ -38,11 +32,7 @@ struct BackendBench {
                         $0.workers = workers
                         $0.maxPendingOperations = 100_000
                     }
-                    let keys = HSMPaymentKeys(hsm: hsm)
-                    try await keys.reload(from: MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm)))
-                    let decrypter = PaymentTokenDecrypter(
-                        verifier: TokenSignatureVerifier(anchors: anchors, signingTimeWindow: 3600), directory: keys, operations: keys)
-                    engine.append(try await bench.measure(decrypter, tokens, hsm: hsm, inFlight: workers * 4, onWorkers: true).rate)
+                    engine.append(try await bench.engine(on: hsm, tokens: tokens, anchors: anchors, inFlight: workers * 4).rate)
                     await hsm.close()
                 }
                 let (rawRate, engineRate) = (median(raw), median(engine))

@@ -120,6 +120,30 @@ struct DecryptionBench {
         }.perSecond
     }
 
+    /// An EC merchant key certified in the token (by an admin session of its own, closed after)
+    /// and `count` tokens forged to it.
+    func certifiedTokens(merchantID: String, count: Int, pki: ApplePayTestPKI) async throws -> [[UInt8]] {
+        let admin = try await token.open()
+        let store = MerchantKeyStore(
+            hsm: admin, records: TestKeyRecords.of(admin), certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let merchant = try await certifiedKey(store, merchantID, .ec)
+        await admin.close()
+        return try await forgeTokens(count: count, forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+    }
+
+    /// EC_v1 decryptions on `hsm` as the service makes them (the key map read from the token, a
+    /// decrypter of its own, the tasks on the HSM workers): ``measure(_:_:hsm:inFlight:onWorkers:)``.
+    func engine(
+        on hsm: HSM, tokens: [[UInt8]], anchors: TrustAnchors, inFlight: Int, beforeMeasuring: () -> Void = {}
+    ) async throws -> (rate: Double, cpuMicroseconds: Double, count: Int) {
+        let keys = HSMPaymentKeys(hsm: hsm)
+        try await keys.reload(from: MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm)))
+        let decrypter = PaymentTokenDecrypter(
+            verifier: TokenSignatureVerifier(anchors: anchors, signingTimeWindow: 3600), directory: keys, operations: keys)
+        beforeMeasuring()
+        return try await measure(decrypter, tokens, hsm: hsm, inFlight: inFlight, onWorkers: true)
+    }
+
     func certifiedKey(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
         let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
         let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)

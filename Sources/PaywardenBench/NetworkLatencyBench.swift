@@ -19,13 +19,8 @@ enum NetworkLatencyBench {
         defer { TestToken.removeAll() }
         let bench = DecryptionBench(raw: RawHSMBench(executable: "", label: "", pin: ""), token: token, seconds: seconds, rounds: 1)
         let pki = try ApplePayTestPKI(name: "Latency")
-        let admin = try await token.open()
-        let store = MerchantKeyStore(
-            hsm: admin, records: TestKeyRecords.of(admin), certificateIssuers: TestCertificateAuthority.shared.issuers)
-        let merchant = try await bench.certifiedKey(store, "merchant.latency.ec", .ec)
-        await admin.close()
         // One set of tokens for every run: each run has a decrypter (and replay cache) of its own.
-        let tokens = try await bench.forgeTokens(count: Int(seconds * 10_000), forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+        let tokens = try await bench.certifiedTokens(merchantID: "merchant.latency.ec", count: Int(seconds * 10_000), pki: pki)
         let anchors = TrustAnchors(certificates: [pki.root], source: "latency root")
         let device = try FaultInjectingPKCS11.make()
         var rates: [String: [Double]] = [:]
@@ -41,12 +36,7 @@ enum NetworkLatencyBench {
                 $0.maxPendingOperations = 100_000
             }
             let hsm = viaDevice ? try await device.open(token, configure) : try await token.open(configure)
-            let keys = HSMPaymentKeys(hsm: hsm)
-            try await keys.reload(from: MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm)))
-            let decrypter = PaymentTokenDecrypter(
-                verifier: TokenSignatureVerifier(anchors: anchors, signingTimeWindow: 3600), directory: keys, operations: keys)
-            device.resetCalls()
-            let figure = try await bench.measure(decrypter, tokens, hsm: hsm, inFlight: sessions * 2, onWorkers: true)
+            let figure = try await bench.engine(on: hsm, tokens: tokens, anchors: anchors, inFlight: sessions * 2) { device.resetCalls() }
             let calls = Double(try device.calls("*")) / Double(max(figure.count, 1))
             await hsm.close()
             rates[name, default: []].append(figure.rate)

@@ -105,12 +105,6 @@ public struct DatabaseSettings: Sendable {
         return password
     }
 
-    /// Where merchant-key records are: the database, or with `memory:` the SQLite file under the home.
-    public var keyRecordsLocation: Location {
-        if case .memory = location { return .sqlite(path: memoryKeyRecordsPath) }
-        return location
-    }
-
     static func location(_ url: String?, home: String, password: Sensitive<String>?) throws(ConfigurationError) -> Location {
         typealias C = SettingCatalog
         guard let url, !url.isEmpty else { return .sqlite(path: home + "/paywarden.sqlite") }

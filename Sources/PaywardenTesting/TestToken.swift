@@ -23,7 +23,7 @@ public enum HSMTestBackend: String, Sendable, CaseIterable {
     public var modulePath: String {
         switch self {
         case .softHSM: "/usr/lib/softhsm/libsofthsm2.so"
-        case .nss: "/usr/lib/x86_64-linux-gnu/libsoftokn3.so"
+        case .nss: NSSSoftoken.debianModulePath
         }
     }
 }
@@ -96,18 +96,13 @@ public struct TestToken: Sendable {
             try FileManager.default.createDirectory(atPath: database, withIntermediateDirectories: true)
             token = TestToken(
                 backend: backend, label: label, pinFile: pinFile, directory: directory,
-                initReserved: nssInitReserved(database: database, label: label))
+                initReserved: NSSSoftoken.initReserved(databaseDirectory: database, tokenLabel: label))
             // A new NSS database has an empty security officer PIN, which sets the user PIN.
             _ = try await TokenInitializer.ensureToken(
                 modulePath: token.modulePath, initReserved: token.initReserved, label: label, securityOfficerPIN: [], userPIN: pin)
         }
         TestResources.track(token)
         return token
-    }
-
-    /// NSS softokn's `C_Initialize` arguments for a database in `database` whose token is `label`.
-    public static func nssInitReserved(database: String, label: String) -> String {
-        "configdir='sql:\(database)' certPrefix='' keyPrefix='' secmod='secmod.db' flags=optimizeSpace dbTokenDescription='\(label)'"
     }
 
     /// Opens the token with this configuration, adjusted by `adjust`.

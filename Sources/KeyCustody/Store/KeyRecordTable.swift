@@ -35,22 +35,24 @@ struct KeyRecordTable: Sendable {
     }
 
     /// Inserts the first record of `id` (at revision 1 unless it carries one, as an earlier
-    /// build's record does); false when the key already has a record.
-    func insert(_ record: KeyRecord, certificate: [UInt8]?, for id: KeyIdentifier, at now: Date) async throws(CustodyError) -> Bool {
+    /// build's record does) and returns it as written; nil when the key already has a record.
+    func insert(_ record: KeyRecord, certificate: [UInt8]?, for id: KeyIdentifier, at now: Date) async throws(CustodyError)
+        -> KeyRecord?
+    {
         var record = record
         record.revision = max(record.revision, 1)
         do throws(StorageError) {
-            return try await store.insertKeyRecord(try Self.row(record, certificate: certificate, id: id, at: now))
+            return try await store.insertKeyRecord(try Self.row(record, certificate: certificate, id: id, at: now)) ? record : nil
         } catch {
             throw Self.failure(error)
         }
     }
 
-    /// Replaces the record `previous` (as read) with `record` and `certificate`; refuses, changing
-    /// nothing, when another writer changed it since.
+    /// Replaces the record `previous` (as read) with `record` and `certificate`, and returns it as
+    /// written; refuses, changing nothing, when another writer changed it since.
     func update(
         _ record: KeyRecord, certificate: [UInt8]?, for id: KeyIdentifier, replacing previous: KeyRecord, at now: Date
-    ) async throws(CustodyError) {
+    ) async throws(CustodyError) -> KeyRecord {
         var record = record
         record.revision = previous.revision + 1
         let updated: Bool
@@ -66,6 +68,7 @@ struct KeyRecordTable: Sendable {
                 "key \(id) was changed by another admin or instance while this command ran; nothing was written: run "
                     + "`paywarden keys list` and the command again")
         }
+        return record
     }
 
     func delete(_ id: KeyIdentifier) async throws(CustodyError) {

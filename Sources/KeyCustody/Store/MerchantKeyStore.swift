@@ -112,11 +112,9 @@ public final class MerchantKeyStore: Sendable {
                 try session.withdraw(withdrawn, from: object.id)
                 return try session.privateKey(id: object.id) ?? object
             }
-            guard try await records.insert(record, certificate: nil, for: object.id, at: now) else {
+            guard let written = try await records.insert(record, certificate: nil, for: object.id, at: now) else {
                 throw CustodyError(.invalidState, "key \(object.id) already has a record in the database; nothing was created")
             }
-            var written = record
-            written.revision = 1
             return (try Self.merchantKey(key, written, certificate: nil), csr)
         } catch {
             _ = try? await hsm.destroyKeyPair(object.id)
@@ -195,7 +193,6 @@ public final class MerchantKeyStore: Sendable {
             state: .active, origin: .imported, createdAt: now
         )
         record.activatedAt = now
-        record.revision = 1
         let object: KeyObject
         do throws(PKCS11Error) {
             object = try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
@@ -204,15 +201,17 @@ public final class MerchantKeyStore: Sendable {
         } catch {
             throw CustodyError(error)
         }
+        let written: KeyRecord
         do throws(CustodyError) {
-            guard try await records.insert(record, certificate: certificate?.der, for: object.id, at: now) else {
+            guard let inserted = try await records.insert(record, certificate: certificate?.der, for: object.id, at: now) else {
                 throw CustodyError(.invalidState, "key \(object.id) already has a record in the database; nothing was imported")
             }
+            written = inserted
         } catch {
             _ = try? await hsm.destroyKeyPair(object.id)
             throw error
         }
-        return try Self.merchantKey(object, record, certificate: certificate)
+        return try Self.merchantKey(object, written, certificate: certificate)
     }
 
     // MARK: Certificates
@@ -271,9 +270,8 @@ public final class MerchantKeyStore: Sendable {
         activated.state = .active
         activated.activatedAt = now
         if activated.merchantIdentifierHash == nil { activated.merchantIdentifierHash = certificate.merchantIdentifierHash }
-        try await records.update(activated, certificate: certificate.der, for: key.id, replacing: record, at: now)
-        activated.revision = record.revision + 1
-        return (try Self.merchantKey(key, activated, certificate: certificate), .activated)
+        let written = try await records.update(activated, certificate: certificate.der, for: key.id, replacing: record, at: now)
+        return (try Self.merchantKey(key, written, certificate: certificate), .activated)
     }
 
     // MARK: Lifecycle
@@ -291,9 +289,8 @@ public final class MerchantKeyStore: Sendable {
         var record = key.record
         record.state = .retired
         record.retiredAt = now
-        try await records.update(record, certificate: key.certificate?.der, for: key.id, replacing: key.record, at: now)
-        record.revision = key.record.revision + 1
-        return try Self.merchantKey(key.key, record, certificate: key.certificate)
+        let written = try await records.update(record, certificate: key.certificate?.der, for: key.id, replacing: key.record, at: now)
+        return try Self.merchantKey(key.key, written, certificate: key.certificate)
     }
 
     /// Destroys a retired or pending key: the private and public key, certificate and record.
@@ -395,7 +392,7 @@ public final class MerchantKeyStore: Sendable {
         var wrote = false
         for (id, result) in legacy.records where entries[id] == nil {
             guard case .success(let record) = result else { continue }
-            wrote = try await records.insert(record, certificate: legacy.certificates[id], for: id, at: now) || wrote
+            wrote = try await records.insert(record, certificate: legacy.certificates[id], for: id, at: now) != nil || wrote
         }
         return wrote
     }

@@ -55,7 +55,7 @@ public final class PKCS11Module: @unchecked Sendable {
     func initialize(reserved: String?) throws(PKCS11Error) {
         try initialization.withLock { (state) throws(PKCS11Error) in
             if state.users == 0 {
-                let rv = Self.initialize(functions, reserved: reserved)
+                let rv = cpkcs11_initialize(functions, reserved)
                 if rv != CK_RV(CKR_CRYPTOKI_ALREADY_INITIALIZED) { try check("C_Initialize", rv) }
                 state.reserved = reserved
             } else if state.reserved != reserved {
@@ -84,14 +84,9 @@ public final class PKCS11Module: @unchecked Sendable {
         try initialization.withLock { (state) throws(PKCS11Error) -> Bool in
             guard state.users == 1 else { return false }
             _ = functions.pointee.C_Finalize(nil)
-            try check("C_Initialize", Self.initialize(functions, reserved: state.reserved))
+            try check("C_Initialize", cpkcs11_initialize(functions, state.reserved))
             return true
         }
-    }
-
-    private static func initialize(_ functions: UnsafeMutablePointer<CK_FUNCTION_LIST>, reserved: String?) -> CK_RV {
-        guard let reserved else { return cpkcs11_initialize(functions, nil) }
-        return cpkcs11_initialize(functions, reserved)
     }
 
     public func info() throws(PKCS11Error) -> ModuleInfo {

@@ -30,7 +30,7 @@ struct DevHSMInit: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures { settings in
             let home = settings.home
-            let modulePath = modulePath ?? (backend == .softhsm ? settings.hsm.modulePath : backend.defaultModulePath)
+            let modulePath = modulePath ?? (backend == .softhsm ? settings.hsm.modulePath : NSSSoftoken.debianModulePath)
             // A pkcs11: URI names an existing token; the development token needs a plain label.
             let tokenLabel = tokenLabel ?? (settings.hsm.token.hasPrefix("pkcs11:") ? "paywarden" : settings.hsm.token)
             guard tokenLabel.utf8.count <= 32 else {

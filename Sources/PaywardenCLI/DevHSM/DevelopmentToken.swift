@@ -12,14 +12,6 @@ struct DevelopmentToken {
     enum Backend: String, ExpressibleByArgument, CaseIterable {
         case softhsm
         case nss
-
-        /// Debian's library for it.
-        var defaultModulePath: String {
-            switch self {
-            case .softhsm: "/usr/lib/softhsm/libsofthsm2.so"
-            case .nss: "/usr/lib/x86_64-linux-gnu/libsoftokn3.so"
-            }
-        }
     }
 
     let home: String
@@ -34,8 +26,7 @@ struct DevelopmentToken {
     /// NSS softokn's `C_Initialize` arguments: its database and the token's label; nil for SoftHSM.
     var initReserved: String? {
         guard backend == .nss else { return nil }
-        return "configdir='sql:\(tokenDirectory)' certPrefix='' keyPrefix='' secmod='secmod.db' flags=optimizeSpace "
-            + "dbTokenDescription='\(label)'"
+        return NSSSoftoken.initReserved(databaseDirectory: tokenDirectory, tokenLabel: label)
     }
     var userPINFile: String { directory + "/user.pin" }
     var securityOfficerPINFile: String { directory + "/so.pin" }

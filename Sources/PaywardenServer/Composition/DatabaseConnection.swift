@@ -12,7 +12,7 @@ public struct DatabaseConnection: Sendable {
     public let database: any PaywardenDatabase
     /// The merchant-key records: ``database``, except with `memory:`, where they stay in the
     /// SQLite file under the home (admin commands write them from other processes).
-    public let keyRecordDatabase: any PaywardenDatabase
+    private let keyRecordDatabase: any PaywardenDatabase
     private let keyRecordsSeparate: Bool
     public let services: [any Service]
 
