@@ -36,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -120,6 +121,7 @@ let package = Package(
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 nioSSL, nioCore, nioPosix, nioHTTP1, asyncHTTPClient, serviceLifecycle, logging, crypto,
             ]
         ),
@@ -127,7 +129,7 @@ let package = Package(
             name: "PaywardenCLI",
             dependencies: [
                 "PKCS11", "KeyCustody", "ApplePay", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "Vault", "OutboundTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+                "Vault", "OutboundTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging, crypto,
             ]
         ),
         // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a

@@ -102,6 +102,9 @@ export PAYWARDEN_LISTEN="127.0.0.1:$PORT"
 # Every registration comes from one address for one paypage: the production limits (20/s per
 # address, 200/s per paypage) would measure the rate limiter, not the vault.
 export PAYWARDEN_EPROTECT_RATE_PER_PAYPAGE=1000000 PAYWARDEN_EPROTECT_RATE_PER_ADDRESS=1000000
+# wrk is one client address with up to LOADTEST_NETWORK_CONNECTIONS connections, reconnecting after
+# each PAYWARDEN_MAX_REQUESTS_PER_CONNECTION (kept at its default: the reconnections are part of the cost).
+export PAYWARDEN_MAX_CONNECTIONS_PER_CLIENT=100000
 # The relay's upstream: a stand-in processor engine on loopback, HTTPS with mutual TLS.
 if [ "$VAULT" != 0 ]; then
   "$BIN/paywarden-bench" upstream "$WORK" > "$WORK/upstream.log" 2>&1 &

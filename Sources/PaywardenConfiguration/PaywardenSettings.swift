@@ -119,6 +119,12 @@ public struct ServerSettings: Sendable {
     public var idleTimeoutSeconds: Int
     /// Open connections per listener; more wait in the kernel's queue until one closes.
     public var maxConnections: Int
+    /// Seconds from a request's first byte until it must be whole (408 and close otherwise).
+    public var requestReadTimeoutSeconds: Int
+    /// Requests one kept-alive connection may carry before it is closed.
+    public var maxRequestsPerConnection: Int
+    /// Open connections per client address; trusted proxies are exempt.
+    public var maxConnectionsPerClient: Int
     public var eventLoopThreads: Int
     /// eProtect registrations per second per `paypageId` and per client address.
     public var eProtectRatePerPaypage: Int
@@ -157,6 +163,9 @@ public struct ServerSettings: Sendable {
         maxInFlight = try reader.integer(C.maxInFlight)
         idleTimeoutSeconds = try reader.integer(defaulted: C.idleTimeoutSeconds)
         maxConnections = try reader.integer(defaulted: C.maxConnections)
+        requestReadTimeoutSeconds = try reader.integer(defaulted: C.requestReadTimeoutSeconds)
+        maxRequestsPerConnection = try reader.integer(defaulted: C.maxRequestsPerConnection)
+        maxConnectionsPerClient = try reader.integer(defaulted: C.maxConnectionsPerClient)
         eventLoopThreads = try reader.integer(defaulted: C.eventLoopThreads)
         eProtectRatePerPaypage = try reader.integer(defaulted: C.eProtectRatePerPaypage)
         eProtectRatePerAddress = try reader.integer(defaulted: C.eProtectRatePerAddress)

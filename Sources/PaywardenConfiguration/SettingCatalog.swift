@@ -93,6 +93,15 @@ public enum SettingCatalog {
     public static let maxConnections = Setting(
         "max_connections", .integer(1...1_000_000), default: .value("512"),
         "open connections per listener; beyond it, new ones wait to be accepted until one closes")
+    public static let requestReadTimeoutSeconds = Setting(
+        "request_read_timeout_seconds", .integer(1...3600), default: .value("10"),
+        "seconds from a request's first byte until it must have arrived whole; else 408 and the connection is closed")
+    public static let maxRequestsPerConnection = Setting(
+        "max_requests_per_connection", .integer(1...1_000_000), default: .value("1000"),
+        "requests one connection may carry; the last is answered with Connection: close")
+    public static let maxConnectionsPerClient = Setting(
+        "max_connections_per_client", .integer(1...1_000_000), default: .value("128"),
+        "open connections per client address (trusted proxies exempt); beyond it, a new one is closed at once")
     public static let eventLoopThreads = Setting(
         "event_loop_threads", .integer(1...256), default: .value("1"), exposure: .environmentOnly,
         "NIO event loops, which also run every task outside the HSM workers (read before anything else starts)")
@@ -131,7 +140,8 @@ public enum SettingCatalog {
         "CIDRs allowed to send merchant-token notifications (Apple's ranges); others get 403")
     public static let trustedProxies = Setting(
         "trusted_proxies", .list,
-        "CIDRs of reverse proxies whose X-Forwarded-For is believed for the notification allow-list (default: none, the peer address)")
+        "CIDRs of reverse proxies whose X-Forwarded-For is believed: the notification allow-list, eProtect's per-client limit, "
+            + "and exempt from max_connections_per_client (default: none, the peer address)")
     public static let merchantTokenPendingLimit = Setting(
         "merchant_token_pending_limit", .integer(1...1_000_000), default: .value("10000"),
         "merchant-token events waiting to be fetched at most; beyond it notifications are answered 503 and Apple retries")
@@ -239,7 +249,8 @@ public enum SettingCatalog {
         hsmSessionKeyCopies, hsmRecycleEvery, hsmOperationTimeoutMilliseconds, hsmHealthTimeoutMilliseconds, keyRefreshSeconds,
         signingTimeWindow, trustRoots, certificateIssuers,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
-        maxBodyBytes, maxInFlight, idleTimeoutSeconds, maxConnections, eventLoopThreads,
+        maxBodyBytes, maxInFlight, idleTimeoutSeconds, maxConnections, requestReadTimeoutSeconds, maxRequestsPerConnection,
+        maxConnectionsPerClient, eventLoopThreads,
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
         applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,

@@ -23,11 +23,23 @@ public final class RawTCPConnection: @unchecked Sendable {
         public let description: String
     }
 
-    /// Connects to 127.0.0.1:`port`. The kernel completes the handshake even while the server is
-    /// not accepting, so this returns for a connection the server has not taken yet.
-    public init(port: Int) throws {
+    /// Connects to 127.0.0.1:`port` from `source` (any 127.0.0.0/8 address: one machine can be
+    /// several clients). The kernel completes the handshake even while the server is not
+    /// accepting, so this returns for a connection the server has not taken yet.
+    public init(port: Int, from source: String = "127.0.0.1") throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw ConnectError(description: "socket() failed: errno \(errno)") }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            let error = errno
+            Glibc.close(socket)
+            throw ConnectError(description: "bind() to \(source) failed: errno \(error)")
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")

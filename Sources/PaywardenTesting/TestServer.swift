@@ -55,6 +55,10 @@ public final class TestServer: Sendable {
     /// `redeem` and `detokenize` for another organisation, `rival`, whose paypage `rivalPaypage`
     /// allows only a merchant identifier with no key here.
     public let rivalKey: String
+    /// `decrypt` for the organisation `example`: opens its merchants' tokens only.
+    public let exampleDecryptKey: String
+    /// `decrypt` for the organisation `rival`, none of whose merchants has a key here.
+    public let rivalDecryptKey: String
     public let logs: CapturedLog
     private let serverTask: Task<Void, any Error>
 
@@ -98,12 +102,19 @@ public final class TestServer: Sendable {
         self.redeemOnlyKey = redeemKey
         self.vaultKey = vaultKey
         self.rivalKey = rivalKey
+        let (exampleDecryptKey, exampleDecryptEntry) = APIKey.generate(
+            name: "example-payments", scopes: [.decrypt], organization: "example")
+        let (rivalDecryptKey, rivalDecryptEntry) = APIKey.generate(name: "rival-payments", scopes: [.decrypt], organization: "rival")
+        self.exampleDecryptKey = exampleDecryptKey
+        self.rivalDecryptKey = rivalDecryptKey
         // The catalog's defaults (no environment, no file), then the test token and test values.
         var configuration = try ServerConfiguration(settings: await PaywardenSettings.load(environment: [:]))
         configuration.hsm = token.configuration
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
         configuration.apiKeys = APIKeyRegistry(
-            keys: try [decryptEntry, redeemEntry, vaultEntry, rivalEntry].map { entry in try APIKey(entry: entry) })
+            keys: try [decryptEntry, redeemEntry, vaultEntry, rivalEntry, exampleDecryptEntry, rivalDecryptEntry].map { entry in
+                try APIKey(entry: entry)
+            })
         // The registration limits of production would throttle the tests' bursts.
         configuration.eProtectRatePerAddress = 100_000
         configuration.eProtectRatePerPaypage = 100_000

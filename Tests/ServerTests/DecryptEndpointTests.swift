@@ -27,7 +27,10 @@ struct DecryptEndpointTests {
     }
 
     @Test func endpointBehaviourMatchesTheOpenAPIDocument() async throws {
-        try await withServer({ $0.maxBodyBytes = 16 * 1024 }) { server in
+        try await withServer({
+            $0.maxBodyBytes = 16 * 1024
+            $0.requestReadTimeout = .seconds(1)
+        }) { server in
             let pan = "4111111111111111"
 
             // 200: EC_v1 and RSA_v1, the payload spliced in byte for byte.
@@ -50,6 +53,14 @@ struct DecryptEndpointTests {
             let badKey = expect(try await server.send(body: try server.ecToken(), apiKey: "pw_not-a-key"), 401, "unauthorized")
             #expect(badKey.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
             expect(try await server.send(body: try server.ecToken(), apiKey: server.redeemOnlyKey), 403, "forbidden")
+            expect(try await server.send(body: try server.ecToken(), apiKey: server.rivalDecryptKey), 403, "merchant_not_authorized")
+            // 408: a body that does not arrive whole within the read timeout (any route; this one is documented).
+            let slow = try RawTCPConnection(port: server.port)
+            try slow.send("POST /v1/payment-tokens/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(server.decryptKey)\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            let timedOut = slow.read(until: "}}", upTo: .seconds(5)).text
+            #expect(timedOut.hasPrefix("HTTP/1.1 408") && timedOut.contains(#""code":"request_timeout""#), "\(timedOut)")
+            if timedOut.hasPrefix("HTTP/1.1 408") { _ = Self.observed.withLock { $0.insert("408 request_timeout") } }
             // 413
             expect(try await server.send(body: [UInt8](repeating: 0x20, count: 17 * 1024)), 413, "payload_too_large")
             // 422

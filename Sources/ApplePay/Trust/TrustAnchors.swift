@@ -13,6 +13,13 @@ public struct TrustAnchors: Sendable {
         self.source = source
     }
 
+    /// True when the anchors are Apple Root CA - G3 alone, as in production.
+    public var isApple: Bool { certificates == TrustAnchors.apple.certificates }
+
+    /// How refusals name the anchors: never a file path, which a caller has no business knowing
+    /// (``source`` has the paths, for the operator).
+    public var name: String { isApple ? "Apple Root CA - G3" : "the configured trust roots" }
+
     /// Apple Root CA - G3 alone.
     public static let apple: TrustAnchors = {
         // The embedded bytes are fixed and fingerprint-checked; failing to parse them is a build defect.

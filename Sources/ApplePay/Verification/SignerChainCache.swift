@@ -88,7 +88,7 @@ final class SignerChainCache: Sendable {
             throw .chain("the intermediate lacks extension 1.2.840.113635.100.6.2.14: it is not Apple's payment intermediate")
         }
         guard let root = anchors.certificates.first(where: { $0.subject == intermediate.issuer }) else {
-            throw .chain("the chain does not end in a trusted root (\(anchors.source)); the token was not signed by Apple")
+            throw .chain("the chain does not end in a trusted root (\(anchors.name)); the token was not signed by Apple")
         }
         // Validate at a moment inside every certificate's validity; per token only the signing
         // time is then compared with the common period.
@@ -103,9 +103,9 @@ final class SignerChainCache: Sendable {
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result else {
             if case .couldNotValidate(let failures) = result, let reason = failures.first?.policyFailureReason {
-                throw .chain("the signing chain does not verify to \(anchors.source): \(reason)")
+                throw .chain("the signing chain does not verify to \(anchors.name): \(reason)")
             }
-            throw .chain("the signing chain does not verify to \(anchors.source)")
+            throw .chain("the signing chain does not verify to \(anchors.name)")
         }
 
         // The period in which the chain the verifier built was valid, root included.

@@ -4,6 +4,7 @@ import Foundation
 import KeyCustody
 import PKCS11
 import PaywardenServer
+import Vault
 
 struct TokenDecrypt: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,15 +25,28 @@ struct TokenDecrypt: AsyncParsableCommand {
             let bytes = try options.token()
             let at = try options.instant()
             let verifier = try TokenOptions.verifier(settings)
+            // Card data read outside the service, with no replay ledger and, with --at, any time
+            // after the token was made: every run is audited, and nothing is printed unless its
+            // audit line was written.
+            let audit = CardDataAudit(log: AuditLog(path: PaywardenHome(settings).auditLog), revealed: reveal, at: at)
             let hsm = try await HSM.open(hsmOptions.configuration(settings))
             let result: DecryptedPaymentToken
             do {
                 let keys = HSMPaymentKeys(hsm: hsm)
-                _ = try await AdminDatabase.with(settings) { connection in
-                    try await keys.reload(from: MerchantKeyStore(hsm: hsm, records: connection.keyRecords))
+                let store = try await AdminDatabase.with(settings) { connection in
+                    let store = MerchantKeyStore(hsm: hsm, records: connection.keyRecords)
+                    try await keys.reload(from: store)
+                    return try await store.list()
                 }
                 let decrypter = PaymentTokenDecrypter(verifier: verifier, directory: keys, operations: keys)
-                result = try await decrypter.decrypt(json: bytes, at: at)
+                do throws(PaymentTokenError) {
+                    result = try await decrypter.decrypt(json: bytes, at: at)
+                } catch {
+                    try audit.refused(error.code.rawValue)
+                    throw error
+                }
+                let merchant = store.first { $0.id.hex == result.keyID }?.merchantID
+                try await audit.decrypted(result, merchantID: merchant, hsm: hsm)
                 await hsm.close()
             } catch {
                 await hsm.close()

@@ -49,6 +49,13 @@ public struct PaywardenServer: Sendable {
                 for tests and sandboxes only; unset \(SettingCatalog.certificateIssuers.environmentName) in production
                 """)
         }
+        if !configuration.trustAnchors.isApple {
+            logger.warning(
+                """
+                token signatures are checked against \(configuration.trustAnchors.source), not Apple's pinned root: for tests and \
+                sandboxes only; unset \(SettingCatalog.trustRoots.environmentName) in production
+                """)
+        }
         let hsm: HSM
         do {
             hsm = try await HSM.open(configuration.hsm, logger: logger)
@@ -210,7 +217,8 @@ public struct PaywardenServer: Sendable {
         let router = Router(context: PaywardenRequestContext.self)
         router.middlewares.add(RequestObservationMiddleware(metrics: metrics))
         if includingOperations { addOperationsRoutes(to: router) }
-        let decrypt = DecryptController(service: decryption, maxBodyBytes: configuration.maxBodyBytes)
+        let decrypt = DecryptController(
+            service: decryption, vault: vaultService, metrics: metrics, maxBodyBytes: configuration.maxBodyBytes)
         router.group("/v1/payment-tokens")
             .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .decrypt))
             .post("/decrypt", use: decrypt.decrypt)
@@ -237,15 +245,20 @@ public struct PaywardenServer: Sendable {
     private func addVaultRoutes(to router: Router<PaywardenRequestContext>) {
         let eProtect = EProtectController(
             service: vaultService, perPaypage: RateLimiter(ratePerSecond: configuration.eProtectRatePerPaypage),
-            perAddress: RateLimiter(ratePerSecond: configuration.eProtectRatePerAddress), maxBodyBytes: configuration.maxBodyBytes)
+            perAddress: RateLimiter(ratePerSecond: configuration.eProtectRatePerAddress), clients: notificationSources.clients,
+            maxBodyBytes: configuration.maxBodyBytes)
         router.post("/eProtect/paypage", use: eProtect.register)
         let controller = VaultController(service: vaultService)
         router.group("/v1/registrations")
             .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .redeem))
+            .post("/redeem", use: controller.redeemFromBody)
+            .post("/end", use: controller.endRegistrationFromBody)
             .post("/{id}/redeem", use: controller.redeem)
             .delete("/{id}", use: controller.endRegistration)
         router.group("/v1/tokens")
             .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .detokenize))
+            .post("/detokenize", use: controller.detokenizeFromBody)
+            .post("/delete", use: controller.deleteTokenFromBody)
             .post("/{token}/detokenize", use: controller.detokenize)
             .delete("/{token}", use: controller.deleteToken)
         let cnpRelay = relay.cnp.map {
@@ -297,15 +310,23 @@ public struct PaywardenServer: Sendable {
             logger: logger)
     }
 
-    /// Every listener's server: HTTP/1.1 (in TLS when configured) with the idle timeout and the
+    /// Every listener's server: HTTP/1.1 (in TLS when configured) with the idle timeout, the
+    /// request read timeout, the requests per connection, the connections per client and the
     /// connection cap of `configuration`.
     static func application(
         router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, configuration: ServerConfiguration,
         services: [any Service], onRunning: @escaping @Sendable (Int) async -> Void, logger: Logger
     ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
-        // A connection that sends nothing for the idle timeout is closed, a request it has not
-        // finished included (slowloris); the connection cap makes further ones wait, unserved.
-        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.idleTimeout)))
+        // A connection that sends nothing for the idle timeout is closed, and a request that has not
+        // arrived whole within the read timeout is answered 408 and closed (slowloris, trickled
+        // bodies); the connection cap makes further ones wait, unserved, and the per-client share
+        // keeps one client from taking every slot.
+        let rules = ConnectionRules(
+            idleTimeout: TimeAmount(configuration.idleTimeout), readTimeout: TimeAmount(configuration.requestReadTimeout),
+            maxRequestsPerConnection: configuration.maxRequestsPerConnection,
+            connections: ConnectionsPerClient(
+                limit: configuration.maxConnectionsPerClient, clients: try configuration.merchantTokens.notificationSources().clients))
+        let http1 = HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, rules: rules) }
         let server: HTTPServerBuilder = if let tls { try .tls(http1, tlsConfiguration: ServerTLS.configuration(tls)) } else { http1 }
         return Application(
             router: router, server: server,

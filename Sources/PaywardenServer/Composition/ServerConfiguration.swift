@@ -24,6 +24,13 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Duration
     /// Open connections per listener; more wait to be accepted until one closes.
     public var maxConnections: Int
+    /// From a request's first byte until it must have arrived whole: a slow body or slow headers
+    /// are cut off with 408, whatever the idle timer says.
+    public var requestReadTimeout: Duration
+    /// Requests a kept-alive connection may carry; the last response says `Connection: close`.
+    public var maxRequestsPerConnection: Int
+    /// Open connections per client address (trusted proxies exempt): one client cannot hold them all.
+    public var maxConnectionsPerClient: Int
     public var recycleEvery: Int
     public var keyRefreshInterval: Duration
     public var hsm: HSMConfiguration
@@ -63,6 +70,9 @@ public struct ServerConfiguration: Sendable {
         maxInFlight = server.maxInFlight
         idleTimeout = .seconds(server.idleTimeoutSeconds)
         maxConnections = server.maxConnections
+        requestReadTimeout = .seconds(server.requestReadTimeoutSeconds)
+        maxRequestsPerConnection = server.maxRequestsPerConnection
+        maxConnectionsPerClient = server.maxConnectionsPerClient
         recycleEvery = settings.hsm.recycleEvery
         keyRefreshInterval = settings.hsm.keyRefreshInterval
         database = settings.database

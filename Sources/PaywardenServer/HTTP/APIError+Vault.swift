@@ -23,6 +23,9 @@ extension APIError {
                 }
             if error.code == .recordUnreadable {
                 self = .internalError
+            } else if error.code == .hsmUnavailable {
+                self.init(status, code: error.code.rawValue, message: Self.hsmUnavailableMessage, headers: [.retryAfter: "1"])
+                detail = error.message
             } else {
                 self.init(
                     status, code: error.code.rawValue, message: error.message,

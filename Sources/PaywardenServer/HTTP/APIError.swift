@@ -12,6 +12,9 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public var headers: HTTPFields = [:]
     /// The eProtect or cnpAPI response code beside the stable one (vault routes).
     public var eProtectCode: String?
+    /// What the caller is not told but the operator needs (which key, which return code): logged
+    /// with the request's id, never sent.
+    public var detail: String?
 
     public init(_ status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
         self.status = status
@@ -26,7 +29,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         switch error.code {
         case .malformedToken, .unsupportedVersion:
             self.init(.badRequest, code: error.code.rawValue, message: error.message)
-        case .hsmUnavailable, .overloaded, .databaseUnavailable:
+        case .hsmUnavailable:
+            self.init(.serviceUnavailable, code: error.code.rawValue, message: Self.hsmUnavailableMessage, headers: [.retryAfter: "1"])
+            detail = error.message
+        case .overloaded, .databaseUnavailable:
             self.init(.serviceUnavailable, code: error.code.rawValue, message: error.message, headers: [.retryAfter: "1"])
         case .merchantNotAuthorized:
             self.init(.forbidden, code: error.code.rawValue, message: error.message)
@@ -34,6 +40,9 @@ public struct APIError: Error, HTTPResponseError, Sendable {
             self.init(.unprocessableContent, code: error.code.rawValue, message: error.message)
         }
     }
+
+    /// The HSM's own words name key ids and PKCS#11 return codes: for the log, not for callers.
+    static let hsmUnavailableMessage = "the HSM could not complete the operation; retry shortly"
 
     public static func unauthorized(_ message: String) -> APIError {
         APIError(.unauthorized, code: "unauthorized", message: message, headers: [.wwwAuthenticate: #"Bearer realm="paywarden""#])

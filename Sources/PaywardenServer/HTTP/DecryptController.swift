@@ -4,20 +4,51 @@ import Hummingbird
 import NIOCore
 
 /// `POST /v1/payment-tokens/decrypt`: a `PKPaymentToken` or its `paymentData` in, the
-/// decrypted payload exactly as Apple sent it out, with where it came from.
+/// decrypted payload exactly as Apple sent it out, with where it came from. A key with an
+/// organisation opens only the tokens of its organisation's merchants (those its enabled paypages
+/// name), as the vault routes do; a key without one opens any configured merchant's. Every call
+/// is counted per API key and outcome.
 struct DecryptController {
     let service: DecryptionService
+    let vault: VaultService
+    let metrics: ServerMetrics
     let maxBodyBytes: Int
 
     func decrypt(_ request: Request, context: PaywardenRequestContext) async throws -> VerbatimJSONResponse<DecryptedTokenFacts> {
-        let body = try await RequestBody.collect(request, limit: maxBodyBytes)
-        let result: DecryptedPaymentToken
+        let keyName = context.apiKey?.name ?? "unknown"
         do {
-            result = try await service.decrypt(body)
-        } catch {
-            throw APIError(error)
+            let body = try await RequestBody.collect(request, limit: maxBodyBytes)
+            let merchants = try await merchantIdentifierHashes(for: context.apiKey?.organization)
+            let result: DecryptedPaymentToken
+            do {
+                result = try await service.decrypt(body, merchantIdentifierHashes: merchants)
+            } catch {
+                throw APIError(error)
+            }
+            metrics.decryptRequest(apiKey: keyName, outcome: "ok")
+            return VerbatimJSONResponse(key: "paymentData", verbatim: result.paymentData, envelope: DecryptedTokenFacts(result))
+        } catch let error as APIError {
+            metrics.decryptRequest(apiKey: keyName, outcome: error.code)
+            throw error
         }
-        return VerbatimJSONResponse(key: "paymentData", verbatim: result.paymentData, envelope: DecryptedTokenFacts(result))
+    }
+
+    /// The merchants `organization`'s key may open: nil (any) for a key without an organisation.
+    private func merchantIdentifierHashes(for organization: String?) async throws -> Set<String>? {
+        guard let organization else { return nil }
+        do {
+            return try await vault.organizationPolicy(organization).merchantIdentifierHashes
+        } catch {
+            guard error.code == PaymentTokenError.Code.merchantNotAuthorized.rawValue else {
+                var refusal = APIError(error)
+                refusal.eProtectCode = nil
+                throw refusal
+            }
+            throw APIError(
+                PaymentTokenError(
+                    .merchantNotAuthorized,
+                    "the API key's organisation has no enabled paypage, so it has no merchant whose tokens it may open"))
+        }
     }
 }
 

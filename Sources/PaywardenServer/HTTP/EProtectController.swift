@@ -6,16 +6,19 @@ import Vault
 
 /// `POST /eProtect/paypage`: a mobile app's Apple Pay token in eProtect's form fields, a
 /// registration ID out. No API key: the app names its merchant by `paypageId`, and each paypage
-/// and each client address is rate-limited. eProtect outcomes are HTTP 200 with the code in
-/// `response`, as the real service answers.
+/// and each client address is rate-limited. The client is the peer, or behind a trusted reverse
+/// proxy the address it forwards; a paypage is charged only for tokens whose signature verified.
+/// eProtect outcomes are HTTP 200 with the code in `response`, as the real service answers.
 struct EProtectController {
     let service: VaultService
     let perPaypage: RateLimiter
     let perAddress: RateLimiter
+    let clients: ClientAddressResolver
     let maxBodyBytes: Int
 
     func register(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        if let wait = perAddress.acquire(Self.clientKey(context.remoteAddress)) { throw Self.rateLimited(wait, "this client address") }
+        let client = clients.clientAddress(peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor])
+        if let wait = perAddress.acquire(ClientAddressResolver.limitKey(client)) { throw Self.rateLimited(wait, "this client address") }
         let body = try await RequestBody.collect(request, limit: maxBodyBytes)
         let now = service.vault.now
         let form: EProtectForm
@@ -31,35 +34,42 @@ struct EProtectController {
         let echo = EProtectForm.Echo(id: form.id, orderID: form.orderID, reportGroup: form.reportGroup)
         let outcome: EProtectReply
         do throws(VaultFailure) {
-            // Counted per paypage only once the paypage is known to exist, so made-up ids cannot fill the limiter.
-            let registration = try await service.register(token: form.tokenJSON, paypageID: form.paypageID, reportGroup: form.reportGroup) {
-                paypage throws(VaultFailure) in
-                if let wait = perPaypage.acquire(paypage.id) { throw .rateLimited(wait, "this paypageId") }
-            }
+            // Looked at per paypage only once the paypage is known to exist, so made-up ids cannot fill
+            // the limiter, and charged only for a token that verified, so made-up forms cannot drain it.
+            let registration = try await service.register(
+                token: form.tokenJSON, paypageID: form.paypageID, reportGroup: form.reportGroup,
+                admit: { paypage throws(VaultFailure) in
+                    if let wait = perPaypage.wait(paypage.id) { throw .rateLimited(wait, "this paypageId") }
+                },
+                verified: { paypage in _ = perPaypage.acquire(paypage.id) })
             outcome = EProtectReply(registration: registration, form: form, now: now)
         } catch {
             if case .rateLimited(let wait, let who) = error { throw Self.rateLimited(wait, who) }
             let code = EProtectResponseCode(eProtectFor: error.code)
-            // eProtect's words first, then Paywarden's reason, which never holds a secret; what is
-            // the service's own trouble is not detailed to an unauthenticated caller (the log has it).
-            let reason =
-                Self.internalCodes.contains(error.code) ? "Paywarden cannot register tokens right now; retry shortly" : error.message
-            outcome = EProtectReply(echo: echo, response: code, message: "\(code.message): \(reason)", paywardenCode: error.code, now: now)
+            // eProtect's words first, then a fixed sentence for Paywarden's code: the caller is
+            // anonymous, and the verifier's or the HSM's words name files, keys and return codes.
+            // The log has them, under the request's id.
+            context.logger.notice("registration refused", metadata: ["code": "\(error.code)", "detail": "\(error.message)"])
+            outcome = EProtectReply(
+                echo: echo, response: code, message: "\(code.message): \(Self.reason(error.code))", paywardenCode: error.code, now: now)
         }
         return try reply(outcome)
     }
 
-    static let internalCodes: Set<String> = ["hsm_unavailable", "database_unavailable", "internal_error", "overloaded"]
-
-    /// What the per-address limit counts by: an IPv4 address, or an IPv6 /64 (a client controls the
-    /// rest of its /64, so counting /128s would let it step around the limit).
-    static func clientKey(_ address: SocketAddress?) -> String {
-        switch address {
-        case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0.prefix(8)) }
-            return "v6:" + bytes.map { String($0, radix: 16) }.joined(separator: ":")
-        case .some(let other): return other.ipAddress ?? "unknown"
-        case nil: return "unknown"
+    /// What an anonymous caller is told for each refusal: the code's meaning, never its detail.
+    static func reason(_ code: String) -> String {
+        switch code {
+        case "merchant_not_authorized": "the paypageId is unknown or disabled, or the token is for a merchant it does not use"
+        case "report_group_invalid": "the reportGroup is not one this paypage allows"
+        case "malformed_token", "unsupported_version": "the token could not be read"
+        case "signature_invalid": "the token's signature does not verify"
+        case "certificate_chain_invalid": "the token's signing certificates do not lead to Apple's root"
+        case "signing_time_out_of_window": "the token was signed too long ago, or in the future"
+        case "replayed_transaction": "the token was used before"
+        case "unknown_public_key_hash": "the token is not encrypted to a key of this service"
+        case "decryption_failed": "the token could not be decrypted"
+        case "invalid_account_number": "the token carries no usable account number"
+        default: "Paywarden cannot register tokens right now; retry shortly"
         }
     }
 

@@ -18,6 +18,11 @@ struct RequestObservationMiddleware: RouterMiddleware {
         let result: Result<Response, any Error>
         do {
             result = .success(try await next(request, context))
+        } catch let error as APIError {
+            if let detail = error.detail {
+                context.logger.warning("request failed", metadata: ["code": "\(error.code)", "detail": "\(detail)"])
+            }
+            result = .failure(error)
         } catch let error as any HTTPResponseError {
             result = .failure(error)
         } catch {

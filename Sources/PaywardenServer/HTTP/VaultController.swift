@@ -6,11 +6,34 @@ import Vault
 /// The merchant server's vault routes: redeem and end registration IDs (scope `redeem`),
 /// detokenize and delete high-value tokens (scope `detokenize`). Every one acts for the API key's
 /// organisation only; a key without one is refused.
+///
+/// Registration IDs and tokens are bearer secrets: each route takes its secret in a JSON body
+/// (`{"registrationId":…}`, `{"token":…}`), where proxies' access logs do not keep it, and in the
+/// path as well (the first form offered, kept for existing clients).
 struct VaultController {
     let service: VaultService
 
     func redeem(_ request: Request, context: PaywardenRequestContext) async throws -> VerbatimJSONResponse<RedemptionFacts> {
-        let target = try Target(context, parameter: "id")
+        try await redeem(try Target(context, parameter: "id"))
+    }
+
+    func redeemFromBody(_ request: Request, context: PaywardenRequestContext) async throws -> VerbatimJSONResponse<RedemptionFacts> {
+        try await redeem(try await Target(context, request, member: .registrationId))
+    }
+
+    func endRegistrationFromBody(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        try await endRegistration(try await Target(context, request, member: .registrationId))
+    }
+
+    func detokenizeFromBody(_ request: Request, context: PaywardenRequestContext) async throws -> DetokenizedAccountBody {
+        try await detokenize(try await Target(context, request, member: .token))
+    }
+
+    func deleteTokenFromBody(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        try await deleteToken(try await Target(context, request, member: .token))
+    }
+
+    private func redeem(_ target: Target) async throws -> VerbatimJSONResponse<RedemptionFacts> {
         let redemption = try await Self.answer { () async throws(VaultFailure) in
             try await service.redeem(target.value, key: target.key, organization: target.organization)
         }
@@ -18,7 +41,10 @@ struct VaultController {
     }
 
     func endRegistration(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        let target = try Target(context, parameter: "id")
+        try await endRegistration(try Target(context, parameter: "id"))
+    }
+
+    private func endRegistration(_ target: Target) async throws -> Response {
         try await Self.answer { () async throws(VaultFailure) in
             try await service.endRegistration(target.value, key: target.key, organization: target.organization)
         }
@@ -26,15 +52,21 @@ struct VaultController {
     }
 
     func detokenize(_ request: Request, context: PaywardenRequestContext) async throws -> DetokenizedAccountBody {
-        let target = try Target(context, parameter: "token")
-        return DetokenizedAccountBody(
+        try await detokenize(try Target(context, parameter: "token"))
+    }
+
+    private func detokenize(_ target: Target) async throws -> DetokenizedAccountBody {
+        DetokenizedAccountBody(
             try await Self.answer { () async throws(VaultFailure) in
                 try await service.detokenize(target.value, key: target.key, organization: target.organization)
             })
     }
 
     func deleteToken(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        let target = try Target(context, parameter: "token")
+        try await deleteToken(try Target(context, parameter: "token"))
+    }
+
+    private func deleteToken(_ target: Target) async throws -> Response {
         try await Self.answer { () async throws(VaultFailure) in
             try await service.deleteToken(target.value, key: target.key, organization: target.organization)
         }
@@ -56,12 +88,35 @@ struct VaultController {
         let key: APIKey
         let organization: String
 
+        /// The body member a secret travels in.
+        enum Member: String {
+            case registrationId, token
+        }
+
         init(_ context: PaywardenRequestContext, parameter: String) throws {
             let (key, organization) = try OrganizationKey.require(context, for: "vault routes")
             self.value = context.parameters.get(parameter) ?? ""
             self.key = key
             self.organization = organization
         }
+
+        /// The secret from `{"MEMBER":"…"}`: the caller is authorised before the body is read.
+        init(_ context: PaywardenRequestContext, _ request: Request, member: Member) async throws {
+            let (key, organization) = try OrganizationKey.require(context, for: "vault routes")
+            let body = try await RequestBody.collect(request, limit: Self.maxBodyBytes)
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+            guard let value = object?[member.rawValue] as? String, !value.isEmpty else {
+                throw APIError(
+                    VaultFailure.vault(
+                        VaultError(.invalidRequest, "the body must be a JSON object whose \(member.rawValue) is a non-empty string")))
+            }
+            self.value = value
+            self.key = key
+            self.organization = organization
+        }
+
+        /// A registration ID or a token with its JSON around it is well under this.
+        static let maxBodyBytes = 1024
     }
 }
 

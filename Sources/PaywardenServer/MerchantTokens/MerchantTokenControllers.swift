@@ -142,7 +142,12 @@ extension APIError {
     init(_ failure: MerchantTokenFailure) {
         var headers: HTTPFields = [:]
         if failure.status == .serviceUnavailable { headers[.retryAfter] = "5" }
-        self.init(failure.status, code: failure.code, message: failure.message, headers: headers)
+        if failure.code == "hsm_unavailable" {
+            self.init(failure.status, code: failure.code, message: Self.hsmUnavailableMessage, headers: headers)
+            detail = failure.message
+        } else {
+            self.init(failure.status, code: failure.code, message: failure.message, headers: headers)
+        }
     }
 }
 

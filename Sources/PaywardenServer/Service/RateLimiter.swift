@@ -42,6 +42,16 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// How long until `key` has a token, without taking one: nil when one is there now. For a
+    /// limit charged only once the request proved worth counting (see ``acquire(_:now:)``).
+    func wait(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
+        buckets.withLock { buckets in
+            guard let bucket = buckets[key] else { return nil }
+            let tokens = min(burst, bucket.tokens + rate * ((now - bucket.updated) / .seconds(1)))
+            return tokens >= 1 ? nil : .seconds((1 - tokens) / rate)
+        }
+    }
+
     private static func dropIdle(_ buckets: inout [String: Bucket], burst: Double, rate: Double, now: ContinuousClock.Instant) {
         buckets = buckets.filter { $0.value.tokens + rate * ((now - $0.value.updated) / .seconds(1)) < burst }
     }

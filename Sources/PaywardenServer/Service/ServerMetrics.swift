@@ -18,6 +18,7 @@ public final class ServerMetrics: Sendable {
     /// registry's name-and-labels key building.
     private let requestCounters = Mutex<[RequestLabels: Counter]>([:])
     private let outcomeCounters = Mutex<[String: Counter]>([:])
+    private let keyCounters = Mutex<[KeyLabels: Counter]>([:])
     private let vaultCounters = Mutex<[VaultLabels: Counter]>([:])
     private let vaultDuration: DurationHistogram
     private let upstreamCounters = Mutex<[UpstreamLabels: Counter]>([:])
@@ -25,6 +26,11 @@ public final class ServerMetrics: Sendable {
 
     private struct UpstreamLabels: Hashable {
         let format: String
+        let outcome: String
+    }
+
+    private struct KeyLabels: Hashable {
+        let apiKey: String
         let outcome: String
     }
 
@@ -66,6 +72,9 @@ public final class ServerMetrics: Sendable {
     private static var outcomes: MetricNameDescriptor {
         name("decrypt_outcomes", unit: "total", "Decryptions by outcome: ok or the error code")
     }
+    private static var requestsByKey: MetricNameDescriptor {
+        name("decrypt_requests_by_key", unit: "total", "Decrypt-endpoint calls by API key name and outcome: ok or the error code")
+    }
     private static var paths: MetricNameDescriptor { name("hsm", unit: "path", "The HSM path in use for each key operation (1)") }
     private static var readiness: MetricNameDescriptor { name("ready", unit: "", "1 when the HSM is logged in and the key map loaded") }
     private static var certificateDaysLeft: MetricNameDescriptor {
@@ -91,6 +100,14 @@ public final class ServerMetrics: Sendable {
             registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)])
         }.increment()
         decryptDuration.record(duration)
+    }
+
+    /// One decrypt-endpoint call by the API key's name (never the key) and its outcome: what a
+    /// tenant's decryptions add up to, for the audit of who reads card data.
+    func decryptRequest(apiKey: String, outcome: String) {
+        Self.counter(in: keyCounters, for: KeyLabels(apiKey: apiKey, outcome: outcome)) {
+            registry.makeCounter(descriptor: Self.requestsByKey, labels: [("api_key", apiKey), ("outcome", outcome)])
+        }.increment()
     }
 
     /// The counter cached under `labels`, made (and cached) on first use.

@@ -40,9 +40,12 @@ final class VaultService: Sendable {
     }
 
     /// eProtect registration: the paypage checked, the token decrypted, a registration ID issued.
-    /// `admit` runs once the paypage is known to exist (its rate limit), before any decryption.
+    /// `admit` runs once the paypage is known to exist (a look at its rate limit), before any
+    /// decryption; `verified` once the token's signature and chain have verified (the charge), so
+    /// forms that anyone can make up naming a public paypage id cannot spend that merchant's limit.
     func register(
-        token: [UInt8], paypageID: String, reportGroup: String, admit: (PaypageRecord) throws(VaultFailure) -> Void
+        token: [UInt8], paypageID: String, reportGroup: String, admit: (PaypageRecord) throws(VaultFailure) -> Void,
+        verified: (PaypageRecord) -> Void
     ) async throws(VaultFailure) -> Registration {
         try await measured("register") { () async throws(VaultFailure) in
             let paypage = try await vaulted { () async throws(VaultError) in
@@ -52,8 +55,25 @@ final class VaultService: Sendable {
             guard let policy = OrganizationPolicy(paypage: paypage) else {
                 throw .vault(VaultError(.merchantNotAuthorized, "the paypage's token format is not T or D"))
             }
-            let decrypted = try await decrypt(token, policy: policy)
+            let decrypted: DecryptedPaymentToken
+            do throws(VaultFailure) {
+                decrypted = try await decrypt(token, policy: policy)
+            } catch {
+                if case .token(let refusal) = error, Self.verifiedDespite(refusal.code) { verified(paypage) }
+                throw error
+            }
+            verified(paypage)
             return try await vaulted { () async throws(VaultError) in try await vault.register(decrypted, paypage: paypage) }
+        }
+    }
+
+    /// Refusals that come after the token's signature and chain verified: the token was Apple's.
+    static func verifiedDespite(_ code: PaymentTokenError.Code) -> Bool {
+        switch code {
+        case .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .merchantNotAuthorized: true
+        case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow, .hsmUnavailable,
+            .overloaded, .databaseUnavailable:
+            false
         }
     }
 

@@ -1,0 +1,61 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// Where a connection's requests are, after HTTP decoding: tells ``RequestReadDeadlineHandler``
+/// when a request has arrived whole and when a response is being written, and ends a kept-alive
+/// connection after `maxRequests` requests (the last response says `Connection: close`).
+final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let maxRequests: Int
+    private var requests = 0
+    private var responses = 0
+    private var deadline: RequestReadDeadlineHandler?
+
+    init(maxRequests: Int) {
+        self.maxRequests = maxRequests
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        deadline = try? context.pipeline.syncOperations.handler(type: RequestReadDeadlineHandler.self)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: requests += 1
+        case .end: deadline?.requestEnded()
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(var head):
+            deadline?.responseStarted()
+            if responses + 1 >= maxRequests {
+                head.headerFields[.connection] = "close"
+                context.write(wrapOutboundOut(.head(head)), promise: promise)
+                return
+            }
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            responses += 1
+            deadline?.responseEnded()
+            guard responses >= maxRequests else {
+                context.write(data, promise: promise)
+                return
+            }
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.cascade(to: promise)
+            context.writeAndFlush(data, promise: written)
+            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        }
+    }
+}

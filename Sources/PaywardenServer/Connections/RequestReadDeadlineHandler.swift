@@ -1,0 +1,78 @@
+import NIOCore
+
+/// From the first byte of a request until ``RequestProgressHandler`` reports its end, a fixed
+/// time: the request must arrive whole within it, headers and body, or it is answered 408 with
+/// `Connection: close` and the connection is closed. Unlike the idle timer it does not restart
+/// when a byte arrives, so a client trickling a byte a second cannot hold the connection.
+///
+/// It sits before HTTP decoding (it sees bytes, so slow headers count) and writes its 408 as
+/// bytes: the application has not answered the request (or the connection is only closed), so
+/// nothing else is writing to it.
+final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let timeout: TimeAmount
+    private var deadline: Scheduled<Void>?
+    /// A request's bytes have arrived and its end has not been decoded.
+    private var reading = false
+    /// A response is being written: a 408 now would cut into it, so expiry only closes.
+    private var responding = false
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !reading {
+            reading = true
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [weak self] in
+                self?.expire(loopBound.value)
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancel()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancel()
+    }
+
+    /// The decoder has the whole request.
+    func requestEnded() {
+        reading = false
+        cancel()
+    }
+
+    func responseStarted() { responding = true }
+    func responseEnded() { responding = false }
+
+    private func cancel() {
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    private func expire(_ context: ChannelHandlerContext) {
+        deadline = nil
+        guard reading, context.channel.isActive else { return }
+        guard !responding else {
+            context.close(promise: nil)
+            return
+        }
+        let seconds = timeout.nanoseconds / 1_000_000_000
+        let body = #"{"error":{"code":"request_timeout","message":"the request did not arrive whole within "# + "\(seconds) s\"}}"
+        let head =
+            "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n"
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: head + body))).assumeIsolated().whenComplete {
+            _ in context.close(promise: nil)
+        }
+    }
+}
