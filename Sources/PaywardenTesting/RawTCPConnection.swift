@@ -29,28 +29,28 @@ public final class RawTCPConnection: @unchecked Sendable {
     public init(port: Int, from source: String = "127.0.0.1") throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw ConnectError(description: "socket() failed: errno \(errno)") }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = inet_addr(source)
-        let bound = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else {
+        let socket = self.socket
+        let steps: [(String, () -> Int32)] = [
+            ("bind() to \(source)", { Self.call(Glibc.bind, socket, source, port: 0) }),
+            ("connect() to port \(port)", { Self.call(Glibc.connect, socket, "127.0.0.1", port: port) }),
+        ]
+        for (step, run) in steps where run() != 0 {
             let error = errno
             Glibc.close(socket)
-            throw ConnectError(description: "bind() to \(source) failed: errno \(error)")
+            throw ConnectError(description: "\(step) failed: errno \(error)")
         }
+    }
+
+    /// `bind` or `connect` with an IPv4 address and port.
+    private static func call(
+        _ operation: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32, _ socket: Int32, _ host: String, port: Int
+    ) -> Int32 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let error = errno
-            Glibc.close(socket)
-            throw ConnectError(description: "connect() to port \(port) failed: errno \(error)")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { operation(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
     }
 
