@@ -56,8 +56,9 @@ struct DecryptEndpointTests {
             expect(try await server.send(body: try server.ecToken(), apiKey: server.rivalDecryptKey), 403, "merchant_not_authorized")
             // 408: a body that does not arrive whole within the read timeout (any route; this one is documented).
             let slow = try RawTCPConnection(port: server.port)
-            try slow.send("POST /v1/payment-tokens/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(server.decryptKey)\r\n"
-                + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            try slow.send(
+                "POST /v1/payment-tokens/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(server.decryptKey)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
             let timedOut = slow.read(until: "}}", upTo: .seconds(5)).text
             #expect(timedOut.hasPrefix("HTTP/1.1 408") && timedOut.contains(#""code":"request_timeout""#), "\(timedOut)")
             if timedOut.hasPrefix("HTTP/1.1 408") { _ = Self.observed.withLock { $0.insert("408 request_timeout") } }
