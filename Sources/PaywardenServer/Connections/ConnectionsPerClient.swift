@@ -15,8 +15,8 @@ final class ConnectionsPerClient: Sendable {
         self.clients = clients
     }
 
-    /// Counts a new connection from `peer`: its key when admitted (to give back on close), nil
-    /// when the client is at its limit. An exempt or unknown peer is admitted uncounted.
+    /// Counts a new connection from `peer`: `.counted` with the key to give back on close,
+    /// `.refused` when the client is at its limit; an exempt or unknown peer is admitted uncounted.
     func admit(_ peer: SocketAddress?) -> Admission {
         guard let address = IPAddressBlock.addressBytes(peer) else { return .uncounted }
         if clients.isTrustedProxy(address) { return .uncounted }
@@ -35,9 +35,6 @@ final class ConnectionsPerClient: Sendable {
             open[key] = count > 1 ? count - 1 : nil
         }
     }
-
-    /// The open connections of `key`'s client (tests and metrics).
-    func count(_ key: String) -> Int { open.withLock { $0[key] ?? 0 } }
 
     enum Admission: Equatable {
         case counted(String)

@@ -12,7 +12,6 @@ final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPResponsePart
 
     private let maxRequests: Int
-    private var requests = 0
     private var responses = 0
     private var deadline: RequestReadDeadlineHandler?
 
@@ -25,11 +24,7 @@ final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head: requests += 1
-        case .end: deadline?.requestEnded()
-        case .body: break
-        }
+        if case .end = unwrapInboundIn(data) { deadline?.requestEnded() }
         context.fireChannelRead(data)
     }
 

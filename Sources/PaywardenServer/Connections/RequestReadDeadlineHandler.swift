@@ -20,6 +20,9 @@ final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     private var reading = false
     /// A response is being written: a 408 now would cut into it, so expiry only closes.
     private var responding = false
+    /// Requests read whole whose responses have not ended. A pipelined request behind them is
+    /// held by the HTTP handlers, unread, until they are answered: its time does not run meanwhile.
+    private var awaitingResponses = 0
 
     init(timeout: TimeAmount) {
         self.timeout = timeout
@@ -28,12 +31,16 @@ final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if !reading {
             reading = true
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [weak self] in
-                self?.expire(loopBound.value)
-            }
+            schedule(context)
         }
         context.fireChannelRead(data)
+    }
+
+    private func schedule(_ context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [weak self] in
+            self?.expire(loopBound.value)
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -48,11 +55,16 @@ final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     /// The decoder has the whole request.
     func requestEnded() {
         reading = false
+        awaitingResponses += 1
         cancel()
     }
 
     func responseStarted() { responding = true }
-    func responseEnded() { responding = false }
+
+    func responseEnded() {
+        responding = false
+        awaitingResponses = max(0, awaitingResponses - 1)
+    }
 
     private func cancel() {
         deadline?.cancel()
@@ -62,6 +74,12 @@ final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     private func expire(_ context: ChannelHandlerContext) {
         deadline = nil
         guard reading, context.channel.isActive else { return }
+        guard awaitingResponses == 0 else {
+            // The bytes are a pipelined request the HTTP handlers hold until the ones before it are
+            // answered: its time starts again then.
+            schedule(context)
+            return
+        }
         guard !responding else {
             context.close(promise: nil)
             return
