@@ -26,7 +26,8 @@ struct SecretFileModeTests {
 
         init() throws {
             directory = NSTemporaryDirectory() + "paywarden-secret-modes-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             TestResources.track(directory: directory)
         }
 

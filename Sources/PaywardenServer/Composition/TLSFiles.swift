@@ -3,7 +3,8 @@ import NIOSSL
 import PaywardenConfiguration
 
 /// The PEM files a TLS setting names, read and checked when the configuration is loaded: each
-/// must be readable and hold what its setting says, and a key must belong to its certificate.
+/// must be readable and hold what its setting says, a key must belong to its certificate, and a
+/// key file must be its owner's alone (``SecretFileRule``; certificates are public).
 /// Otherwise the start is refused with a message naming the setting, instead of the listener (or
 /// the first relay call) failing later.
 enum TLSFiles {
@@ -21,6 +22,7 @@ enum TLSFiles {
     {
         let chain = try certificates(certificate.path, certificate.setting, holding: "a PEM certificate chain, leaf first")
         let bytes = try read(key.path, key.setting)
+        try SecretFile.check(key.path, for: key.setting.environmentName)
         let privateKey: NIOSSLPrivateKey
         do {
             privateKey = try NIOSSLPrivateKey(bytes: bytes, format: .pem)
