@@ -22,13 +22,14 @@ enum TLSFiles {
     {
         let chain = try certificates(certificate.path, certificate.setting, holding: "a PEM certificate chain, leaf first")
         let bytes = try read(key.path, key.setting)
-        try SecretFile.check(key.path, for: key.setting.environmentName)
         let privateKey: NIOSSLPrivateKey
         do {
             privateKey = try NIOSSLPrivateKey(bytes: bytes, format: .pem)
         } catch {
             throw ConfigurationError(key.setting, value: key.path, expected: "an unencrypted PEM private key")
         }
+        // Once it is known to be a key (a certificate named by mistake is refused as not a key).
+        try SecretFile.check(key.path, for: key.setting.environmentName)
         // BoringSSL compares the key with the leaf's public key when both go into one context.
         var check = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(chain[0])], privateKey: .privateKey(privateKey))
