@@ -63,7 +63,8 @@ let package = Package(
         // builds with clang and by FuzzCorpusTests, which replays the corpus (no product links it).
         .target(name: "CShimFuzzing", dependencies: ["COpenSSLShim"], path: "Fuzz/ShimFuzzing"),
 
-        // Below every module: value types with no behaviour beyond encoding (hex, masked secrets).
+        // Below every module: value types with no behaviour beyond encoding (hex, masked secrets), and
+        // the one rule for who may own and read a file holding a secret.
         .target(name: "PaywardenPrimitives"),
         // The PKCS#11 layer: speaks Cryptoki, knows nothing of Apple Pay or of Paywarden's settings.
         .target(name: "PKCS11", dependencies: ["CPKCS11", "COpenSSLShim", "PaywardenPrimitives", crypto, cryptoExtras, logging]),

@@ -99,7 +99,7 @@ public struct DatabaseSettings: Sendable {
     }
 
     private static func readPassword(_ path: String) throws(ConfigurationError) -> String {
-        guard let password = SecretFile.read(path) else {
+        guard let password = try SecretFile.read(path, for: SettingCatalog.databasePasswordFile.environmentName) else {
             throw ConfigurationError(SettingCatalog.databasePasswordFile, value: path, expected: "a readable UTF-8 text file")
         }
         return password

@@ -9,9 +9,14 @@ import Synchronization
 #endif
 
 /// The embedded database: one SQLite file (0600, in a 0700 directory when it creates one) in WAL
-/// mode with `synchronous=NORMAL` (GRDB's pool sets both), so an acknowledged write survives a
-/// crash of the process; readers run beside the one writer, which waits `busyTimeout` for a lock
-/// another process holds.
+/// mode with `synchronous=FULL`, so an acknowledged write survives a crash of the process and a
+/// power loss; readers run beside the one writer, which waits `busyTimeout` for a lock another
+/// process holds.
+///
+/// FULL, not the NORMAL GRDB's pool sets with WAL: NORMAL syncs the log only at checkpoints, so a
+/// power loss can take back the last commits, and a replay-ledger claim the service acknowledged
+/// would be gone: the same token would decrypt again within its window. FULL syncs the log at every
+/// commit; the claims are group-committed (`ReplayClaimBatcher`), so that is one sync per batch.
 public final class SQLiteDriver: SQLDriver {
     public let path: String
     private let pool: DatabasePool
@@ -42,9 +47,15 @@ public final class SQLiteDriver: SQLDriver {
         configuration.label = "paywarden"
         // No checkpoint inside a commit: the automatic one ran in the writer and stalled every
         // claim behind its fsync (load test p99 153 ms on SQLite against 10 ms in memory).
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            try db.execute(sql: Self.synchronousFull)
+        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // The pool turns its writer to NORMAL after `prepareDatabase`, when it enables WAL: the
+            // setting is per connection, and the writer is the one that commits.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: Self.synchronousFull) }
             var checkpointing = Configuration()
             checkpointing.busyMode = .timeout(busyTimeout)
             checkpointing.label = "paywarden-checkpoint"
@@ -53,6 +64,9 @@ public final class SQLiteDriver: SQLDriver {
             throw Self.storageError(error, opening: path)
         }
     }
+
+    /// Every commit syncs the log before it returns (see the type's comment).
+    private static let synchronousFull = "PRAGMA synchronous = FULL"
 
     /// The file is created owner-only before SQLite sees it (SQLite gives `-wal` and `-shm` the
     /// main file's mode), and an existing one is made owner-only: the database holds the vault.

@@ -51,10 +51,11 @@ public struct AdminTestEnvironment: Sendable {
         try SQLiteDriver.open(path: home + "/paywarden.sqlite", create: false)
     }
 
-    /// Writes `bytes` to a file in the home and returns its path.
+    /// Writes `bytes` to a file in the home and returns its path. The file is 0600, as an operator
+    /// keeps the home's files (a password file is refused otherwise).
     public func write(_ bytes: [UInt8], named name: String) throws -> String {
         let path = home + "/" + name
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        try OwnerOnlyFile.write(Data(bytes), to: path)
         return path
     }
 

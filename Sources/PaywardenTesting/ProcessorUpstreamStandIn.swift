@@ -113,7 +113,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
         let certificate = directory + "/processor-client-\(port).pem"
         let key = directory + "/processor-client-\(port).key"
         try Data(certificatePEM.utf8).write(to: URL(fileURLWithPath: certificate))
-        try Data(keyPEM.utf8).write(to: URL(fileURLWithPath: key))
+        try OwnerOnlyFile.write(keyPEM, to: key)
         return (certificate, key)
     }
 

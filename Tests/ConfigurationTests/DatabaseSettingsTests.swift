@@ -14,7 +14,7 @@ struct DatabaseSettingsTests {
         let directory = NSTemporaryDirectory() + "paywarden-dbconfig-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         TestResources.track(directory: directory)
-        try (password + "\n").write(toFile: directory + "/password", atomically: true, encoding: .utf8)
+        try OwnerOnlyFile.write(password + "\n", to: directory + "/password")
         return directory + "/password"
     }
 

@@ -12,7 +12,7 @@ struct OperatorAdviceTests {
     @Test func aRefusedPINNamesThePINSettingsAndSaysItIsNotRetried() async throws {
         let token = try await TestToken.make()
         let wrongPIN = token.directory + "/wrong-\(UUID().uuidString.prefix(6)).pin"
-        _ = FileManager.default.createFile(atPath: wrongPIN, contents: Data("000000".utf8))
+        try OwnerOnlyFile.write("000000", to: wrongPIN)
         defer { try? FileManager.default.removeItem(atPath: wrongPIN) }
         let error = await #expect(throws: PKCS11Error.self) { try await token.open { $0.pin = .file(wrongPIN) } }
         let advice = try OperatorAdvice.describe(#require(error))

@@ -7,6 +7,10 @@ import PaywardenTestTraits
 import PaywardenTesting
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite(.serialized, .releasesTestResources)
 struct ImportTests {
     /// A new P-256 key and its processing certificate from `ca`, exported by openssl as a PKCS#12
@@ -102,6 +106,32 @@ struct ImportTests {
         #expect(key.merchantId == "merchant.p12")
         #expect(key.state == "active")
         #expect(!(try String(contentsOfFile: env.home + "/audit/audit.jsonl", encoding: .utf8)).contains("p12-secret"))
+    }
+
+    /// Secret files the CLI reads are held to the service's rule: a PKCS#12 password file or a
+    /// PIN file that group or others can read is refused, naming the option and the fix, and the
+    /// command exits as for any misconfiguration (3).
+    @Test func secretFilesOthersCanReadAreRefusedByTheCLI() async throws {
+        let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca)
+        let passwordPath = try env.write(Array("p12-secret\n".utf8), named: "password")
+        let p12Path = try Self.exportPKCS12(env, ca, merchantID: "merchant.exposed", passwordFile: passwordPath, legacy: false)
+        #expect(chmod(passwordPath, 0o644) == 0)
+        let refused = try env.paywarden("keys", "import", "--pkcs12", p12Path, "--password-file", passwordPath)
+        #expect(refused.status == 3, "\(refused.stderr)")
+        #expect(refused.stderr.contains("--password-file") && refused.stderr.contains("chmod 600 \(passwordPath)"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("p12-secret"))
+
+        let exposedPIN = env.home + "/exposed.pin"
+        try FileManager.default.copyItem(atPath: env.token.pinFile, toPath: exposedPIN)
+        #expect(chmod(exposedPIN, 0o644) == 0)
+        let status = try env.paywarden("hsm", "status", "--pin-file", exposedPIN)
+        #expect(status.status == 3, "\(status.stderr)")
+        #expect(status.stderr.contains("--pin-file") && status.stderr.contains("chmod 600 \(exposedPIN)"), "\(status.stderr)")
+
+        #expect(chmod(passwordPath, 0o600) == 0)
+        let imported = try env.paywarden("keys", "import", "--pkcs12", p12Path, "--password-file", passwordPath, "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
     }
 
     /// A password file written on Windows ends in CRLF: both characters are the editor's, so the

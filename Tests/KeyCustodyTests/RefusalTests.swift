@@ -145,7 +145,7 @@ struct RefusalTests {
         let setup = try await setUp()
         var wrong = setup.env.cli
         let pinFile = setup.env.home + "/wrong.pin"
-        try Data("999999".utf8).write(to: URL(fileURLWithPath: pinFile))
+        try OwnerOnlyFile.write("999999", to: pinFile)
         wrong.environment["PAYWARDEN_PIN_FILE"] = pinFile
         let output = try wrong.run(["keys", "list"])
         #expect(output.status == 3)

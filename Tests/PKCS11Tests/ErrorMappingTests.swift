@@ -9,7 +9,7 @@ extension HSMTests {
         @Test func wrongPINIsAMisconfigurationThatSaysSo() async throws {
             let token = try await TestToken.make()
             let wrongPIN = token.directory + "/wrong.pin"
-            _ = FileManager.default.createFile(atPath: wrongPIN, contents: Data("000000".utf8))
+            try OwnerOnlyFile.write("000000", to: wrongPIN)
             let error = await #expect(throws: PKCS11Error.self) { try await token.open { $0.pin = .file(wrongPIN) } }
             #expect(error?.returnValue == .pinIncorrect)
             #expect(error?.category == .misconfiguration)
@@ -125,10 +125,10 @@ extension HSMTests {
         let path = NSTemporaryDirectory() + "pin-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: path) }
         for (contents, expected) in [("1234\r\n", "1234"), ("1234\n", "1234"), (" 12 34 ", " 12 34 ")] {
-            try contents.write(toFile: path, atomically: true, encoding: .utf8)
+            try OwnerOnlyFile.write(contents, to: path)
             #expect(try PINSource.file(path).read() == Array(expected.utf8))
         }
-        try "\r\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try OwnerOnlyFile.write("\r\n", to: path)
         #expect(throws: PKCS11Error.self) { try PINSource.file(path).read() }
         #expect(throws: PKCS11Error.self) { try PINSource.missing.read() }
     }

@@ -89,7 +89,7 @@ extension HSMTests {
             let token = try await SoftHSMTestToken.make()
             let device = try FaultInjectingPKCS11.make()
             let wrongPIN = token.directory + "/\(token.label)-wrong.pin"
-            _ = FileManager.default.createFile(atPath: wrongPIN, contents: Data("000000".utf8))
+            try OwnerOnlyFile.write("000000", to: wrongPIN)
             defer { try? FileManager.default.removeItem(atPath: wrongPIN) }
 
             let refused = await #expect(throws: PKCS11Error.self) { try await device.open(token) { $0.pin = .file(wrongPIN) } }

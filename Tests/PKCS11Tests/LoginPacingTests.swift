@@ -13,7 +13,7 @@ struct LoginPacingTests {
         let device = try FaultInjectingPKCS11.make()
         let hsm = try await device.open(token)
         let correctPIN = try Data(contentsOf: URL(fileURLWithPath: token.pinFile))
-        try Data("not-the-pin".utf8).write(to: URL(fileURLWithPath: token.pinFile))
+        try OwnerOnlyFile.write("not-the-pin", to: token.pinFile)
         let loginsBefore = try device.calls("C_Login")
 
         let refused = await #expect(throws: PKCS11Error.self) { try await hsm.recycle() }
@@ -32,7 +32,7 @@ struct LoginPacingTests {
         #expect(try device.calls("C_Login") == loginsBefore + 1, "a refused PIN must never be presented again")
 
         // The operator fixes the file: the next attempt logs in with it.
-        try correctPIN.write(to: URL(fileURLWithPath: token.pinFile))
+        try OwnerOnlyFile.write(correctPIN, to: token.pinFile)
         try await Task.sleep(for: .milliseconds(300))
         try await hsm.recycle()
         #expect(try device.calls("C_Login") == loginsBefore + 2)

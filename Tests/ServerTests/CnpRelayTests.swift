@@ -379,7 +379,7 @@ struct CnpRelayTests {
             #expect(error?.message.contains("pw@") != true)
         }
         let passwordFile = NSTemporaryDirectory() + "paywarden-relay-password-\(UUID().uuidString.prefix(8))"
-        try Data("s3cret\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
+        try OwnerOnlyFile.write("s3cret\n", to: passwordFile)
         defer { try? FileManager.default.removeItem(atPath: passwordFile) }
         let settings = try await PaywardenSettings.load(environment: [
             "PAYWARDEN_RELAY_CNP_MERCHANT_IDS": "example=01234,example=01235,rival=56789",

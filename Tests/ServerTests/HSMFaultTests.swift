@@ -173,7 +173,7 @@ struct HSMFaultTests {
             #expect(try await server.waitForReadiness(200))
             let pinFile = URL(fileURLWithPath: server.token.pinFile)
             let correct = try Data(contentsOf: pinFile)
-            try Data("wrong-pin\n".utf8).write(to: pinFile)
+            try OwnerOnlyFile.write("wrong-pin\n", to: pinFile.path)
             let logins = try device.calls("C_Login")
             // A power cycle: the login is lost, and the maintenance loop must log in again.
             device.removeDevice()
@@ -185,7 +185,7 @@ struct HSMFaultTests {
             #expect(try device.calls("C_Login") - logins == 1, "the refused PIN was presented once in 3 s, at most")
             #expect(server.logs.text.contains("PIN"))
 
-            try correct.write(to: pinFile)
+            try OwnerOnlyFile.write(correct, to: pinFile.path)
             #expect(try await server.waitForReadiness(200, seconds: 5), "the corrected PIN is used without a restart")
             #expect(try device.calls("C_Login") - logins == 2)
             #expect(try await server.send(body: try server.ecToken()).status == 200)

@@ -280,7 +280,7 @@ struct MercuryPayRelayTests {
 
     @Test func upstreamSettingsAreChecked() async throws {
         let passwordFile = NSTemporaryDirectory() + "paywarden-mercurypay-password-\(UUID().uuidString.prefix(8))"
-        try Data("s3cret\r\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
+        try OwnerOnlyFile.write("s3cret\r\n", to: passwordFile)
         defer { try? FileManager.default.removeItem(atPath: passwordFile) }
         let upstream = [
             "PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM": "https://mercurypay.example.com", "PAYWARDEN_RELAY_MERCURYPAY_ORGANIZATIONS": "example",

@@ -257,7 +257,7 @@ struct RadialRelayTests {
 
     @Test func theUpstreamKeyFileIsChecked() async throws {
         let keyFile = NSTemporaryDirectory() + "paywarden-radial-\(UUID().uuidString.prefix(8))"
-        try Data("sEcReT-radial-42\n".utf8).write(to: URL(fileURLWithPath: keyFile))
+        try OwnerOnlyFile.write("sEcReT-radial-42\n", to: keyFile)
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
         let error = await #expect(throws: ConfigurationError.self) {
             try await PaywardenSettings.load(environment: ["PAYWARDEN_RELAY_RADIAL_UPSTREAM_API_KEY_FILE": keyFile])

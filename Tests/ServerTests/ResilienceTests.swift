@@ -70,7 +70,7 @@ struct ResilienceTests {
             },
             issuerPrivateKey: .init(key))
         try certificate.serializeAsPEM().pemString.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
-        try key.pemRepresentation.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+        try OwnerOnlyFile.write(key.pemRepresentation, to: directory + "/key.pem")
 
         try await withServer({
             $0.tls = .init(certificatePath: directory + "/cert.pem", privateKeyPath: directory + "/key.pem")
@@ -108,7 +108,7 @@ extension ResilienceTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         func write(_ certificate: Certificate, _ key: P256.Signing.PrivateKey, _ name: String) throws {
             try certificate.serializeAsPEM().pemString.write(toFile: "\(directory)/\(name).pem", atomically: true, encoding: .utf8)
-            try key.pemRepresentation.write(toFile: "\(directory)/\(name)-key.pem", atomically: true, encoding: .utf8)
+            try OwnerOnlyFile.write(key.pemRepresentation, to: "\(directory)/\(name)-key.pem")
         }
         func certificate(_ subject: String, key: P256.Signing.PrivateKey, issuer: String, issuerKey: P256.Signing.PrivateKey, ca: Bool)
             throws -> Certificate

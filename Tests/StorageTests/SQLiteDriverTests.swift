@@ -36,6 +36,19 @@ struct SQLiteDriverTests {
         #expect(try await !reopened.claimTransaction([1, 2, 3], until: Date() + 300, now: Date()), "the claim was lost")
     }
 
+    /// The replay ledger's claims are commits of the pool's one writer: with `synchronous=NORMAL`
+    /// (GRDB's WAL default) a commit is not fsynced, and a power loss can forget a claim the
+    /// service already acknowledged, so the same token would decrypt again within its window.
+    @Test("the writer commits with synchronous=FULL, so an acknowledged claim survives a power loss")
+    func writerSynchronousIsFull() async throws {
+        let database = try SQLiteDriver.open(path: temporaryPath())
+        _ = try await database.migrate()
+        #expect(try await database.claimTransaction([4, 5, 6], until: Date() + 300, now: Date()))
+        // `writes: true` runs on the writer, the connection every claim commits on; 2 is FULL.
+        let writer = try await database.engine.execute("PRAGMA synchronous", [], writes: true)
+        #expect(writer == [[.integer(2)]], "the writer's synchronous setting (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA)")
+    }
+
     @Test("a file that is not a database is refused as corrupt, naming it")
     func notADatabase() throws {
         let path = temporaryPath()

@@ -4,7 +4,8 @@ import PaywardenPrimitives
 /// Where the user PIN comes from. Never from a command-line argument, where other users of
 /// the machine can read it.
 public enum PINSource: Sendable, CustomStringConvertible {
-    /// A file holding the PIN (trailing newline ignored), read at every login; it should be 0600.
+    /// A file holding the PIN (trailing newline ignored), read at every login: 0600 and the
+    /// process's user's, or root's with at most group read (``SecretFileRule``), else refused.
     case file(String)
     /// The PIN itself, as the caller read it (from the environment, say).
     case value(Sensitive<[UInt8]>)
@@ -24,6 +25,10 @@ public enum PINSource: Sendable, CustomStringConvertible {
         var value: [UInt8]
         switch self {
         case .file(let path):
+            // Checked at every read, whichever setting, option or URI named the file.
+            if let violation = SecretFileRule.violation(at: path) {
+                throw PKCS11Error(code: .pinUnavailable, category: .misconfiguration, message: "the PIN file \(violation)")
+            }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw PKCS11Error(
                     code: .pinUnavailable, category: .misconfiguration,

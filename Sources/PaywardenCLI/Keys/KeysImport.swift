@@ -75,7 +75,7 @@ struct KeysImport: AsyncParsableCommand {
 
     private func password(_ settings: PaywardenSettings?) throws -> String {
         if let passwordFile {
-            guard let password = SecretFile.read(passwordFile) else {
+            guard let password = try SecretFile.read(passwordFile, for: "--password-file") else {
                 throw CommandFailure(.refused, "cannot read the password file \(passwordFile) as UTF-8 text")
             }
             return password

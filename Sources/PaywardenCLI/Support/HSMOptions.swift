@@ -21,9 +21,20 @@ struct HSMOptions: ParsableArguments {
     var pinFile: String?
 
     func configuration(_ settings: PaywardenSettings) throws -> HSMConfiguration {
-        var configuration = try HSMConfiguration(settings: settings.hsm)
+        var hsm = settings.hsm
+        if let pinFile {
+            // Checked under the option's name; the PIN file setting it overrides is not checked.
+            try SecretFile.check(pinFile, for: "--pin-file")
+            hsm.pin = .file(pinFile)
+        }
+        var configuration = try HSMConfiguration(settings: hsm)
         if let modulePath { configuration.modulePath = modulePath }
-        if let tokenLabel { try configuration.setToken(tokenLabel) }
+        if let tokenLabel {
+            try configuration.setToken(tokenLabel)
+            if case .file(let path) = configuration.pin, path != pinFile {
+                try SecretFile.check(path, for: "the pin-source of --token-label")
+            }
+        }
         if let pinFile { configuration.pin = .file(pinFile) }
         return configuration
     }

@@ -132,5 +132,13 @@ extension HSMConfiguration {
         } catch {
             throw ConfigurationError("\(SettingCatalog.tokenLabel.environmentName): \(error.message)")
         }
+        // The PIN file is read at every login; its owner and mode are checked now, so a file
+        // others can read refuses the start rather than the first login.
+        if case .file(let path) = self.pin {
+            let fromSetting = if case .file(let configured) = settings.pin { configured == path } else { false }
+            let source =
+                fromSetting ? SettingCatalog.pinFile.environmentName : "the pin-source of \(SettingCatalog.tokenLabel.environmentName)"
+            try SecretFile.check(path, for: source)
+        }
     }
 }

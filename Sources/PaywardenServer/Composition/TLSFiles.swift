@@ -3,7 +3,8 @@ import NIOSSL
 import PaywardenConfiguration
 
 /// The PEM files a TLS setting names, read and checked when the configuration is loaded: each
-/// must be readable and hold what its setting says, and a key must belong to its certificate.
+/// must be readable and hold what its setting says, a key must belong to its certificate, and a
+/// key file must be its owner's alone (``SecretFileRule``; certificates are public).
 /// Otherwise the start is refused with a message naming the setting, instead of the listener (or
 /// the first relay call) failing later.
 enum TLSFiles {
@@ -27,6 +28,8 @@ enum TLSFiles {
         } catch {
             throw ConfigurationError(key.setting, value: key.path, expected: "an unencrypted PEM private key")
         }
+        // Once it is known to be a key (a certificate named by mistake is refused as not a key).
+        try SecretFile.check(key.path, for: key.setting.environmentName)
         // BoringSSL compares the key with the leaf's public key when both go into one context.
         var check = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(chain[0])], privateKey: .privateKey(privateKey))

@@ -148,7 +148,7 @@ public struct RelayConfiguration: Sendable {
 
     /// The file's text without its trailing line breaks; an empty one is refused.
     private static func readPassword(_ path: String, setting: Setting) throws(ConfigurationError) -> String {
-        guard let password = SecretFile.read(path) else {
+        guard let password = try SecretFile.read(path, for: setting.environmentName) else {
             throw ConfigurationError("\(setting.environmentName): \(path) cannot be read as UTF-8 text")
         }
         guard !password.isEmpty else { throw ConfigurationError("\(setting.environmentName): \(path) holds no password") }
