@@ -75,6 +75,19 @@ struct ReplyScrubbingTests {
         Self.check(result, echo)
     }
 
+    @Test func masksInPlaceKeepingTheFirstSixAndLastFourAndDropsTheCryptogram() throws {
+        let echo = XMLEcho(
+            label: "in place",
+            elements: "<Note>card 4761 7390 0101 0010.</Note><Note>\(Self.pan6)<![CDATA[\(Self.panRest)]]> ok</Note>"
+                + #"<Note card="x\#(Self.pan)y">cavv \#(Self.cavvHead)<!---->\#(Self.cavvRest) end</Note>"#)
+        let document = try CnpResponseRewriter.clientResponse(
+            Self.cnpReply(echo), token: nil, forwarded: try TestCards.applePay())
+        let output = serialized(document)
+        #expect(output.contains("<Note>card 4761 73** **** 0010.</Note>"), "\(output)")
+        #expect(output.contains("<Note>476173<![CDATA[******0010]]> ok</Note>"), "\(output)")
+        #expect(output.contains(#"<Note card="x476173******0010y">cavv  end</Note>"#), "\(output)")
+    }
+
     @Test func cnpPassthroughStillMasksAccountNumbersWithoutAForwardedCard() throws {
         let echo = XMLEcho(label: "passthrough", elements: "<Note>ok<!-- 4761739001010010 --></Note>")
         let document = try CnpResponseRewriter.clientResponse(Self.cnpReply(echo), token: nil, forwarded: nil)
