@@ -21,12 +21,12 @@ extension ProcessorUpstreamStandIn {
                 .init("CmdStatus", .string("Error")), .init("TextResponse", .string(text)),
             ])
         }
-        guard request.problems.isEmpty || answer != .approve else {
+        guard request.problems.isEmpty || !answer.approves else {
             return error("stand-in: " + request.problems.joined(separator: "; "))
         }
         if let response = formatFreeAnswer(answer, contentType: "application/json") { return response }
         if case .envelopeError(let message) = answer { return error(message) }
-        let approved = answer == .approve
+        let approved = answer.approves
         let text: String =
             switch answer {
             case .decline(_, let message): message
@@ -48,6 +48,9 @@ extension ProcessorUpstreamStandIn {
                 .init("RecordNo", .string("UPSTREAM-RECORD-\(Int.random(in: 1000...9999))")),
                 .init("ProcessData", .string("|00|600550672000")),
             ]
+        }
+        if case .approveEchoing(let form) = answer, let number = request.accountNumber {
+            members += form.json(accountNumber: number, cryptogram: request.field("Cryptogram") ?? "")
         }
         return json(members)
     }

@@ -11,9 +11,13 @@ extension ProcessorUpstreamStandIn {
 
     static func radialResponse(to request: ReceivedRadialRequest, answer: Answer) -> StandInResponse {
         let namespace = ReceivedRadialRequest.namespace
+        var echo = (elements: "", prolog: "", epilog: "")
+        if case .approveEchoing(let form) = answer, let number = request.accountNumber {
+            echo = form.xml(accountNumber: number, cryptogram: request.cryptogram ?? "")
+        }
         func xml(_ text: String) -> StandInResponse {
             StandInResponse(
-                status: 200, body: Array(#"<?xml version="1.0" encoding="UTF-8"?>\#(text)"#.utf8),
+                status: 200, body: Array(#"<?xml version="1.0" encoding="UTF-8"?>\#(echo.prolog)\#(text)\#(echo.epilog)"#.utf8),
                 headers: [("Content-Type", "application/xml")])
         }
         func fault(_ message: String) -> StandInResponse {
@@ -21,10 +25,10 @@ extension ProcessorUpstreamStandIn {
                 #"<Fault xmlns="\#(namespace)"><CreateTimestamp>2026-01-01T00:00:00+00:00</CreateTimestamp>"#
                     + "<Code>VALIDATION_FAILED</Code><Description>\(escape(message))</Description></Fault>")
         }
-        guard request.problems.isEmpty || answer != .approve else { return fault("stand-in: " + request.problems.joined(separator: "; ")) }
+        guard request.problems.isEmpty || !answer.approves else { return fault("stand-in: " + request.problems.joined(separator: "; ")) }
         if let response = formatFreeAnswer(answer, contentType: "application/xml") { return response }
         if case .envelopeError(let message) = answer { return fault(message) }
-        let approved = answer == .approve
+        let approved = answer.approves
         let code: String =
             switch answer {
             case .decline(let code, _): code
@@ -40,7 +44,7 @@ extension ProcessorUpstreamStandIn {
                 + #"<AmountAuthorized currencyCode="\#(escape(amount?.attribute("currencyCode") ?? "USD"))">"#
                 + "\(approved ? escape(amount?.text ?? "0.00") : "0.00")</AmountAuthorized>"
                 + "<ResponseCode>\(approved ? "APPROVED" : "DECL")</ResponseCode>"
-                + "<TenderType>\(escape(request.tenderType ?? ""))</TenderType></CreditCardAuthReply>")
+                + "<TenderType>\(escape(request.tenderType ?? ""))</TenderType>\(echo.elements)</CreditCardAuthReply>")
     }
 }
 

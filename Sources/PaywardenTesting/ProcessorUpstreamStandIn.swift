@@ -22,6 +22,9 @@ public final class ProcessorUpstreamStandIn: Sendable {
     public enum Answer: Sendable, Hashable {
         /// `response` 000, "Approved", an auth code.
         case approve
+        /// An approval that also hands back the card data received, in the given form (a
+        /// compromised upstream): the relay must keep it from the client.
+        case approveEchoing(CardDataEcho)
         /// A decline with its cnpAPI response code and message (110 "Insufficient Funds").
         case decline(code: String, message: String)
         /// A bare HTTP status with a text body.
@@ -32,6 +35,14 @@ public final class ProcessorUpstreamStandIn: Sendable {
         case garbage
         /// The request is read, then the connection closed without an answer.
         case dropConnection
+
+        /// True for the approvals.
+        var approves: Bool {
+            switch self {
+            case .approve, .approveEchoing: true
+            default: false
+            }
+        }
     }
 
     /// The server CA (DER) when serving HTTPS.
@@ -173,11 +184,16 @@ public final class ProcessorUpstreamStandIn: Sendable {
     static func response(to request: ReceivedCnpRequest, answer: Answer) -> StandInResponse {
         let dialect = request.parsed?.dialect ?? .cnp
         let root = dialect.responseRootName
-        let head = #"<?xml version="1.0" encoding="UTF-8"?><\#(root) version="12.10" xmlns="\#(dialect.namespaceURI)""#
+        var echo = (elements: "", prolog: "", epilog: "")
+        if case .approveEchoing(let form) = answer, let number = request.accountNumber {
+            echo = form.xml(accountNumber: number, cryptogram: request.cryptogram ?? "")
+        }
+        let head =
+            #"<?xml version="1.0" encoding="UTF-8"?>\#(echo.prolog)<\#(root) version="12.10" xmlns="\#(dialect.namespaceURI)""#
         func xml(_ text: String) -> StandInResponse {
             StandInResponse(status: 200, body: Array(text.utf8), headers: [("Content-Type", "text/xml; charset=utf-8")])
         }
-        guard let parsed = request.parsed, request.problems.isEmpty || answer != .approve else {
+        guard let parsed = request.parsed, request.problems.isEmpty || !answer.approves else {
             let problems = escape(request.problems.joined(separator: "; "))
             return xml(head + #" response="1" message="Error validating xml data against the schema: stand-in: \#(problems)"/>"#)
         }
@@ -202,7 +218,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
         if let number = request.accountNumber {
             fields += "<accountInformation><type>\(escape(request.cardType ?? "VI"))</type><number>\(number)</number></accountInformation>"
         }
-        return xml(head + #" response="0" message="Valid Format"><\#(name)\#(attributes)>\#(fields)</\#(name)></\#(root)>"#)
+        fields += echo.elements
+        return xml(head + #" response="0" message="Valid Format"><\#(name)\#(attributes)>\#(fields)</\#(name)></\#(root)>"# + echo.epilog)
     }
 
     /// The answers every format gives alike: an HTTP error, a 200 whose body is not the format's,
@@ -215,7 +232,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
             StandInResponse(status: 200, body: Array("not the format at all".utf8), headers: [("Content-Type", contentType)])
         case .dropConnection:
             StandInResponse(status: 0)
-        case .approve, .decline, .envelopeError:
+        case .approve, .approveEchoing, .decline, .envelopeError:
             nil
         }
     }

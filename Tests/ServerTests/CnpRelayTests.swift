@@ -287,6 +287,33 @@ struct CnpRelayTests {
         }
     }
 
+    @Test func anUpstreamEchoingTheCardDataInAnyFormGivesTheClientNone() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922398001"
+            for form in ProcessorUpstreamStandIn.CardDataEcho.allCases {
+                upstream.setAnswer(.approveEchoing(form))
+                let id = try await register(server, pan: pan)
+                let reply = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id)))
+                let text = reply.text
+                let received = try #require(upstream.received.last)
+                #expect(received.accountNumber == pan && received.cryptogram == Self.cryptogram)
+                let leaked = RelayFixture.cardDataIn(text, accountNumber: pan, cryptogram: Self.cryptogram)
+                #expect(leaked.isEmpty, "\(form): \(leaked) came back in \(text)")
+                if form.isMaskable {
+                    #expect(reply.status == 200 && element("response", in: text) == "000", "\(form): \(text)")
+                    #expect(element("cnpToken", in: text)?.hasSuffix("8001") == true && !text.contains("<!--"), "\(form): \(text)")
+                } else {
+                    // Nothing can mask a number split across fields or in a name: the reply is refused.
+                    #expect(reply.status == 502 && text.contains(#"response="2""#), "\(form): \(reply.status) \(text)")
+                }
+            }
+            #expect(upstream.received.count == ProcessorUpstreamStandIn.CardDataEcho.allCases.count)
+            let log = server.logs.text
+            #expect(!log.contains(pan) && !log.contains(Self.cryptogram))
+        }
+    }
+
     @Test func aSlowUpstreamTimesOutOnceWithoutARetry() async throws {
         try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)

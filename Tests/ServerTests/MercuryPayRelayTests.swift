@@ -268,6 +268,32 @@ struct MercuryPayRelayTests {
         }
     }
 
+    @Test func anUpstreamEchoingTheCardDataInAnyFormGivesTheClientNone() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922398001"
+            for form in ProcessorUpstreamStandIn.CardDataEcho.allCases {
+                upstream.setAnswer(.approveEchoing(form))
+                let id = try await server.registerThroughEProtect(pan: pan, cryptogram: Self.cryptogram)
+                let (status, json, reply) = try await post(server, body(recordNo: id), credential: merchant(server))
+                let received = try #require(upstream.receivedMercuryPay.last)
+                #expect(received.accountNumber == pan && received.field("Cryptogram") == Self.cryptogram)
+                let leaked = RelayFixture.cardDataIn(reply.text, accountNumber: pan, cryptogram: Self.cryptogram)
+                #expect(leaked.isEmpty, "\(form): \(leaked) came back in \(reply.text)")
+                if form.isMaskable {
+                    #expect(status == 200 && json["CmdStatus"] as? String == "Approved", "\(form): \(reply.text)")
+                    #expect((json["RecordNo"] as? String)?.hasSuffix("8001") == true && json["AcctNo"] as? String == "XXXXXXXXXXXX8001")
+                } else {
+                    // Nothing can mask a number split across fields, in a name or as a number: the reply is refused.
+                    #expect(status == 502 && json["RecordNo"] == nil, "\(form): \(status) \(reply.text)")
+                }
+            }
+            #expect(upstream.receivedMercuryPay.count == ProcessorUpstreamStandIn.CardDataEcho.allCases.count)
+            let log = server.logs.text
+            #expect(!log.contains(pan) && !log.contains(Self.cryptogram))
+        }
+    }
+
     @Test func withoutAnUpstreamNothingIsRedeemed() async throws {
         try await withServer { server in
             let id = try await server.registerThroughEProtect(pan: "4457119922395007", cryptogram: Self.cryptogram)

@@ -243,6 +243,33 @@ struct RadialRelayTests {
         }
     }
 
+    @Test func anUpstreamEchoingTheCardDataInAnyFormGivesTheClientNone() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922398001"
+            for form in ProcessorUpstreamStandIn.CardDataEcho.allCases {
+                upstream.setAnswer(.approveEchoing(form))
+                let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+                let reply = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+                let text = reply.text
+                let received = try #require(upstream.receivedRadial.last)
+                #expect(received.accountNumber == pan && received.cryptogram == Self.cryptogram)
+                let leaked = RelayFixture.cardDataIn(text, accountNumber: pan, cryptogram: Self.cryptogram)
+                #expect(leaked.isEmpty, "\(form): \(leaked) came back in \(text)")
+                if form.isMaskable {
+                    #expect(reply.status == 200 && element("ResponseCode", in: text) == "APPROVED", "\(form): \(text)")
+                    #expect(text.contains(#"<PaymentAccountUniqueId isToken="true">"#) && !text.contains("<!--"), "\(form): \(text)")
+                } else {
+                    // Nothing can mask a number split across fields or in a name: the reply is refused.
+                    #expect(reply.status == 502 && element("Code", in: text) == "SYSTEM_ERROR", "\(form): \(reply.status) \(text)")
+                }
+            }
+            #expect(upstream.receivedRadial.count == ProcessorUpstreamStandIn.CardDataEcho.allCases.count)
+            let log = server.logs.text
+            #expect(!log.contains(pan) && !log.contains(Self.cryptogram))
+        }
+    }
+
     @Test func withoutAnUpstreamAuthorizationsAreRefusedAndDecryptStillAnswers() async throws {
         try await withFixture(upstream: false) { fixture in
             let server = fixture.server

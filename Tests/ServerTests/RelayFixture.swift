@@ -71,3 +71,20 @@ extension TestServer {
             "\(registered.status) \(registered.text)")
     }
 }
+
+extension RelayFixture {
+    /// What of the card data a client's reply gives back, in a form a reader would still
+    /// recognise: the account number in any run of digits (whatever separates them, Unicode digits
+    /// read as ASCII), the cryptogram with whitespace removed. Empty when neither is there.
+    static func cardDataIn(_ reply: String, accountNumber: String, cryptogram: String) -> [String] {
+        var digits = ""
+        for scalar in reply.unicodeScalars where scalar.properties.numericType == .decimal {
+            if let value = scalar.properties.numericValue { digits += String(Int(value)) }
+        }
+        let compact = String(String.UnicodeScalarView(reply.unicodeScalars.filter { !$0.properties.isWhitespace }))
+        var found: [String] = []
+        if digits.contains(accountNumber) { found.append("the account number") }
+        if compact.contains(cryptogram) { found.append("the cryptogram") }
+        return found
+    }
+}

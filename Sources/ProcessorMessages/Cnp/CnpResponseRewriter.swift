@@ -52,7 +52,12 @@ public enum CnpResponseRewriter {
                 document.root.children[index] = .element(child)
             }
         }
-        document.root.transformAll { scrub(&$0, dialect: dialect, card: card) }
+        let namespace = dialect.namespaceURI
+        document.root.transformAll { $0.removeChildren(named: "onlinePaymentCryptogram", namespaceURI: namespace) }
+        // Without a forwarded card (a passthrough) account-number fields are still masked.
+        try ReplyCardDataScrubber(format: .cnpAPI, card: card).scrub(&document) { element in
+            element.name.namespaceURI == namespace && CnpSchema.accountNumberElementNames.contains(element.name.localName)
+        }
         return document
     }
 
@@ -74,39 +79,5 @@ public enum CnpResponseRewriter {
             return before.contains(child.name.localName)
         }
         response.insertChild(.element(element), at: lastPredecessor.map { $0 + 1 } ?? 0)
-    }
-
-    /// Masks account numbers and removes cryptograms in one element (applied to every element).
-    static func scrub(_ element: inout ProcessorXML.Element, dialect: CnpDialect, card: ForwardedCardData?) {
-        let namespace = dialect.namespaceURI
-        element.removeChildren(named: "onlinePaymentCryptogram", namespaceURI: namespace)
-        let holdsAccountNumber =
-            element.name.namespaceURI == namespace
-            && CnpSchema.accountNumberElementNames.contains(element.name.localName)
-        for index in element.children.indices {
-            switch element.children[index] {
-            case .text(let text):
-                element.children[index] = .text(scrubbed(text, maskAny: holdsAccountNumber, card: card))
-            case .cdata(let text):
-                element.children[index] = .cdata(scrubbed(text, maskAny: holdsAccountNumber, card: card))
-            case .element, .comment:
-                continue
-            }
-        }
-        for index in element.attributes.indices {
-            element.attributes[index].value = scrubbed(element.attributes[index].value, maskAny: false, card: card)
-        }
-    }
-
-    static func scrubbed(_ text: String, maskAny: Bool, card: ForwardedCardData?) -> String {
-        var result = text
-        if let cryptogram = card?.cryptogram, result.contains(cryptogram) { result = result.replacingAll(cryptogram, with: "") }
-        if let card, result.contains(card.accountNumber) {
-            result = result.replacingAll(card.accountNumber, with: card.maskedAccountNumber)
-        }
-        if maskAny, CardNumberMasking.looksLikeAccountNumber(result) {
-            result = CardNumberMasking.firstSixLastFour(result.trimmingSpaces)
-        }
-        return result
     }
 }

@@ -17,19 +17,10 @@ public enum CardNumberMasking {
         return String(repeating: mask, count: characters.count - 4) + String(characters.suffix(4))
     }
 
-    /// True for a run of 12–19 digits: long enough to be a full account number.
-    static func looksLikeAccountNumber(_ text: String) -> Bool {
-        let trimmed = text.trimmingSpaces
-        return (12...19).contains(trimmed.utf8.count) && trimmed.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-    }
-
-    /// A value the upstream echoed, masked when it is (or contains) a full account number.
-    static func maskedIfAccountNumber(_ text: String, accountNumber: String?) -> String {
-        let trimmed = text.trimmingSpaces
-        if let accountNumber, !accountNumber.isEmpty, trimmed.contains(accountNumber) {
-            return text.replacingAll(accountNumber, with: firstSixLastFour(accountNumber))
-        }
-        return looksLikeAccountNumber(trimmed) ? firstSixLastFour(trimmed) : text
+    /// Which digits of a `count`-digit account number a masking hides: all but the first six and
+    /// last four, or for fewer than 13 digits all but the last four (as ``firstSixLastFour(_:)``).
+    static func hiddenDigits(count: Int) -> Range<Int> {
+        count >= 13 ? 6..<(count - 4) : 0..<max(count - 4, 0)
     }
 }
 
@@ -39,18 +30,5 @@ extension String {
         while let first = scalars.first, first.isWhitespace { scalars = scalars.dropFirst() }
         while let last = scalars.last, last.isWhitespace { scalars = scalars.dropLast() }
         return String(scalars)
-    }
-
-    /// Plain substring replacement without Foundation's locale-aware machinery.
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var rest = Substring(self)
-        while let range = rest.firstRange(of: target) {
-            result += rest[..<range.lowerBound]
-            result += replacement
-            rest = rest[range.upperBound...]
-        }
-        return result + rest
     }
 }

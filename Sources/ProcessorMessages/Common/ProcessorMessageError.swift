@@ -34,6 +34,9 @@ public struct ProcessorMessageError: Error, Sendable, Hashable, CustomStringConv
         case unsupportedTokenType = "unsupported_token_type"
         /// Card data handed to a builder is unusable (not digits, bad expiry…).
         case invalidCardData = "invalid_card_data"
+        /// An upstream's reply carries the card data the relay forwarded where it cannot be masked
+        /// (a name, a number, split across fields): the reply is withheld from the client.
+        case echoedCardData = "echoed_card_data"
     }
 
     public let format: Format

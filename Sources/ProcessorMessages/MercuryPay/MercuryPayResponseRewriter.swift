@@ -20,7 +20,8 @@ public enum MercuryPayResponseRewriter {
         guard upstream.members != nil else {
             throw ProcessorMessageError(.mercuryPay, .unexpectedRoot, field: nil, "the upstream's body must be a JSON object")
         }
-        var body = scrub(upstream, card: card)
+        let scrubber = ReplyCardDataScrubber(format: .mercuryPay, card: card)
+        var body = scrubber.scrubbed(upstream)
         if let token, upstream["CmdStatus"]?.stringValue == "Approved" {
             body.setMember("RecordNo", .string(token))
         } else {
@@ -30,6 +31,7 @@ public enum MercuryPayResponseRewriter {
             let masked = card.map { CardNumberMasking.lastFour($0.accountNumber) } ?? maskedEcho(acctNo)
             body.setMember("AcctNo", .string(masked))
         }
+        try scrubber.refuseUnmaskable(body)
         return body
     }
 
@@ -37,14 +39,5 @@ public enum MercuryPayResponseRewriter {
     private static func maskedEcho(_ value: String) -> String {
         let digits = value.filter(\.isNumber)
         return digits.count > 4 ? CardNumberMasking.lastFour(value) : value
-    }
-
-    private static func scrub(_ value: ProcessorJSON, card: ForwardedCardData?) -> ProcessorJSON {
-        switch value {
-        case .object(let members): .object(members.map { .init($0.key, scrub($0.value, card: card)) })
-        case .array(let values): .array(values.map { scrub($0, card: card) })
-        case .string(let text): .string(CnpResponseRewriter.scrubbed(text, maskAny: false, card: card))
-        case .number, .bool, .null: value
-        }
     }
 }

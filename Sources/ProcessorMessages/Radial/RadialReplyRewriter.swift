@@ -28,15 +28,7 @@ public enum RadialReplyRewriter {
             context.insertChild(.element(account), at: index ?? context.children.count)
         }
         guard replaced else { throw reader.rules.missing("CreditCardAuthReply/PaymentContext") }
-        document.root.transformAll { element in
-            for index in element.children.indices {
-                guard case .text(let text) = element.children[index] else { continue }
-                element.children[index] = .text(CnpResponseRewriter.scrubbed(text, maskAny: false, card: card))
-            }
-            for index in element.attributes.indices {
-                element.attributes[index].value = CnpResponseRewriter.scrubbed(element.attributes[index].value, maskAny: false, card: card)
-            }
-        }
+        try ReplyCardDataScrubber(format: .radial, card: card).scrub(&document)
         return document
     }
 }
