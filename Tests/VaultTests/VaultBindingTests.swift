@@ -5,7 +5,8 @@ import PaywardenStorage
 import PaywardenStorageSQL
 import PaywardenTesting
 import Testing
-import Vault
+
+@testable import Vault
 
 /// Rows edited in the database, and keys changed by another instance, against the vault on a real
 /// SoftHSM token and SQLite file: what a moved or altered row opens (nothing), and which key a
@@ -83,6 +84,37 @@ extension VaultTests {
                 paypage: try await environment.paypage("paypageA"))
             try await edit(environment, "UPDATE registrations SET paypage_id = 'paypageA2'")
             await expectVaultError(.recordUnreadable, "redeeming a registration moved to another paypage") {
+                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+            }
+        }
+    }
+
+    /// A registration sealed before the paypage was bound (format 1, as earlier builds sealed it)
+    /// still redeems; moved to another organisation's paypage, it is refused by the organisation
+    /// check, as the seal cannot catch it.
+    @Test func aRegistrationSealedInFormatOneStillRedeemsAndIsCheckedAgainstItsPaypage() async throws {
+        try await withEnvironment { environment in
+            let vault = environment.vault
+            let payload = PaymentPayloads.threeDSecure(pan: "4111111111111111")
+            let registration = try await vault.register(Environment.decrypted(payload), paypage: try await environment.paypage("paypageA"))
+            let key = try vault.keyring.current(.registrations)
+            let row = try #require(try await environment.database.registrations(sealedWith: key.id.hex, limit: 10).first)
+            let sealed = try #require(row.sealed)
+            #expect(sealed.version == 2)
+            let bound = SealContext(kind: .registration, organization: "alpha", recordID: row.lookupKey, paypageID: "paypageA")
+            let legacy = try await vault.sealer.seal(
+                try await vault.sealer.open(sealed, with: key, context: bound), under: key,
+                context: SealContext(kind: .registration, organization: "alpha", recordID: row.lookupKey))
+            #expect(legacy.version == 1)
+            #expect(try await environment.database.resealRegistration(lookupKey: row.lookupKey, previousKeyID: key.id.hex, sealed: legacy))
+            #expect(try await vault.redeem(registration.id.value, organization: "alpha").paymentData == payload)
+            try await edit(environment, "UPDATE registrations SET paypage_id = 'paypageB'")
+            await expectVaultError(.recordUnreadable, "redeeming a format-1 registration moved to beta's paypage") {
+                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+            }
+            // Its format cannot be changed to skip the paypage: the version is bound too.
+            try await edit(environment, "UPDATE registrations SET paypage_id = 'paypageA', payload_version = 2")
+            await expectVaultError(.recordUnreadable, "redeeming a format-1 registration relabelled format 2") {
                 _ = try await vault.redeem(registration.id.value, organization: "alpha")
             }
         }
