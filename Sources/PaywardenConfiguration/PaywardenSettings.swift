@@ -171,6 +171,17 @@ public struct ServerSettings: Sendable {
         eProtectRatePerAddress = try reader.integer(defaulted: C.eProtectRatePerAddress)
         vaultMaintenanceSeconds = try reader.integer(defaulted: C.vaultMaintenanceSeconds)
         vaultRetiredKeyGraceSeconds = try reader.integer(defaulted: C.vaultRetiredKeyGraceSeconds)
+        // Every instance re-reads the vault keys once a maintenance interval, and before sealing a
+        // registration with keys older than that: a rotated-out key destroyed sooner than two
+        // intervals after its successor was made could still be in use on an instance that has
+        // not looked yet.
+        guard vaultRetiredKeyGraceSeconds >= 2 * vaultMaintenanceSeconds else {
+            throw ConfigurationError(
+                "\(C.vaultRetiredKeyGraceSeconds.environmentName) (\(vaultRetiredKeyGraceSeconds)) must be at least twice "
+                    + "\(C.vaultMaintenanceSeconds.environmentName) (\(vaultMaintenanceSeconds)): instances re-read the vault keys "
+                    + "once an interval, so a shorter grace could destroy a key another instance still uses; set the grace to "
+                    + "\(2 * vaultMaintenanceSeconds) or more, or the interval to \(vaultRetiredKeyGraceSeconds / 2) or less")
+        }
     }
 
     /// TLS fails closed: every combination that would serve less than the operator asked for

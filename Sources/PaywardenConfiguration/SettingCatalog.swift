@@ -118,7 +118,8 @@ public enum SettingCatalog {
         "how often the service purges expired registrations and moves rows off rotated-out vault keys")
     public static let vaultRetiredKeyGraceSeconds = Setting(
         "vault_retired_key_grace_seconds", .integer(0...86_400), default: .value("60"),
-        "how long a rotated-out vault key outlives its successor's creation, so every instance has re-read the keys before it goes")
+        "how long a rotated-out vault key outlives its successor's creation, so every instance has re-read the keys before it goes "
+            + "(at least twice vault_maintenance_seconds)")
 
     // MARK: Merchant tokens and Apple's gateway
     public static let applePayGateway = Setting(

@@ -6,7 +6,7 @@ extension SQLDatabase: RegistrationStore {
     static var registrationColumns: [String] {
         [
             "lookup_key", "organization", "paypage_id", "created_at", "expires_at", "redemptions", "ended_at", "key_id", "wrap_path",
-            "wrapped_key", "ciphertext", "payload_version",
+            "wrapped_key", "ciphertext", "payload_version", "lookup_key_id",
         ]
     }
     private static var selectRegistration: String { registrationColumns.joined(separator: ", ") }
@@ -20,13 +20,13 @@ extension SQLDatabase: RegistrationStore {
         _ = try await write(
             """
             INSERT INTO registrations (\(Self.selectRegistration))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
             """,
             [
                 .blob(record.lookupKey), .text(record.organization), .text(record.paypageID), SQLValue(record.createdAt),
                 SQLValue(record.expiresAt), SQLValue(record.redemptions), SQLValue(record.endedAt), SQLValue(sealed?.keyID),
                 SQLValue(sealed?.wrapPath), SQLValue(sealed?.wrappedKey), SQLValue(sealed?.ciphertext),
-                sealed.map { SQLValue($0.version) } ?? .null,
+                sealed.map { SQLValue($0.version) } ?? .null, SQLValue(record.lookupKeyID),
             ])
     }
 
@@ -95,8 +95,9 @@ extension SQLDatabase: RegistrationStore {
         return !rows.isEmpty
     }
 
-    public func registrationCount(createdBefore date: Date) async throws(StorageError) -> Int {
-        let rows = try await read("SELECT count(*) FROM registrations WHERE created_at < $1", [SQLValue(date)])
+    public func registrationCount(lookupKeyID keyID: String) async throws(StorageError) -> Int {
+        let rows = try await read(
+            "SELECT count(*) FROM registrations WHERE lookup_key_id = $1 OR lookup_key_id IS NULL", [.text(keyID)])
         return try SQLRowReader(rows.first ?? [], columns: ["count"], table: "registrations").integer(0)
     }
 
@@ -111,7 +112,8 @@ extension SQLDatabase: RegistrationStore {
                 version: try row.integer(11))
         }
         return RegistrationRecord(
-            lookupKey: lookupKey, organization: try row.text(1), paypageID: try row.text(2), createdAt: try row.date(3),
+            lookupKey: lookupKey, lookupKeyID: try row.optionalText(12), organization: try row.text(1), paypageID: try row.text(2),
+            createdAt: try row.date(3),
             expiresAt: try row.date(4), redemptions: try row.integer(5), sealed: sealed, endedAt: try row.optionalDate(6))
     }
 }

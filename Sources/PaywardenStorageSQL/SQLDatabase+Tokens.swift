@@ -78,6 +78,24 @@ extension SQLDatabase: TokenStore {
         return try rows.first.map { row throws(StorageError) in try Self.token(row) }
     }
 
+    public func replaceTokenPayload(
+        _ token: String, organization: String, replacing previous: SealedPayload, with sealed: SealedPayload, at now: Date
+    ) async throws(StorageError) -> Bool {
+        // Compare-and-set on the ciphertext read and the active state; the state is never written.
+        let rows = try await write(
+            """
+            UPDATE high_value_tokens SET key_id = $4, wrap_path = $5, wrapped_key = $6, ciphertext = $7, payload_version = $8,
+              updated_at = $9
+            WHERE organization = $1 AND token = $2 AND ciphertext = $3 AND state = $10 RETURNING 1
+            """,
+            [
+                .text(organization), .text(token), .blob(previous.ciphertext), .text(sealed.keyID), .text(sealed.wrapPath),
+                .blob(sealed.wrappedKey), .blob(sealed.ciphertext), SQLValue(sealed.version), SQLValue(now),
+                .text(TokenRecord.State.active.rawValue),
+            ])
+        return !rows.isEmpty
+    }
+
     public func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool {
         let rows = try await write(
             "DELETE FROM high_value_tokens WHERE organization = $1 AND token = $2 RETURNING 1", [.text(organization), .text(token)])
@@ -86,16 +104,21 @@ extension SQLDatabase: TokenStore {
 
     // MARK: Merchant-token events
 
-    public func unlinkTokens(merchantTokenID: String, at now: Date) async throws(StorageError) -> Int {
-        try await write(
+    public func unlinkTokens(merchantTokenID: String, organization: String?, at now: Date) async throws(StorageError) -> Int {
+        var binds: [SQLValue] = [
+            .text(merchantTokenID), .text(TokenRecord.State.unlinked.rawValue), SQLValue(now), .text(TokenRecord.State.active.rawValue),
+        ]
+        // One organisation's tokens, or (Apple's event) every organisation's.
+        var scope = ""
+        if let organization {
+            scope = " AND organization = $5"
+            binds.append(.text(organization))
+        }
+        return try await write(
             """
             UPDATE high_value_tokens SET state = $2, updated_at = $3
-            WHERE merchant_token_id = $1 AND state = $4 RETURNING 1
-            """,
-            [
-                .text(merchantTokenID), .text(TokenRecord.State.unlinked.rawValue), SQLValue(now),
-                .text(TokenRecord.State.active.rawValue),
-            ]
+            WHERE merchant_token_id = $1 AND state = $4\(scope) RETURNING 1
+            """, binds
         ).count
     }
 

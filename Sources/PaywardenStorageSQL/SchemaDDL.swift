@@ -153,5 +153,13 @@ public enum SchemaDDL {
             )
             """
         ],
+        // Each registration names the HMAC key its look-up was computed with, so a rotated-out key
+        // waits for exactly the rows it hashed (an instance that had not yet read the new key may
+        // have hashed some after the new key's creation). Rows from before stay NULL and count for
+        // every old key until they are purged.
+        "0005_vault_bindings": [
+            "ALTER TABLE registrations ADD COLUMN lookup_key_id TEXT",
+            "CREATE INDEX registrations_lookup_key ON registrations (lookup_key_id)",
+        ],
     ]
 }

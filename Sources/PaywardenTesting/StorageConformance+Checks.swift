@@ -71,7 +71,7 @@ extension StorageConformance {
 
     static func registration(_ n: UInt8, expires: TimeInterval = 86_400) -> RegistrationRecord {
         RegistrationRecord(
-            lookupKey: Array(repeating: n, count: 32), organization: "org-a", paypageID: "pp\(n)", createdAt: t0,
+            lookupKey: Array(repeating: n, count: 32), lookupKeyID: "hmac-1", organization: "org-a", paypageID: "pp\(n)", createdAt: t0,
             expiresAt: t0 + expires, sealed: sealed(n))
     }
 
@@ -143,15 +143,47 @@ extension StorageConformance {
             try C.require(
                 try await db.updateToken("0000", organization: "org-a", state: .deleted, sealed: nil, at: C.t0) == nil, "unknown token")
         },
+        StorageConformance(name: "tokens: an expiry update is a compare-and-set that never writes the state") { db in
+            let record = C.token("5454540000005467", fingerprint: 9, merchantToken: "DNITHE0009")
+            _ = try await db.insertToken(record)
+            let renewed = C.sealed(10, key: "kek-2")
+            try C.require(
+                try await db.replaceTokenPayload(
+                    record.token, organization: "org-a", replacing: record.sealed, with: renewed, at: C.t0 + 5),
+                "refused on an unchanged active row")
+            var expected = record
+            expected.sealed = renewed
+            expected.updatedAt = C.t0 + 5
+            try C.require(try await db.token(record.token, organization: "org-a") == expected, "the replaced row")
+            // Another update from the payload read before the first: refused, the first kept.
+            try C.require(
+                !(try await db.replaceTokenPayload(
+                    record.token, organization: "org-a", replacing: record.sealed, with: C.sealed(11), at: C.t0 + 6)),
+                "replaced from a stale read")
+            try C.require(try await db.token(record.token, organization: "org-a") == expected, "a stale update changed the row")
+            // An unlink landing between the read and the write stays, its time and payload with it.
+            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE0009", organization: nil, at: C.t0 + 7) == 1, "not unlinked")
+            try C.require(
+                !(try await db.replaceTokenPayload(
+                    record.token, organization: "org-a", replacing: renewed, with: C.sealed(12), at: C.t0 + 8)),
+                "an unlinked token's payload replaced")
+            expected.state = .unlinked
+            expected.updatedAt = C.t0 + 7
+            try C.require(try await db.token(record.token, organization: "org-a") == expected, "the unlinked row changed")
+            try C.require(
+                !(try await db.replaceTokenPayload("0000", organization: "org-a", replacing: renewed, with: C.sealed(12), at: C.t0)),
+                "an unknown token replaced")
+        },
     ]
 
     static let registrationRotationChecks: [StorageConformance] = [
-        StorageConformance(name: "registrations: listed by key, re-sealed once, counted by creation time") { db in
+        StorageConformance(name: "registrations: listed by key, re-sealed once, counted by the key that hashed their look-up") { db in
             var later = C.registration(13)
             later.createdAt = C.t0 + 100
             for record in [C.registration(11), C.registration(12), later, C.registration(15)] { try await db.insertRegistration(record) }
             var other = C.registration(14)
             other.sealed = C.sealed(14, key: "kek-2")
+            other.lookupKeyID = "hmac-2"
             try await db.insertRegistration(other)
             _ = try await db.endRegistration(lookupKey: C.registration(15).lookupKey, at: C.t0 + 10)
 
@@ -183,11 +215,17 @@ extension StorageConformance {
             let left = try await db.registrations(sealedWith: "kek-1", limit: 10)
             try C.require(left.map(\.paypageID) == ["pp12", "pp13"], "after the re-seal: \(left.map(\.paypageID))")
 
-            // Strictly before; the tombstone (15) still counts.
-            try C.require(try await db.registrationCount(createdBefore: C.t0) == 0, "created at the date counted")
-            let counted = try await db.registrationCount(createdBefore: C.t0 + 100)
-            try C.require(counted == 4, "\(counted) created before t0 + 100, expected 4 with the tombstone")
-            try C.require(try await db.registrationCount(createdBefore: C.t0 + 101) == 5, "not every row counted")
+            // By the key each row names, whenever it was made, the tombstone (15) included; a row
+            // that names none (written before 0005_vault_bindings) counts for every key.
+            var legacy = C.registration(16)
+            legacy.lookupKeyID = nil
+            legacy.sealed = C.sealed(16, key: "kek-3")
+            try await db.insertRegistration(legacy)
+            try C.require(try await db.registration(lookupKey: legacy.lookupKey) == legacy, "a row naming no look-up key read back")
+            let counted = try await db.registrationCount(lookupKeyID: "hmac-1")
+            try C.require(counted == 5, "\(counted) rows for hmac-1, expected 5 with the tombstone and the unnamed row")
+            try C.require(try await db.registrationCount(lookupKeyID: "hmac-2") == 2, "hmac-2's row and the unnamed row")
+            try C.require(try await db.registrationCount(lookupKeyID: "hmac-9") == 1, "an unknown key: the unnamed row only")
         }
     ]
 
@@ -442,9 +480,11 @@ extension StorageConformance {
             let other = C.token("4000000000000013", fingerprint: 3, merchantToken: "DNITHE0002")
             let dpan = C.token("4000000000000014", fingerprint: 4)
             for record in [a, b, other, dpan] { _ = try await db.insertToken(record) }
-            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE0001", at: C.t0 + 10) == 2, "not both tokens unlinked")
-            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE0001", at: C.t0 + 20) == 0, "unlinked twice")
-            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE9999", at: C.t0 + 20) == 0, "an unknown one unlinked")
+            try C.require(
+                try await db.unlinkTokens(merchantTokenID: "DNITHE0001", organization: nil, at: C.t0 + 10) == 2, "not both tokens unlinked")
+            try C.require(try await db.unlinkTokens(merchantTokenID: "DNITHE0001", organization: nil, at: C.t0 + 20) == 0, "unlinked twice")
+            try C.require(
+                try await db.unlinkTokens(merchantTokenID: "DNITHE9999", organization: nil, at: C.t0 + 20) == 0, "an unknown one unlinked")
             for record in [a, b] {
                 var expected = record
                 expected.state = .unlinked
@@ -455,6 +495,23 @@ extension StorageConformance {
             }
             try C.require(try await db.token(other.token, organization: "org-a") == other, "another merchant token's token changed")
             try C.require(try await db.token(dpan.token, organization: "org-a") == dpan, "a DPAN's token changed")
+        },
+        StorageConformance(name: "tokens: an organisation's unlink changes its own tokens only") { db in
+            let a = C.token("4000000000000041", fingerprint: 1, merchantToken: "DNITHE0001")
+            let b = C.token("4000000000000042", fingerprint: 2, organization: "org-b", merchantToken: "DNITHE0001")
+            for record in [a, b] { _ = try await db.insertToken(record) }
+            try C.require(
+                try await db.unlinkTokens(merchantTokenID: "DNITHE0001", organization: "org-a", at: C.t0 + 10) == 1,
+                "not org-a's token alone")
+            try C.require(try await db.token(a.token, organization: "org-a")?.state == .unlinked, "org-a's token not unlinked")
+            try C.require(try await db.token(b.token, organization: "org-b") == b, "org-b's token changed")
+            try C.require(
+                try await db.unlinkTokens(merchantTokenID: "DNITHE0001", organization: "org-c", at: C.t0 + 20) == 0,
+                "an organisation holding no token unlinked one")
+            // Apple's event: every organisation's; the one unlinked already keeps its time.
+            try C.require(
+                try await db.unlinkTokens(merchantTokenID: "DNITHE0001", organization: nil, at: C.t0 + 30) == 1, "org-b's not unlinked")
+            try C.require(try await db.token(a.token, organization: "org-a")?.updatedAt == C.t0 + 10, "the time of unlinking moved")
         },
         StorageConformance(name: "tokens: a merchant token's metadata is recorded on its live and unlinked tokens") { db in
             let a = C.token("4000000000000021", fingerprint: 1, merchantToken: "DNITHE0001")
@@ -494,7 +551,7 @@ extension StorageConformance {
             for record in tokens { _ = try await db.insertToken(record) }
             // Unlinked at t0+1, +2, +3 and +10; the fifth is active (and old); the sixth is deleted-state.
             for (index, time) in [1.0, 2, 3, 10].enumerated() {
-                _ = try await db.unlinkTokens(merchantTokenID: "DNITHE000\(index + 1)", at: C.t0 + time)
+                _ = try await db.unlinkTokens(merchantTokenID: "DNITHE000\(index + 1)", organization: nil, at: C.t0 + time)
             }
             _ = try await db.updateToken(tokens[5].token, organization: "org-a", state: .deleted, sealed: nil, at: C.t0 + 1)
             try C.require(try await db.deleteUnlinkedTokens(before: C.t0 + 1, limit: 10) == 0, "the cut-off is not strict")

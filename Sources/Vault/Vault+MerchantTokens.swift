@@ -18,11 +18,8 @@ extension Vault {
         let metadata = metadata.flatMap { $0.isEmpty ? nil : $0 }
         switch (type, metadata) {
         case ("UNLINK", _):
-            let unlinked = try await eventStorage { () async throws(StorageError) in
-                try await database.unlinkTokens(merchantTokenID: merchantTokenID, at: now)
-            }
-            let summary = unlinked == 0 ? "no active token for this merchant token" : "unlinked \(Self.tokens(unlinked))"
-            return MerchantTokenEffect(summary: summary, tokens: unlinked)
+            // Apple's event: the merchant token is dead, for every organisation holding a token for it.
+            return try await unlink(merchantTokenID, organization: nil)
         case ("UPDATED_METADATA", let metadata?), ("UPDATED_CARD_ART", let metadata?):
             let recorded = try await eventStorage { () async throws(StorageError) in
                 // A card-art event carries no card metadata and the other way round: each section
@@ -36,6 +33,24 @@ extension Vault {
         default:
             return MerchantTokenEffect(summary: "recorded; no vault change for \(type)", tokens: 0)
         }
+    }
+
+    /// A merchant's own unlink (the merchant-tokens API): only `organization`'s tokens for the
+    /// merchant token stop working, and only they are counted, because two organisations may have
+    /// paypages for one Apple merchant id. Apple's UNLINK event, which follows the call to Apple,
+    /// then reaches every organisation's (by design: the merchant token itself is dead). nil (an
+    /// admin) unlinks every organisation's at once.
+    public func unlinkMerchantToken(_ merchantTokenID: String, organization: String?) async throws(VaultError) -> MerchantTokenEffect {
+        try await unlink(merchantTokenID, organization: organization)
+    }
+
+    private func unlink(_ merchantTokenID: String, organization: String?) async throws(VaultError) -> MerchantTokenEffect {
+        let now = self.now
+        let unlinked = try await eventStorage { () async throws(StorageError) in
+            try await database.unlinkTokens(merchantTokenID: merchantTokenID, organization: organization, at: now)
+        }
+        let summary = unlinked == 0 ? "no active token for this merchant token" : "unlinked \(Self.tokens(unlinked))"
+        return MerchantTokenEffect(summary: summary, tokens: unlinked)
     }
 
     /// Deletes the tokens unlinked longer than ``VaultPolicy/unlinkedTokenRetention`` ago, with

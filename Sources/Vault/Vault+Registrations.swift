@@ -11,6 +11,10 @@ extension Vault {
     public func register(_ token: DecryptedPaymentToken, paypage: PaypageRecord) async throws(VaultError) -> Registration {
         let facts = try AccountFacts(paymentData: token.paymentData)
         let contents = try SealedCoding.encode(RegistrationContents(token))
+        // The keys the HSM has now, not those the maintenance loop last read (it pauses while the
+        // database is down): a rotated-out key is destroyed a grace of at least two refresh
+        // intervals after its successor was made, so a keyring this fresh never seals under it.
+        try await keyring.refreshIfOlder(than: .seconds(policy.keyRefreshInterval))
         let (sealKey, lookup) = (try keyring.current(.registrations), try keyring.current(.fingerprint))
         let created = now
         let expires = created.addingTimeInterval(policy.registrationLifetime)
@@ -18,11 +22,12 @@ extension Vault {
         for _ in 0..<8 {
             let id = RegistrationID.generate()
             let lookupKey = try await lookupKey(id.value, key: lookup)
-            let context = SealContext(kind: .registration, organization: paypage.organization, recordID: lookupKey)
+            let context = SealContext(
+                kind: .registration, organization: paypage.organization, recordID: lookupKey, paypageID: paypage.id)
             let sealed = try await sealer.seal(contents, under: sealKey, context: context)
             let record = RegistrationRecord(
-                lookupKey: lookupKey, organization: paypage.organization, paypageID: paypage.id, createdAt: created, expiresAt: expires,
-                sealed: sealed)
+                lookupKey: lookupKey, lookupKeyID: lookup.id.hex, organization: paypage.organization, paypageID: paypage.id,
+                createdAt: created, expiresAt: expires, sealed: sealed)
             do {
                 try await database.insertRegistration(record)
                 return Registration(id: id, firstSix: facts.firstSix, lastFour: facts.lastFour, network: facts.network, expiresAt: expires)
@@ -45,12 +50,17 @@ extension Vault {
             }), counted.isLive(at: now), let sealed = counted.sealed
         else { throw Self.expired }
         let key = try await key(.registrations, id: sealed.keyID)
-        let context = SealContext(kind: .registration, organization: organization, recordID: found.lookupKey)
+        let context = SealContext(kind: .registration, organization: organization, recordID: found.lookupKey, paypageID: found.paypageID)
         let contents = try SealedCoding.decode(RegistrationContents.self, try await sealer.open(sealed, with: key, context: context))
         let paymentData = Array(contents.paymentData)
         let paypage = try await storage { () async throws(StorageError) in try await database.paypage(id: found.paypageID) }
         guard let paypage, let policy = OrganizationPolicy(paypage: paypage) else {
             throw VaultError(.merchantNotAuthorized, "the paypage this ID was registered through no longer exists")
+        }
+        // A row sealed before the paypage was bound (format 1) names its paypage in a column only:
+        // the token is issued under that paypage's organisation, so it must be the registration's.
+        guard paypage.organization == found.organization else {
+            throw VaultError(.recordUnreadable, "the registration names another organisation's paypage (the row was altered)")
         }
         let issued = try await issueToken(for: try AccountFacts(paymentData: paymentData), policy: policy)
         return Redemption(

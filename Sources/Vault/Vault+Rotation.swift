@@ -127,10 +127,12 @@ extension Vault {
                     !usage.contains(where: { $0.keyID == old.id.hex && $0.rows > 0 })
                 else { continue }
                 // Registration look-ups made under an old HMAC key cannot be recomputed: the key
-                // stays until the registrations (and tombstones) made before its successor are gone.
+                // stays until the registrations (and tombstones) it hashed are gone, counted by the
+                // key each row names (an instance that had not read the successor yet may have
+                // hashed some after the successor's creation).
                 if purpose == .fingerprint {
                     let waiting = try await storage { () async throws(StorageError) in
-                        try await database.registrationCount(createdBefore: successor.createdAt)
+                        try await database.registrationCount(lookupKeyID: old.id.hex)
                     }
                     guard waiting == 0 else { continue }
                 }
@@ -157,9 +159,8 @@ extension Vault {
                 let rows = usage.filter { $0.keyID == key.id.hex }.reduce(0) { $0 + $1.rows }
                 var waiting: Int?
                 if purpose == .fingerprint, index > 0 {
-                    let successor = keys[index - 1].createdAt
                     waiting = try await storage { () async throws(StorageError) in
-                        try await database.registrationCount(createdBefore: successor)
+                        try await database.registrationCount(lookupKeyID: key.id.hex)
                     }
                 }
                 entries.append(
@@ -188,7 +189,8 @@ public struct VaultStatus: Sendable, Codable {
         public let current: Bool
         /// Rows sealed or fingerprinted under the key.
         public let rows: Int
-        /// For a rotated-out HMAC key: registrations made before its successor, whose look-ups need it.
+        /// For a rotated-out HMAC key: registrations whose look-ups it hashed (and those from before
+        /// 0005_vault_bindings, which do not say).
         public let registrationsHashed: Int?
     }
 

@@ -79,12 +79,29 @@ extension Vault {
         let stored = try SealedCoding.decode(
             TokenContents.self,
             try await sealer.open(record.sealed, with: try await key(.tokens, id: record.sealed.keyID), context: context))
+        // The row was found by its fingerprint, a column the seal does not cover: a row given
+        // another account's fingerprint must not stand for this account.
+        guard stored.accountNumber == facts.accountNumber.revealed else {
+            throw VaultError(.recordUnreadable, "the token found for this account number seals another one (the row was altered)")
+        }
         guard stored.expirationDate != facts.expirationDate else { return }
         let contents = try SealedCoding.encode(TokenContents(accountNumber: stored.accountNumber, expirationDate: facts.expirationDate))
         let sealed = try await sealer.seal(contents, under: try keyring.current(.tokens), context: context)
-        _ = try await storage { () async throws(StorageError) in
-            try await database.updateToken(record.token, organization: record.organization, state: record.state, sealed: sealed, at: now)
+        // A compare-and-set on the payload read two HSM round trips ago, which never writes the
+        // state: an unlink that landed meanwhile stays, and the token is not handed out.
+        let replaced = try await storage { () async throws(StorageError) in
+            try await database.replaceTokenPayload(
+                record.token, organization: record.organization, replacing: record.sealed, with: sealed, at: now)
         }
+        guard !replaced else { return }
+        guard
+            let latest = try await storage({ () async throws(StorageError) in
+                try await database.token(record.token, organization: record.organization)
+            }), latest.state != .deleted
+        else { throw Self.tokenNotFound }
+        try Self.refuseUnlinked(latest)
+        // Still active: another registration or the re-wrap job changed the payload meanwhile; the
+        // account's next registration brings the expiry again.
     }
 
     private func issued(_ record: TokenRecord, isNew: Bool, facts: AccountFacts, format: HighValueTokenFormat) -> IssuedToken {

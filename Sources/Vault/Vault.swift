@@ -101,14 +101,18 @@ public struct VaultPolicy: Sendable {
     /// How long a token unlinked by Apple's event is kept (detokenizing it answers
     /// `token_unlinked`, not `token_not_found`) before the purge destroys it: 30 days.
     public var unlinkedTokenRetention: TimeInterval
+    /// How old the keyring may be when a registration is sealed: the service's maintenance
+    /// interval, the longest any instance goes without re-reading the keys.
+    public var keyRefreshInterval: TimeInterval
 
     public init(
         registrationLifetime: TimeInterval = 86_400, tombstoneRetention: TimeInterval = 7 * 86_400, retiredKeyGrace: TimeInterval = 60,
-        unlinkedTokenRetention: TimeInterval = 30 * 86_400
+        unlinkedTokenRetention: TimeInterval = 30 * 86_400, keyRefreshInterval: TimeInterval = 30
     ) {
         self.registrationLifetime = registrationLifetime
         self.tombstoneRetention = tombstoneRetention
         self.retiredKeyGrace = retiredKeyGrace
         self.unlinkedTokenRetention = unlinkedTokenRetention
+        self.keyRefreshInterval = keyRefreshInterval
     }
 }

@@ -142,6 +142,27 @@ struct SettingsTests {
         #expect(mutual.server.tls?.requireClientCertificate == true)
     }
 
+    /// Every instance re-reads the vault keys once a maintenance interval: a rotated-out key
+    /// destroyed sooner than two of them after its successor could still be in use elsewhere.
+    @Test func aRetiredKeyGraceShorterThanTwoMaintenanceIntervalsRefusesToStart() async throws {
+        for (maintenance, grace) in [("30", "59"), ("30", "0"), ("600", "900")] {
+            let error = await #expect(throws: ConfigurationError.self, "maintenance \(maintenance)s, grace \(grace)s") {
+                try await PaywardenSettings.load(environment: [
+                    "PAYWARDEN_VAULT_MAINTENANCE_SECONDS": maintenance, "PAYWARDEN_VAULT_RETIRED_KEY_GRACE_SECONDS": grace,
+                ])
+            }
+            for name in ["PAYWARDEN_VAULT_RETIRED_KEY_GRACE_SECONDS", "PAYWARDEN_VAULT_MAINTENANCE_SECONDS"] {
+                #expect(error?.message.contains(name) == true, "\(error?.message ?? "") should name \(name)")
+            }
+        }
+        let accepted = try await PaywardenSettings.load(environment: [
+            "PAYWARDEN_VAULT_MAINTENANCE_SECONDS": "10", "PAYWARDEN_VAULT_RETIRED_KEY_GRACE_SECONDS": "20",
+        ])
+        #expect(accepted.server.vaultRetiredKeyGraceSeconds == 20 && accepted.server.vaultMaintenanceSeconds == 10)
+        let defaults = try await PaywardenSettings.load(environment: [:])
+        #expect(defaults.server.vaultRetiredKeyGraceSeconds >= 2 * defaults.server.vaultMaintenanceSeconds)
+    }
+
     @Test func apiKeyEntriesAreCheckedAndNeverEchoed() async throws {
         let (_, entry) = APIKey.generate(name: "checkout", scopes: [.redeem, .detokenize], organization: "acme")
         let settings = try await PaywardenSettings.load(environment: [

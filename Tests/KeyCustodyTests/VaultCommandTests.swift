@@ -127,11 +127,12 @@ struct VaultCommandTests {
         #expect(audit.allSatisfy { !$0.user.isEmpty })
     }
 
-    /// One current key per purpose; rotating the tokens key with no grace leaves only the new key,
-    /// first with --no-wait (the old key stays for the service), then waiting (both old keys go).
+    /// One current key per purpose; rotating the tokens key with the shortest grace allowed (twice a
+    /// one-second maintenance interval) leaves only the new key, first with --no-wait (the old key
+    /// stays for the service), then waiting (both old keys go).
     @Test func statusAndRotation() async throws {
         let env = try await AdminTestEnvironment.make()
-        let noGrace = ["PAYWARDEN_VAULT_RETIRED_KEY_GRACE_SECONDS": "0"]
+        let noGrace = ["PAYWARDEN_VAULT_MAINTENANCE_SECONDS": "1", "PAYWARDEN_VAULT_RETIRED_KEY_GRACE_SECONDS": "2"]
         #expect(
             try env.paywarden("paypages", "create", "--paypage-id", "Page1", "--organization", "acme", "--merchant-id", "m.acme").status
                 == 0)
@@ -143,7 +144,7 @@ struct VaultCommandTests {
 
         let deferred = try env.paywarden("vault", "rotate-key", "--purpose", "tokens", "--no-wait", environment: noGrace)
         #expect(deferred.status == 0, "\(deferred.stderr)")
-        #expect(deferred.stdout.contains("the running service's maintenance (every 30s, vault_maintenance_seconds) moves the rows"))
+        #expect(deferred.stdout.contains("the running service's maintenance (every 1s, vault_maintenance_seconds) moves the rows"))
         let middle = try decode(Status.self, try env.paywarden("vault", "status", "--json"))
         #expect(middle.keys("tokens").map(\.state) == ["current", "rotated-out"])
         #expect(middle.keys("tokens")[1].id == before.keys("tokens")[0].id)

@@ -278,6 +278,26 @@ struct MerchantTokenEndpointTests {
         }
     }
 
+    /// Two organisations with paypages for one Apple merchant id: one's unlink through the API
+    /// unlinks its own token only, and its count says nothing of the other's.
+    @Test func anOrganisationsUnlinkLeavesAnotherOrganisationsTokens() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            let vault = server.server.vault
+            let (token, _) = try await vaultedMerchantToken(server)
+            let otherPolicy = OrganizationPolicy(organization: "other", tokenFormat: .t, merchantIdentifiers: [Self.merchantID])
+            let other = try await vault.issueToken(
+                for: try AccountFacts(paymentData: PaymentPayloads.merchantToken(pan: Self.pan)), policy: otherPolicy)
+            let body = Array(#"{"merchantId":"\#(Self.merchantID)","merchantTokenId":"\#(Self.merchantTokenID)"}"#.utf8)
+            let unlinked = try await server.send(.POST, "/v1/merchant-tokens/unlink", body: body, apiKey: fixture.webKey)
+            let count = try json(unlinked)["tokensUnlinked"] as? Int
+            #expect(unlinked.status == 200 && count == 1, "\(unlinked.text)")
+            #expect(try await vault.database.token(token, organization: "example")?.state == .unlinked)
+            #expect(try await vault.database.token(other.token, organization: "other")?.state == .active)
+            #expect(try await vault.detokenize(other.token, organization: "other").accountNumber.revealed == Self.pan)
+        }
+    }
+
     func sessionBody(_ validationURL: String, merchant: String = merchantID) -> [UInt8] {
         Array(
             #"""

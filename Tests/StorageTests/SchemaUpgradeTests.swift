@@ -56,7 +56,8 @@ enum SchemaVersion2 {
             _ = try await database.engine.execute(record(migration), [], writes: true)
         }
         let status = try await database.schemaStatus()
-        #expect(status.applied == migrations && status.pending == ["0003_merchant_token_events", "0004_merchant_keys"])
+        #expect(
+            status.applied == migrations && status.pending == ["0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings"])
         _ = try await database.engine.execute(
             """
             INSERT INTO high_value_tokens (organization, token, fingerprint, fingerprint_key_id, account_kind, merchant_token_id, state,
@@ -75,10 +76,19 @@ enum SchemaVersion2 {
             INSERT INTO merchant_token_events (id, merchant_identifier, merchant_token_id, kind, state, attempts, received_at, updated_at)
             VALUES ('old-event', 'merchant.com.example', 'DNITHE0001', 'UNLINK', 'pending', 0, 0, 0)
             """, [], writes: true)
+        _ = try await database.engine.execute(
+            """
+            INSERT INTO registrations (lookup_key, organization, paypage_id, created_at, expires_at, redemptions, key_id, wrap_path,
+              wrapped_key, ciphertext, payload_version)
+            VALUES ($1, 'org-a', 'pp1', 0, 86400000, 0, 'kek-1', 'aes-key-wrap-pad', $2, $3, 1)
+            """, [.blob(registrationKey), .blob([1, 2]), .blob([3, 4])], writes: true)
     }
 
+    /// A registration's look-up key, in the version-2 shape (no look-up key id).
+    static let registrationKey = [UInt8](repeating: 0x4C, count: 32)
+
     static func checkUpgrade<Driver: SQLDriver>(of database: SQLDatabase<Driver>) async throws {
-        #expect(try await database.migrate() == ["0003_merchant_token_events", "0004_merchant_keys"])
+        #expect(try await database.migrate() == ["0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings"])
         #expect(try await database.schemaStatus().isCurrent)
         #expect(try await database.migrate().isEmpty)
         // The tokens are kept, with no metadata yet; the events table is the new one.
@@ -87,9 +97,13 @@ enum SchemaVersion2 {
         let event = MerchantTokenEventRecord(id: "new-event", merchantIdentifier: "merchant.com.example", receivedAt: t0)
         #expect(try await database.recordEvent(event))
         #expect(try await database.dueEvents(at: t0, limit: 10) == [event])
-        #expect(try await database.unlinkTokens(merchantTokenID: "DNITHE0001", at: t0 + 1) == 1)
+        #expect(try await database.unlinkTokens(merchantTokenID: "DNITHE0001", organization: nil, at: t0 + 1) == 1)
         #expect(try await database.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: [0x7B, 0x7D], at: t0 + 2) == 1)
         #expect(try await database.deleteUnlinkedTokens(before: t0 + 2, limit: 10) == 1)
         #expect(Set(try await database.rowCounts().map(\.table)) == Set(Schema.tables))
+        // The old registration is kept, naming no look-up key: it counts for every old HMAC key.
+        let registration = try await database.registration(lookupKey: registrationKey)
+        #expect(registration != nil && registration?.lookupKeyID == nil && registration?.sealed?.version == 1)
+        #expect(try await database.registrationCount(lookupKeyID: "hmac-1") == 1)
     }
 }

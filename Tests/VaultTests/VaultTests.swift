@@ -22,16 +22,16 @@ struct VaultTests {
         let vault: Vault
         let clock = MovableClock()
 
-        init() async throws {
+        /// `device` puts the fault-injecting module between the vault and SoftHSM.
+        init(device: FaultInjectingPKCS11? = nil, policy: VaultPolicy = VaultPolicy(retiredKeyGrace: 0)) async throws {
             token = try await TestToken.make(labelPrefix: "vault")
-            hsm = try await token.open()
+            if let device { hsm = try await device.open(token) } else { hsm = try await token.open() }
             let directory = NSTemporaryDirectory() + "paywarden-vault-\(UUID().uuidString.prefix(8))"
             TestResources.track(directory: directory)
             database = try SQLiteDriver.open(path: directory + "/vault.sqlite")
             _ = try await database.migrate()
             let clock = self.clock
-            vault = Vault(
-                database: database, keyring: VaultKeyring(hsm: hsm), policy: VaultPolicy(retiredKeyGrace: 0), clock: { clock.now })
+            vault = Vault(database: database, keyring: VaultKeyring(hsm: hsm), policy: policy, clock: { clock.now })
             _ = try await vault.keyring.createMissing()
             for (id, organization, format) in [("paypageA", "alpha", HighValueTokenFormat.t), ("paypageB", "beta", .d)] {
                 _ = try await vault.createPaypage(
@@ -58,8 +58,11 @@ struct VaultTests {
         }
     }
 
-    func withEnvironment(_ body: (Environment) async throws -> Void) async throws {
-        let environment = try await Environment()
+    func withEnvironment(
+        device: FaultInjectingPKCS11? = nil, policy: VaultPolicy = VaultPolicy(retiredKeyGrace: 0),
+        _ body: (Environment) async throws -> Void
+    ) async throws {
+        let environment = try await Environment(device: device, policy: policy)
         do {
             try await body(environment)
             await environment.close()

@@ -39,7 +39,9 @@ struct VaultAdmin {
                 action.progress = audit.detail
             }
             guard let settings = action.settings else { preconditionFailure("AdminAction reads the settings before its body") }
-            let policy = VaultPolicy(retiredKeyGrace: TimeInterval(settings.server.vaultRetiredKeyGraceSeconds))
+            let policy = VaultPolicy(
+                retiredKeyGrace: TimeInterval(settings.server.vaultRetiredKeyGraceSeconds),
+                keyRefreshInterval: TimeInterval(settings.server.vaultMaintenanceSeconds))
             try await AdminDatabase.with(settings) { connection in
                 let keyring = VaultKeyring(hsm: hsm)
                 try await keyring.refresh()

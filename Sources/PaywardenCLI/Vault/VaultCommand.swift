@@ -228,13 +228,13 @@ struct VaultRotateKey: AsyncParsableCommand {
             audit.note("\(moved) rows moved")
 
             let older = status.of(purpose)?.keys.filter { !$0.current } ?? []
-            // An older HMAC key still finds the registrations made before its successor: it goes
-            // when they are purged, days from now, so this command does not wait for it.
+            // An older HMAC key still finds the registrations it hashed: it goes when they are
+            // purged, days from now, so this command does not wait for it.
             let lookups = older.filter { ($0.registrationsHashed ?? 0) > 0 }
             for old in lookups {
                 say(
-                    "\(purpose.rawValue) key \(old.id) still finds the \(old.registrationsHashed ?? 0) registrations made before the new "
-                        + "key: the running service destroys it once they and their tombstones are purged")
+                    "\(purpose.rawValue) key \(old.id) still finds the \(old.registrationsHashed ?? 0) registrations hashed with it: "
+                        + "the running service destroys it once they and their tombstones are purged")
             }
             if !stalled, older.count > lookups.count {
                 let grace = vault.policy.retiredKeyGrace - vault.now.timeIntervalSince(key.createdAt)

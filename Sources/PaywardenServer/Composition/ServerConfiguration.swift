@@ -79,7 +79,9 @@ public struct ServerConfiguration: Sendable {
         eProtectRatePerPaypage = server.eProtectRatePerPaypage
         eProtectRatePerAddress = server.eProtectRatePerAddress
         vaultMaintenanceInterval = .seconds(server.vaultMaintenanceSeconds)
-        vaultPolicy = VaultPolicy(retiredKeyGrace: TimeInterval(server.vaultRetiredKeyGraceSeconds))
+        vaultPolicy = VaultPolicy(
+            retiredKeyGrace: TimeInterval(server.vaultRetiredKeyGraceSeconds),
+            keyRefreshInterval: TimeInterval(server.vaultMaintenanceSeconds))
         // The same file the admin commands append to (`PaywardenHome.auditLog`).
         auditLogPath = settings.home + "/audit/audit.jsonl"
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)

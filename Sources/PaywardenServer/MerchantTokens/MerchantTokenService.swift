@@ -280,8 +280,9 @@ public final class MerchantTokenService: Sendable {
 
     // MARK: Calls to Apple for merchants and admins
 
-    /// Unlinks a merchant token at Apple, then makes its high-value tokens unusable here at once
-    /// (Apple's UNLINK event, when it comes, finds nothing left to change).
+    /// Unlinks a merchant token at Apple, then makes the caller's organisation's high-value tokens
+    /// for it unusable here at once (another organisation with a paypage for the same merchant id
+    /// keeps its own until Apple's UNLINK event arrives, which unlinks every organisation's).
     public func unlink(merchantID: String, merchantTokenID: String, user: String, organization: String?) async throws(MerchantTokenFailure)
         -> MerchantTokenEffect
     {
@@ -293,7 +294,7 @@ public final class MerchantTokenService: Sendable {
             // unusable and the caller's retry (idempotent here) only has Apple left to do.
             let effect: MerchantTokenEffect
             do throws(VaultError) {
-                effect = try await vault.applyMerchantTokenEvent(type: "UNLINK", merchantTokenID: merchantTokenID, metadata: nil)
+                effect = try await vault.unlinkMerchantToken(merchantTokenID, organization: organization)
             } catch {
                 throw MerchantTokenFailure(error)
             }

@@ -166,8 +166,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func registrationCount(createdBefore date: Date) async throws(StorageError) -> Int {
-        state.withLock { state in state.registrations.values.count { $0.createdAt < date } }
+    public func registrationCount(lookupKeyID keyID: String) async throws(StorageError) -> Int {
+        state.withLock { state in state.registrations.values.count { $0.lookupKeyID == keyID || $0.lookupKeyID == nil } }
     }
 
     // MARK: TokenStore
@@ -218,14 +218,32 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
+    public func replaceTokenPayload(
+        _ token: String, organization: String, replacing previous: SealedPayload, with sealed: SealedPayload, at now: Date
+    ) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            let key = TokenKey(organization: organization, token: token)
+            guard var record = state.tokens[key], record.state == .active, record.sealed.ciphertext == previous.ciphertext else {
+                return false
+            }
+            record.sealed = sealed
+            record.updatedAt = now
+            state.tokens[key] = record
+            return true
+        }
+    }
+
     public func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool {
         state.withLock { $0.tokens.removeValue(forKey: TokenKey(organization: organization, token: token)) != nil }
     }
 
-    public func unlinkTokens(merchantTokenID: String, at now: Date) async throws(StorageError) -> Int {
+    public func unlinkTokens(merchantTokenID: String, organization: String?, at now: Date) async throws(StorageError) -> Int {
         state.withLock { state in
             var changed = 0
-            for (key, var record) in state.tokens where record.merchantTokenID == merchantTokenID && record.state == .active {
+            for (key, var record) in state.tokens
+            where record.merchantTokenID == merchantTokenID && record.state == .active
+                && (organization == nil || record.organization == organization)
+            {
                 record.state = .unlinked
                 record.updatedAt = now
                 state.tokens[key] = record

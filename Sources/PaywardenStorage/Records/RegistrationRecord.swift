@@ -4,6 +4,9 @@ import Foundation
 /// computes, so the table alone cannot be used to redeem anything.
 public struct RegistrationRecord: Sendable, Hashable {
     public var lookupKey: [UInt8]
+    /// The HMAC key that computed `lookupKey`, so a rotated-out key waits for the rows it hashed;
+    /// nil on rows written before 0005_vault_bindings.
+    public var lookupKeyID: String?
     public var organization: String
     public var paypageID: String
     public var createdAt: Date
@@ -16,10 +19,11 @@ public struct RegistrationRecord: Sendable, Hashable {
     public var endedAt: Date?
 
     public init(
-        lookupKey: [UInt8], organization: String, paypageID: String, createdAt: Date, expiresAt: Date, redemptions: Int = 0,
-        sealed: SealedPayload?, endedAt: Date? = nil
+        lookupKey: [UInt8], lookupKeyID: String? = nil, organization: String, paypageID: String, createdAt: Date, expiresAt: Date,
+        redemptions: Int = 0, sealed: SealedPayload?, endedAt: Date? = nil
     ) {
         self.lookupKey = lookupKey
+        self.lookupKeyID = lookupKeyID
         self.organization = organization
         self.paypageID = paypageID
         self.createdAt = createdAt

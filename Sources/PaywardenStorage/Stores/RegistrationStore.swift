@@ -22,9 +22,10 @@ public protocol RegistrationStore: Sendable {
     /// Replaces the sealed payload, only while the row is still sealed under `previousKeyID` (a
     /// row ended or re-wrapped meanwhile is left alone); false when nothing was replaced.
     func resealRegistration(lookupKey: [UInt8], previousKeyID: String, sealed: SealedPayload) async throws(StorageError) -> Bool
-    /// Rows, tombstones included, created before `date`: what still depends on a lookup key
-    /// retired at `date`.
-    func registrationCount(createdBefore date: Date) async throws(StorageError) -> Int
+    /// Rows, tombstones included, whose look-up key the HMAC key `keyID` computed, and those that
+    /// do not say (written before 0005_vault_bindings or by an older build): what still depends on
+    /// the key, whenever the rows were made.
+    func registrationCount(lookupKeyID keyID: String) async throws(StorageError) -> Int
 }
 
 /// What a purge did.

@@ -9,18 +9,28 @@ public protocol TokenStore: Sendable {
     func token(fingerprint: [UInt8], organization: String) async throws(StorageError) -> TokenRecord?
     /// Every token standing for the merchant token `merchantTokenID` (one per organisation at most).
     func tokens(merchantTokenID: String) async throws(StorageError) -> [TokenRecord]
-    /// Sets the state, and the sealed payload when given (a re-wrap or an updated expiry).
+    /// Sets the state, and the sealed payload when given (administration and tests; the vault's
+    /// own updates are the compare-and-sets below, which never write the state).
     func updateToken(
         _ token: String, organization: String, state: TokenRecord.State, sealed: SealedPayload?, at now: Date
     ) async throws(StorageError) -> TokenRecord?
+    /// Replaces the sealed payload of an active token (an updated expiry) only while the row still
+    /// holds `previous` (compared by its ciphertext, which a re-wrap leaves as it is). Never writes
+    /// the state: an unlink that lands between the vault's read and this write stays. False when
+    /// the row is unknown, no longer active, or holds another payload.
+    func replaceTokenPayload(
+        _ token: String, organization: String, replacing previous: SealedPayload, with sealed: SealedPayload, at now: Date
+    ) async throws(StorageError) -> Bool
     /// Deletes the row, and with it the sealed account number; false when unknown.
     func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool
 
     // MARK: Merchant-token events
 
-    /// The active tokens of the merchant token become `.unlinked` (updated_at = now); returns how
-    /// many changed (0 when they already were: idempotent).
-    func unlinkTokens(merchantTokenID: String, at now: Date) async throws(StorageError) -> Int
+    /// The active tokens of the merchant token become `.unlinked` (updated_at = now): those of
+    /// `organization` only when one is given (a tenant's own unlink: two organisations may share
+    /// an Apple merchant id), every organisation's when nil (Apple's UNLINK event: the merchant
+    /// token is dead for all). Returns how many changed (0 when they already were: idempotent).
+    func unlinkTokens(merchantTokenID: String, organization: String?, at now: Date) async throws(StorageError) -> Int
     /// Records the merchant token's latest metadata (opaque JSON) on its active and unlinked
     /// tokens; returns how many rows. An active row's updated_at becomes `now`; an unlinked row
     /// keeps its time of unlinking, from which its retention runs.

@@ -9,13 +9,16 @@ import PaywardenStorage
 struct EnvelopeSealer: Sendable {
     let hsm: HSM
 
-    static let version = 1
+    /// The formats this build opens (``SealContext/additionalData(version:)``); it seals in the one
+    /// its context asks for.
+    static let readableVersions = 1...2
 
     func seal(_ plaintext: [UInt8], under key: VaultKey, context: SealContext) async throws(VaultError) -> SealedPayload {
         let dataKey = SymmetricKey(size: .bits256)
+        let version = context.format
         let ciphertext: [UInt8]
         do {
-            let box = try AES.GCM.seal(plaintext, using: dataKey, authenticating: context.additionalData(version: Self.version))
+            let box = try AES.GCM.seal(plaintext, using: dataKey, authenticating: context.additionalData(version: version))
             guard let combined = box.combined else { throw VaultError(.hsmUnavailable, "AES-GCM produced no combined form") }
             ciphertext = Array(combined)
         } catch let error as VaultError {
@@ -25,7 +28,7 @@ struct EnvelopeSealer: Sendable {
         }
         let wrapped = try await wrap(dataKey.withUnsafeBytes { Array($0) }, under: key)
         return SealedPayload(
-            keyID: key.id.hex, wrapPath: wrapped.path.rawValue, wrappedKey: wrapped.bytes, ciphertext: ciphertext, version: Self.version)
+            keyID: key.id.hex, wrapPath: wrapped.path.rawValue, wrappedKey: wrapped.bytes, ciphertext: ciphertext, version: version)
     }
 
     func open(_ sealed: SealedPayload, with key: VaultKey, context: SealContext) async throws(VaultError) -> [UInt8] {
@@ -58,7 +61,7 @@ struct EnvelopeSealer: Sendable {
     }
 
     private func unwrap(_ sealed: SealedPayload, with key: VaultKey) async throws(VaultError) -> [UInt8] {
-        guard sealed.version == Self.version, let path = DataKeyWrapPath(rawValue: sealed.wrapPath) else {
+        guard Self.readableVersions.contains(sealed.version), let path = DataKeyWrapPath(rawValue: sealed.wrapPath) else {
             throw VaultError(
                 .recordUnreadable, "a sealed record has format \(sealed.version) on \(sealed.wrapPath), which this build cannot read")
         }
