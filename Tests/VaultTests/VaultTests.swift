@@ -24,7 +24,8 @@ struct VaultTests {
 
         /// `device` puts the fault-injecting module between the vault and SoftHSM.
         init(device: FaultInjectingPKCS11? = nil, policy: VaultPolicy = VaultPolicy(retiredKeyGrace: 0)) async throws {
-            token = try await TestToken.make(labelPrefix: "vault")
+            // The fault-injecting module forwards to SoftHSM: a test that uses it runs there on either pass.
+            token = try await TestToken.make(labelPrefix: "vault", backend: device == nil ? .current : .softHSM)
             if let device { hsm = try await device.open(token) } else { hsm = try await token.open() }
             let directory = NSTemporaryDirectory() + "paywarden-vault-\(UUID().uuidString.prefix(8))"
             TestResources.track(directory: directory)
