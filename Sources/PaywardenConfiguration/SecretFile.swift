@@ -6,10 +6,17 @@ import PaywardenPrimitives
 public enum SecretFile {
     /// The secret, or nil when the file cannot be read or is not UTF-8 text (a wrong file is
     /// refused at start-up rather than failing at the first request). A file that group or
-    /// others can read, or another user owns, is refused first (``check(_:for:)``).
+    /// others can read, or another user owns, is refused; the bytes are those that were checked
+    /// (``SecretFileRule/read(_:)``).
     public static func read(_ path: String, for source: String) throws(ConfigurationError) -> String? {
-        try check(path, for: source)
-        guard let data = FileManager.default.contents(atPath: path), var text = String(data: data, encoding: .utf8) else { return nil }
+        let bytes: [UInt8]
+        do {
+            bytes = try SecretFileRule.read(path)
+        } catch {
+            guard case .violation(let text) = error else { return nil }
+            throw ConfigurationError("\(source): \(text)")
+        }
+        guard var text = String(validating: bytes, as: UTF8.self) else { return nil }
         while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
         return text
     }

@@ -56,8 +56,10 @@ extension Vault {
             switch insertion {
             case .inserted(let stored): return issued(stored, isNew: true, facts: facts, format: policy.tokenFormat)
             case .existing(let stored):
-                // Another request tokenized the account meanwhile.
+                // Another request tokenized the account meanwhile: the row it wrote must seal this
+                // account too, as a row found by its fingerprint must.
                 try Self.refuseUnlinked(stored)
+                try await keepExpiryCurrent(stored, facts: facts)
                 return issued(stored, isNew: false, facts: facts, format: policy.tokenFormat)
             }
         }

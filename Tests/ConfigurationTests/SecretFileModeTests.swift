@@ -195,5 +195,10 @@ struct SecretFileModeTests {
         let theirLink = try files.link("their-link.pin", to: ours)
         #expect(lchown(theirLink, nobody, gid_t(nobody)) == 0)
         await expectRefusal(["PAYWARDEN_PIN_FILE": theirLink], naming: ["PAYWARDEN_PIN_FILE", theirLink, "link"])
+
+        // Their link in the middle of a chain of our links: every link is held to the rule.
+        let ourLink = try files.link("our-link.pin", to: theirLink)
+        await expectRefusal(["PAYWARDEN_PIN_FILE": ourLink], naming: ["PAYWARDEN_PIN_FILE", ourLink, "leads through", theirLink])
+        #expect(throws: PKCS11Error.self) { try PINSource.file(ourLink).read() }
     }
 }

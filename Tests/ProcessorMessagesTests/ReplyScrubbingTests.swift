@@ -195,6 +195,27 @@ struct ReplyScrubbingTests {
         }
     }
 
+    /// The cryptogram nested in itself, each removal exposing the next (`c[:k]` … `c` … `c[k:]`):
+    /// a scrubber that looked until none was left would pass over the value once per level. A
+    /// few passes are made; what they leave is found by the check on the whole reply, which refuses it.
+    @Test func aCryptogramNestedInItselfIsRefusedWithoutAPassPerLevel() throws {
+        let card = try TestCards.applePay()
+        var nested = Self.cryptogram
+        for _ in 0..<500 { nested = String(Self.cryptogram.prefix(10)) + nested + String(Self.cryptogram.dropFirst(10)) }
+        let start = ContinuousClock.now
+        let result = Result { () throws(ProcessorMessageError) in
+            try MercuryPayResponseRewriter.clientResponse(
+                Self.mercuryPayReply(JSONEcho(label: "nested", members: #""Note":"\#(nested)""#)), token: Self.token, forwarded: card)
+        }
+        let elapsed = ContinuousClock.now - start
+        guard case .failure(let error) = result else {
+            Issue.record("the nested reply was kept: the scrubber made a pass per level")
+            return
+        }
+        #expect(error.code.rawValue == "echoed_card_data", "\(error)")
+        #expect(elapsed < .seconds(2), "\(elapsed) for a 14 KB value")
+    }
+
     // MARK: Checks
 
     /// A maskable echo: the reply is kept and carries neither; otherwise the reply is refused.

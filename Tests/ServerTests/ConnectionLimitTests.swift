@@ -72,6 +72,19 @@ struct ConnectionLimitTests {
             #expect(headersReply.hasPrefix("HTTP/1.1 408"), "\(headersReply)")
             #expect(headersElapsed < .seconds(3), "cut off after \(headersElapsed); the read timeout is 1 s")
 
+            // A request answered before its body was read (401: no API key), its body sent after, then
+            // a second request trickled on the same connection: cut off like the first.
+            let early = try RawTCPConnection(port: server.port)
+            try early.send(
+                "POST /v1/payment-tokens/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1\r\n\r\n"
+            )
+            #expect(early.read(until: "}}", upTo: .seconds(5)).text.hasPrefix("HTTP/1.1 401"))
+            try early.send("{")
+            try early.send("POST /cnpAPI HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/xml\r\nContent-Length: 100\r\n\r\n<")
+            let (earlyReply, earlyElapsed) = Self.trickle(on: early, for: .seconds(6))
+            #expect(earlyReply.hasPrefix("HTTP/1.1 408"), "\(earlyReply)")
+            #expect(earlyElapsed < .seconds(3), "cut off after \(earlyElapsed); the read timeout is 1 s")
+
             // A request that arrives whole in time is served, and so is the next on the same connection.
             let prompt = try RawTCPConnection(port: server.port)
             for _ in 0..<2 {

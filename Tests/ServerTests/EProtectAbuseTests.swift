@@ -47,7 +47,8 @@ struct EProtectAbuseTests {
         }
     }
 
-    /// Junk naming a public paypage id costs the sender's address bucket, not the merchant's.
+    /// Junk naming a public paypage id, and a genuine token replayed, cost the sender's address
+    /// bucket, not the merchant's.
     @Test func formsThatDoNotVerifyDoNotSpendThePaypagesBucket() async throws {
         try await withServer({ $0.eProtectRatePerPaypage = 1 }) { server in
             for _ in 0..<6 {
@@ -55,9 +56,17 @@ struct EProtectAbuseTests {
                     server, try Self.form(server, token: try server.ecToken().flippingByte(of: "signature", at: 80)))
                 #expect(junk.status == 200 && junk.text.contains(#""response":"888""#), "\(junk.text)")
             }
+            // A genuine token replayed: verified, but its transaction id is not spent again, so the
+            // replays do not charge the bucket (the first registration took one of its two).
+            let once = try server.ecToken()
+            let first = try await Self.post(server, try Self.form(server, token: once))
+            #expect(first.status == 200 && first.text.contains(#""response":"870""#), "\(first.text)")
+            var replays: [String] = []
+            for _ in 0..<8 { replays.append(try await Self.post(server, try Self.form(server, token: once)).text) }
+            #expect(replays.allSatisfy { $0.contains(#""paywardenCode":"replayed_transaction""#) }, "\(replays)")
             let genuine = try await Self.post(server, try Self.form(server))
             #expect(genuine.status == 200 && genuine.text.contains(#""response":"870""#), "\(genuine.text)")
-            // Tokens that verify are what the bucket counts (1 a second, a burst of 2).
+            // Tokens that spend their transaction id are what the bucket counts (1 a second, a burst of 2).
             var statuses: [Int] = []
             for _ in 0..<4 { statuses.append(try await Self.post(server, try Self.form(server)).status) }
             #expect(statuses.contains(429), "\(statuses)")
@@ -73,7 +82,10 @@ struct EProtectAbuseTests {
         let rootPath = try DecryptionTestEnvironment.sharedPKI.writeRoot(to: directory)
         try await withServer({ $0.trustAnchors = try ServerConfiguration.trustAnchors([rootPath]) }) { server in
             let impostor = TokenForge(pki: try ApplePayTestPKI(name: "Impostor", rsaLeaf: false))
-            guard case .ecP256(let point) = server.ecMerchant.key.publicKey else { return }
+            guard case .ecP256(let point) = server.ecMerchant.key.publicKey else {
+                Issue.record("the example merchant's key is not EC")
+                return
+            }
             let foreign = try impostor.ecV1(
                 payload: PaymentPayloads.threeDSecure(), merchant: .init(x963Representation: point),
                 merchantIdentifierHash: TokenForge.merchantIdentifierHash(server.ecMerchant.merchantID!)

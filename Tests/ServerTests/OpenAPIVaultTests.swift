@@ -319,13 +319,14 @@ struct OpenAPIVaultTests {
         try await client.expect(
             Self.paypage, "/eProtect/paypage", key: nil, body: [UInt8](repeating: 0x61, count: 17 * 1024), contentType: Client.form, 413,
             "payload_too_large")
-        // The paypage limit counts known paypages only: a spent token to a real one drains its bucket.
-        let flood = try EProtectForms.form(token: once, paypageID: TestServer.examplePaypage)
+        // The paypage limit counts tokens that spend their transaction id for one of its merchants:
+        // fresh ones, forged first, drain its bucket (a replayed one would not).
+        let flood = try (0..<40).map { _ in try EProtectForms.form(token: try server.ecToken(), paypageID: TestServer.examplePaypage) }
         // The refused reply itself is checked: on a slow machine a later request could find a token
         // refilled (5 a second) and be answered.
         var limited: TestServer.Reply?
-        for _ in 0..<40 where limited == nil {
-            let reply = try await server.send(.POST, "/eProtect/paypage", body: flood, apiKey: .some(nil), contentType: Client.form)
+        for form in flood where limited == nil {
+            let reply = try await server.send(.POST, "/eProtect/paypage", body: form, apiKey: .some(nil), contentType: Client.form)
             if reply.status == 429 { limited = reply }
         }
         client.check(

@@ -25,16 +25,20 @@ public enum PINSource: Sendable, CustomStringConvertible {
         var value: [UInt8]
         switch self {
         case .file(let path):
-            // Checked at every read, whichever setting, option or URI named the file.
-            if let violation = SecretFileRule.violation(at: path) {
-                throw PKCS11Error(code: .pinUnavailable, category: .misconfiguration, message: "the PIN file \(violation)")
+            // Checked at every read, whichever setting, option or URI named the file; the bytes
+            // used are those checked.
+            do {
+                value = try SecretFileRule.read(path)
+            } catch {
+                switch error {
+                case .violation(let text):
+                    throw PKCS11Error(code: .pinUnavailable, category: .misconfiguration, message: "the PIN file \(text)")
+                case .unreadable:
+                    throw PKCS11Error(
+                        code: .pinUnavailable, category: .misconfiguration,
+                        message: "cannot read the PIN file \(path) (missing, or not readable by this user)")
+                }
             }
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw PKCS11Error(
-                    code: .pinUnavailable, category: .misconfiguration,
-                    message: "cannot read the PIN file \(path) (missing, or not readable by this user)")
-            }
-            value = Array(data)
         case .value(let secret):
             value = secret.revealed
         case .missing:

@@ -1,6 +1,7 @@
 import Foundation
 import NIOSSL
 import PaywardenConfiguration
+import PaywardenPrimitives
 
 /// The PEM files a TLS setting names, read and checked when the configuration is loaded: each
 /// must be readable and hold what its setting says, a key must belong to its certificate, and a
@@ -22,14 +23,19 @@ enum TLSFiles {
     {
         let chain = try certificates(certificate.path, certificate.setting, holding: "a PEM certificate chain, leaf first")
         let bytes = try read(key.path, key.setting)
+        guard (try? NIOSSLPrivateKey(bytes: bytes, format: .pem)) != nil else {
+            throw ConfigurationError(key.setting, value: key.path, expected: "an unencrypted PEM private key")
+        }
+        // Once it is known to be a key (a certificate named by mistake is refused as not a key),
+        // the key used is the one read through the secret-file rule's own check.
         let privateKey: NIOSSLPrivateKey
         do {
-            privateKey = try NIOSSLPrivateKey(bytes: bytes, format: .pem)
+            privateKey = try NIOSSLPrivateKey(bytes: try SecretFileRule.read(key.path), format: .pem)
+        } catch let refusal as SecretFileRule.Refusal {
+            throw ConfigurationError("\(key.setting.environmentName): \(refusal.message)")
         } catch {
             throw ConfigurationError(key.setting, value: key.path, expected: "an unencrypted PEM private key")
         }
-        // Once it is known to be a key (a certificate named by mistake is refused as not a key).
-        try SecretFile.check(key.path, for: key.setting.environmentName)
         // BoringSSL compares the key with the leaf's public key when both go into one context.
         var check = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(chain[0])], privateKey: .privateKey(privateKey))

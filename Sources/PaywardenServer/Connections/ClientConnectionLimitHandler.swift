@@ -21,8 +21,10 @@ final class ClientConnectionLimitHandler: ChannelInboundHandler, RemovableChanne
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        admit(context)
+        // The handlers after this one hear of the connection before they hear of its close (a
+        // close here runs their channelInactive at once).
         context.fireChannelActive()
+        admit(context)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -45,7 +47,8 @@ final class ClientConnectionLimitHandler: ChannelInboundHandler, RemovableChanne
         let admitted = connections.admit(context.channel.remoteAddress)
         admission = admitted
         if admitted == .refused {
-            logger.notice("connection refused: the client is at its connection limit", metadata: ["limit": "\(connections.limit)"])
+            // Debug: a client over its limit could otherwise write the log as fast as it connects.
+            logger.debug("connection refused: the client is at its connection limit", metadata: ["limit": "\(connections.limit)"])
             context.close(promise: nil)
         }
     }

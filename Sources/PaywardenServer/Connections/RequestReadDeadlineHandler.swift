@@ -23,6 +23,10 @@ final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     /// Requests read whole whose responses have not ended. A pipelined request behind them is
     /// held by the HTTP handlers, unread, until they are answered: its time does not run meanwhile.
     private var awaitingResponses = 0
+    /// Responses that ended before their request did (a 401 or 413 answered before the body was
+    /// read, which Hummingbird then drains): the request's end pairs with its response, not with
+    /// one still to come.
+    private var answeredEarly = 0
 
     init(timeout: TimeAmount) {
         self.timeout = timeout
@@ -55,7 +59,11 @@ final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
     /// The decoder has the whole request.
     func requestEnded() {
         reading = false
-        awaitingResponses += 1
+        if answeredEarly > 0 {
+            answeredEarly -= 1
+        } else {
+            awaitingResponses += 1
+        }
         cancel()
     }
 
@@ -63,7 +71,11 @@ final class RequestReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHa
 
     func responseEnded() {
         responding = false
-        awaitingResponses = max(0, awaitingResponses - 1)
+        if awaitingResponses > 0 {
+            awaitingResponses -= 1
+        } else {
+            answeredEarly += 1
+        }
     }
 
     private func cancel() {

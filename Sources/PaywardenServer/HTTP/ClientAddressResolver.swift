@@ -15,10 +15,18 @@ struct ClientAddressResolver: Sendable {
         guard isTrustedProxy(peerBytes), !forwardedFor.isEmpty else { return peerBytes }
         let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
         for hop in hops.reversed() {
-            guard let bytes = IPAddressBlock.addressBytes(hop) else { return nil }
+            guard let bytes = IPAddressBlock.addressBytes(Self.withoutPort(hop)) else { return nil }
             if !isTrustedProxy(bytes) { return bytes }
         }
         return nil
+    }
+
+    /// Some proxies write the client's port too: `198.51.100.7:5678`, `[2001:db8::1]:5678`.
+    static func withoutPort(_ hop: String) -> String {
+        if hop.hasPrefix("["), let end = hop.firstIndex(of: "]") { return String(hop[hop.index(after: hop.startIndex)..<end]) }
+        let colons = hop.filter { $0 == ":" }.count
+        if colons == 1, let colon = hop.firstIndex(of: ":") { return String(hop[..<colon]) }
+        return hop
     }
 
     func isTrustedProxy(_ address: [UInt8]) -> Bool { trustedProxies.contains { $0.contains(address) } }
@@ -26,6 +34,7 @@ struct ClientAddressResolver: Sendable {
     /// What per-client limits count by: an IPv4 address, or an IPv6 /64 (a client controls the rest
     /// of its /64, so counting /128s would let it step around the limit).
     static func limitKey(_ address: [UInt8]?) -> String {
+        // Unknown only for a Unix socket or a proxy's unreadable entry: one bucket for those.
         guard let address else { return "unknown" }
         if address.count == 4 { return address.map { String($0) }.joined(separator: ".") }
         return "v6:" + address.prefix(8).map { String($0, radix: 16) }.joined(separator: ":")

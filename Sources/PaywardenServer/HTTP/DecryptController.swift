@@ -30,6 +30,10 @@ struct DecryptController {
         } catch let error as APIError {
             metrics.decryptRequest(apiKey: keyName, outcome: error.code)
             throw error
+        } catch {
+            // The body could not be read (the connection went, the read deadline passed).
+            metrics.decryptRequest(apiKey: keyName, outcome: "unread")
+            throw error
         }
     }
 

@@ -7,7 +7,8 @@ import Vault
 /// `POST /eProtect/paypage`: a mobile app's Apple Pay token in eProtect's form fields, a
 /// registration ID out. No API key: the app names its merchant by `paypageId`, and each paypage
 /// and each client address is rate-limited. The client is the peer, or behind a trusted reverse
-/// proxy the address it forwards; a paypage is charged only for tokens whose signature verified.
+/// proxy the address it forwards; a paypage is charged only for tokens that spent their
+/// transaction id for one of its merchants.
 /// eProtect outcomes are HTTP 200 with the code in `response`, as the real service answers.
 struct EProtectController {
     let service: VaultService
@@ -35,13 +36,15 @@ struct EProtectController {
         let outcome: EProtectReply
         do throws(VaultFailure) {
             // Looked at per paypage only once the paypage is known to exist, so made-up ids cannot fill
-            // the limiter, and charged only for a token that verified, so made-up forms cannot drain it.
+            // the limiter, and charged only for a token that spent its transaction id for one of the
+            // paypage's merchants, so made-up forms and replays cannot drain it. Every such token is
+            // charged, even past the look, so concurrent ones cannot slip through together.
             let registration = try await service.register(
                 token: form.tokenJSON, paypageID: form.paypageID, reportGroup: form.reportGroup,
                 admit: { paypage throws(VaultFailure) in
                     if let wait = perPaypage.wait(paypage.id) { throw .rateLimited(wait, "this paypageId") }
                 },
-                verified: { paypage in _ = perPaypage.acquire(paypage.id) })
+                claimed: { paypage in perPaypage.charge(paypage.id) })
             outcome = EProtectReply(registration: registration, form: form, now: now)
         } catch {
             if case .rateLimited(let wait, let who) = error { throw Self.rateLimited(wait, who) }

@@ -52,6 +52,18 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// Takes one token for `key` whatever the bucket holds, down to one burst in debt: for a limit
+    /// looked at first (``wait(_:now:)``) and charged once the request proved worth counting, where
+    /// requests that passed the look together must all be paid for, and the debt delays the next.
+    func charge(_ key: String, now: ContinuousClock.Instant = .now) {
+        buckets.withLock { buckets in
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
+            bucket.tokens = max(-burst, min(burst, bucket.tokens + rate * ((now - bucket.updated) / .seconds(1))) - 1)
+            bucket.updated = now
+            buckets[key] = bucket
+        }
+    }
+
     private static func dropIdle(_ buckets: inout [String: Bucket], burst: Double, rate: Double, now: ContinuousClock.Instant) {
         buckets = buckets.filter { $0.value.tokens + rate * ((now - $0.value.updated) / .seconds(1)) < burst }
     }

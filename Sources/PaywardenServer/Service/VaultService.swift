@@ -41,11 +41,12 @@ final class VaultService: Sendable {
 
     /// eProtect registration: the paypage checked, the token decrypted, a registration ID issued.
     /// `admit` runs once the paypage is known to exist (a look at its rate limit), before any
-    /// decryption; `verified` once the token's signature and chain have verified (the charge), so
-    /// forms that anyone can make up naming a public paypage id cannot spend that merchant's limit.
+    /// decryption; `claimed` once the token has verified, belongs to one of the paypage's merchants
+    /// and has spent its transaction id (the charge). Forms anyone can make up, and genuine tokens
+    /// replayed or for other merchants (a buyer sees their own), cannot spend the merchant's limit.
     func register(
         token: [UInt8], paypageID: String, reportGroup: String, admit: (PaypageRecord) throws(VaultFailure) -> Void,
-        verified: (PaypageRecord) -> Void
+        claimed: (PaypageRecord) -> Void
     ) async throws(VaultFailure) -> Registration {
         try await measured("register") { () async throws(VaultFailure) in
             let paypage = try await vaulted { () async throws(VaultError) in
@@ -59,21 +60,11 @@ final class VaultService: Sendable {
             do throws(VaultFailure) {
                 decrypted = try await decrypt(token, policy: policy)
             } catch {
-                if case .token(let refusal) = error, Self.verifiedDespite(refusal.code) { verified(paypage) }
+                if case .token(let refusal) = error, refusal.code == .decryptionFailed { claimed(paypage) }
                 throw error
             }
-            verified(paypage)
+            claimed(paypage)
             return try await vaulted { () async throws(VaultError) in try await vault.register(decrypted, paypage: paypage) }
-        }
-    }
-
-    /// Refusals that come after the token's signature and chain verified: the token was Apple's.
-    static func verifiedDespite(_ code: PaymentTokenError.Code) -> Bool {
-        switch code {
-        case .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .merchantNotAuthorized: true
-        case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow, .hsmUnavailable,
-            .overloaded, .databaseUnavailable:
-            false
         }
     }
 

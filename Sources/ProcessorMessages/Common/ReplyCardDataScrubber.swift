@@ -119,8 +119,10 @@ struct ReplyCardDataScrubber {
     private func masked(_ scalars: [Unicode.Scalar], maskingAnyAccountNumber: Bool) -> [Unicode.Scalar?] {
         var result = scalars.map(Optional.some)
         if !cryptogramScalars.isEmpty {
-            // Removing one can join the scalars around it into another: look again until none.
-            while true {
+            // Removing one can join the scalars around it into another: look again, a few times. A
+            // reply nested deeper than that is built to be expensive; what is left of it is found
+            // by the check on the whole reply, which refuses it.
+            for _ in 0..<Self.maximumRounds {
                 let positions = result.indices.filter { index in result[index].map { !Self.isWhitespace($0) } ?? false }
                 let matches = Self.occurrences(of: cryptogramScalars, in: positions.map { result[$0]!.value })
                 if matches.isEmpty { break }
@@ -130,7 +132,7 @@ struct ReplyCardDataScrubber {
             }
         }
         if !accountDigits.isEmpty {
-            while true {
+            for _ in 0..<Self.maximumRounds {
                 let positions = result.indices.filter { result[$0].flatMap(Self.digitValue) != nil }
                 let matches = Self.occurrences(of: accountDigits, in: positions.map { Self.digitValue(result[$0]!)! })
                 if matches.isEmpty { break }
@@ -142,6 +144,9 @@ struct ReplyCardDataScrubber {
         if maskingAnyAccountNumber { maskAnyAccountNumber(&result) }
         return result
     }
+
+    /// Passes over one value: each costs a linear search, so a value cannot cost more than this many.
+    static let maximumRounds = 3
 
     /// Masks a value that is, whitespace aside, 12–19 digits with at most single spaces or dashes
     /// between them: an account number in a field that holds one, whoever's it is.
