@@ -20,11 +20,12 @@ struct RadialTests {
 
     @Test func parsesTheDigitalWalletRequest() throws {
         let request = try RadialCreditCardAuthRequest.parse(try Self.request())
+        let wallet = try #require(request.wallet)
         #expect(request.requestId == "REQ-000000000005")
         #expect(request.orderId == "ORDER-0005" && request.amount == "14.99" && request.currencyCode == "USD")
-        #expect(request.wallet.transactionId == "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9")
-        #expect(request.wallet.ephemeralPublicKey == "c3ludGhldGljLWVwaGVtZXJhbC1rZXk=")
-        #expect(request.wallet.data == "c3ludGhldGljLWVuY3J5cHRlZC1kYXRhLWZvci10ZXN0cy1vbmx5")
+        #expect(wallet.transactionId == "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9")
+        #expect(wallet.ephemeralPublicKey == "c3ludGhldGljLWVwaGVtZXJhbC1rZXk=")
+        #expect(wallet.data == "c3ludGhldGljLWVuY3J5cHRlZC1kYXRhLWZvci10ZXN0cy1vbmx5")
         #expect(
             request.billingAddress
                 == RadialAddress(
@@ -32,8 +33,8 @@ struct RadialTests {
                     mainDivision: "PA", countryCode: "US", postalCode: "19406"))
         #expect(request.shippingAddress.mainDivision == "PA")
         #expect(request.schemaVersion == "1.2" && request.shipToPhoneNo == nil)
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(request.wallet.paymentDataJSON)) as? [String: Any])
-        #expect(json["data"] as? String == request.wallet.data)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(wallet.paymentDataJSON)) as? [String: Any])
+        #expect(json["data"] as? String == wallet.data)
     }
 
     @Test(arguments: RadialSchema.walletRequestOrder.filter { RadialSchema.walletRequestRequired.contains($0) })
