@@ -201,6 +201,47 @@ struct RadialTests {
         #expect(!forwarded.description.contains(TestCards.pan))
     }
 
+    /// Seed 003's second step: the wallet request's card replaced by the high-value token `decryptblob` answered.
+    static func tokenRequest(isToken: String = "true", extra: String = "") throws -> [UInt8] {
+        let wallet = try Fixture.text("radial-dw-auth-request.xml")
+        guard let start = wallet.range(of: "<WalletPaymentInformation>"), let end = wallet.range(of: "<OrderId>ORDER-0005</OrderId>")
+        else { throw TestFailure.fixtureMismatch("WalletPaymentInformation … OrderId") }
+        var text = wallet
+        text.replaceSubrange(
+            start.lowerBound..<end.upperBound,
+            with: #"<PaymentContext><OrderId>ORDER-0007</OrderId><PaymentAccountUniqueId isToken="\#(isToken)">4761730000100018"#
+                + "</PaymentAccountUniqueId></PaymentContext><ExpirationDate>2030-12</ExpirationDate>\(extra)")
+        return Array(text.utf8)
+    }
+
+    @Test func parsesTheTokenRequestAndForwardsTheCardWhereTheTokenWas() throws {
+        let request = try RadialCreditCardAuthRequest.parse(try Self.tokenRequest())
+        #expect(request.source == .highValueToken("4761730000100018") && request.wallet == nil && request.orderId == "ORDER-0007")
+        let forwarded = RadialForwarding.upstreamRequest(request, card: try TestCards.applePay())
+        let root = forwarded.document.root
+        #expect(Array(root.childNames.prefix(3)) == ["PaymentContext", "ExpirationDate", "Amount"])
+        let context = try #require(root.firstChild(named: "PaymentContext", namespaceURI: Self.ns))
+        #expect(context.childElements.map(\.text) == ["ORDER-0007", TestCards.pan])
+        #expect(context.childElements.last?.attribute("isToken") == "false")
+        #expect(root.children(named: "ExpirationDate", namespaceURI: Self.ns).map(\.text) == ["2030-12"])
+        #expect(!serialized(forwarded.document).contains("4761730000100018"))
+    }
+
+    @Test func refusesAnAccountNumberOrASecurityCodeInTheTokenRequest() throws {
+        let clear = messageError { _ = try RadialCreditCardAuthRequest.parse(try Self.tokenRequest(isToken: "false")) }
+        #expect(clear?.code == .invalidValue && clear?.field == "CreditCardAuthRequest/PaymentContext/PaymentAccountUniqueId/@isToken")
+        #expect(clear?.description.contains("4761730000100018") == false)
+        let code = messageError {
+            _ = try RadialCreditCardAuthRequest.parse(try Self.tokenRequest(extra: "<CardSecurityCode>123</CardSecurityCode>"))
+        }
+        #expect(code?.code == .unexpectedField && code?.field == "CreditCardAuthRequest/CardSecurityCode")
+        let expiry = messageError {
+            _ = try RadialCreditCardAuthRequest.parse(
+                Array(String(decoding: try Self.tokenRequest(), as: UTF8.self).replacingOccurrences(of: ">2030-12<", with: ">12/30<").utf8))
+        }
+        #expect(expiry?.code == .invalidFormat && expiry?.field == "CreditCardAuthRequest/ExpirationDate")
+    }
+
     @Test func putsTheTokenInTheReplyAndNeverThePAN() throws {
         let reply = try RadialReplyRewriter.clientReply(
             try Fixture.bytes("radial-auth-reply.xml"), token: "4761730000100018", forwarded: try TestCards.applePay())

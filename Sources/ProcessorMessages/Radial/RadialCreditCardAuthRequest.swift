@@ -44,7 +44,10 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
         }
         let path = "CreditCardAuthRequest"
         let requestId = try reader.requiredAttribute(root, "requestId", path: path, max: RadialSchema.requestIdMaximum)
-        let tokenContext = root.firstChild(named: "PaymentContext", namespaceURI: RadialSchema.namespaceURI)
+        // A wallet makes it a wallet request, in which a PaymentContext is refused by name.
+        let tokenContext =
+            root.firstChild(named: "WalletPaymentInformation", namespaceURI: RadialSchema.namespaceURI) == nil
+            ? root.firstChild(named: "PaymentContext", namespaceURI: RadialSchema.namespaceURI) : nil
         try checkOrder(root, path: path, highValueToken: tokenContext != nil)
         let rules = reader.rules
         func text(_ name: String, _ range: ClosedRange<Int>) throws(ProcessorMessageError) -> String {
