@@ -210,6 +210,14 @@ struct RadialRelayTests {
             let pan = "4457119922390446"
             let token = try await decryptedToken(server, payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
             #expect(upstream.receivedRadial.isEmpty)
+            // Held sealed: the database alone shows neither the number nor the cryptogram.
+            guard case .sqlite(let path) = server.server.configuration.database.location else {
+                Issue.record("the relay fixture's database is not SQLite")
+                return
+            }
+            let stored = [path, path + "-wal"].compactMap { FileManager.default.contents(atPath: $0) }
+            #expect(!stored.isEmpty)
+            for file in stored { #expect(!file.contains(Data(pan.utf8)) && !file.contains(Data(Self.cryptogram.utf8))) }
 
             // First use: the card and the decrypted blob's cryptogram and ECI, as the DW.xml relay sends them.
             let first = try await post(server, Self.authorizationPath, tokenAuthorization(token))
