@@ -16,18 +16,33 @@ extension SQLDatabase: RegistrationStore {
     }
 
     public func insertRegistration(_ record: RegistrationRecord) async throws(StorageError) {
-        let sealed = record.sealed
         _ = try await write(
             """
             INSERT INTO registrations (\(Self.selectRegistration))
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-            """,
-            [
-                .blob(record.lookupKey), .text(record.organization), .text(record.paypageID), SQLValue(record.createdAt),
-                SQLValue(record.expiresAt), SQLValue(record.redemptions), SQLValue(record.endedAt), SQLValue(sealed?.keyID),
-                SQLValue(sealed?.wrapPath), SQLValue(sealed?.wrappedKey), SQLValue(sealed?.ciphertext),
-                sealed.map { SQLValue($0.version) } ?? .null, SQLValue(record.lookupKeyID),
-            ])
+            """, Self.registrationValues(record))
+    }
+
+    public func replaceRegistration(_ record: RegistrationRecord) async throws(StorageError) {
+        // One statement, so two replacements racing leave one whole row (SQLite 3.24 and PostgreSQL 9.5 upsert).
+        let updated = Self.registrationColumns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        _ = try await write(
+            """
+            INSERT INTO registrations (\(Self.selectRegistration))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+            ON CONFLICT (lookup_key) DO UPDATE SET \(updated)
+            """, Self.registrationValues(record))
+    }
+
+    /// A row's values in ``registrationColumns``' order.
+    private static func registrationValues(_ record: RegistrationRecord) -> [SQLValue] {
+        let sealed = record.sealed
+        return [
+            .blob(record.lookupKey), .text(record.organization), .text(record.paypageID), SQLValue(record.createdAt),
+            SQLValue(record.expiresAt), SQLValue(record.redemptions), SQLValue(record.endedAt), SQLValue(sealed?.keyID),
+            SQLValue(sealed?.wrapPath), SQLValue(sealed?.wrappedKey), SQLValue(sealed?.ciphertext),
+            sealed.map { SQLValue($0.version) } ?? .null, SQLValue(record.lookupKeyID),
+        ]
     }
 
     public func registration(lookupKey: [UInt8]) async throws(StorageError) -> RegistrationRecord? {

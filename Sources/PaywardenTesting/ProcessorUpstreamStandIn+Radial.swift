@@ -50,7 +50,7 @@ extension ProcessorUpstreamStandIn {
 
 /// A Radial card-not-present `CreditCardAuthRequest` as the stand-in received it: the DPAN in
 /// `PaymentContext/PaymentAccountUniqueId isToken="false"`, `ExpirationDate`, the cryptogram in
-/// `SecureVerificationData/CavvUcaf`, the `apiKey` header, and what should not have been there (a
+/// `SecureVerificationData/CavvUcaf` (none for a stored credential), the `apiKey` header, and what should not have been there (a
 /// `WalletPaymentInformation`, the wallet token's encrypted data, a tender type other than the path's).
 public struct ReceivedRadialRequest: Sendable {
     static let pathPrefix = "/v1.0/stores/"
@@ -106,10 +106,12 @@ public struct ReceivedRadialRequest: Sendable {
         if accountElement?.attribute("isToken") != "false" { problems.append("PaymentAccountUniqueId is not isToken=\"false\"") }
         let expiry = root?.firstChild(named: "ExpirationDate", namespaceURI: Self.namespace)?.text ?? ""
         if expiry.count != 7 || expiry.dropFirst(4).first != "-" { problems.append("ExpirationDate is not YYYY-MM") }
-        if root?.firstChild(named: "SecureVerificationData", namespaceURI: Self.namespace)?
-            .firstChild(named: "CavvUcaf", namespaceURI: Self.namespace) == nil
+        // A SecureVerificationData is whole when it is there; a stored credential (a merchant token's
+        // later use) has none, so its absence is for the tests to check (`cryptogram`), not a problem.
+        if let verification = root?.firstChild(named: "SecureVerificationData", namespaceURI: Self.namespace),
+            verification.firstChild(named: "CavvUcaf", namespaceURI: Self.namespace) == nil
         {
-            problems.append("no SecureVerificationData/CavvUcaf")
+            problems.append("SecureVerificationData without CavvUcaf")
         }
         self.problems = problems
     }

@@ -93,6 +93,23 @@ extension StorageConformance {
             let after = try await db.recordRedemption(lookupKey: record.lookupKey, now: C.t0 + 140)
             try C.require(after?.redemptions == 1, "an ended registration was redeemed")
         },
+        StorageConformance(name: "registrations: a replacement takes the place of a live row or a tombstone") { db in
+            let record = C.registration(4, expires: 100)
+            try await db.replaceRegistration(record)
+            try C.require(try await db.registration(lookupKey: record.lookupKey) == record, "a replacement of nothing was not stored")
+            try C.require(try await db.endRegistration(lookupKey: record.lookupKey, at: C.t0 + 10), "ending failed")
+            var newer = C.registration(4, expires: 1000)
+            newer.createdAt = C.t0 + 20
+            newer.sealed = C.sealed(5)
+            try await db.replaceRegistration(newer)
+            try C.require(try await db.registration(lookupKey: record.lookupKey) == newer, "the tombstone was not replaced")
+            var latest = newer
+            latest.sealed = C.sealed(6)
+            try await db.replaceRegistration(latest)
+            try C.require(try await db.registration(lookupKey: record.lookupKey) == latest, "the live row was not replaced")
+            let purge = try await db.purgeRegistrations(now: C.t0 + 999, tombstonesEndedBefore: C.t0)
+            try C.require(purge.payloadsDestroyed == 0, "a replaced row kept its old expiry: \(purge)")
+        },
         StorageConformance(name: "registrations: the purge destroys expired payloads, then old tombstones") { db in
             try await db.insertRegistration(C.registration(2, expires: 100))
             try await db.insertRegistration(C.registration(3, expires: 1000))

@@ -20,11 +20,12 @@ struct RadialTests {
 
     @Test func parsesTheDigitalWalletRequest() throws {
         let request = try RadialCreditCardAuthRequest.parse(try Self.request())
+        let wallet = try #require(request.wallet)
         #expect(request.requestId == "REQ-000000000005")
         #expect(request.orderId == "ORDER-0005" && request.amount == "14.99" && request.currencyCode == "USD")
-        #expect(request.wallet.transactionId == "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9")
-        #expect(request.wallet.ephemeralPublicKey == "c3ludGhldGljLWVwaGVtZXJhbC1rZXk=")
-        #expect(request.wallet.data == "c3ludGhldGljLWVuY3J5cHRlZC1kYXRhLWZvci10ZXN0cy1vbmx5")
+        #expect(wallet.transactionId == "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9")
+        #expect(wallet.ephemeralPublicKey == "c3ludGhldGljLWVwaGVtZXJhbC1rZXk=")
+        #expect(wallet.data == "c3ludGhldGljLWVuY3J5cHRlZC1kYXRhLWZvci10ZXN0cy1vbmx5")
         #expect(
             request.billingAddress
                 == RadialAddress(
@@ -32,8 +33,8 @@ struct RadialTests {
                     mainDivision: "PA", countryCode: "US", postalCode: "19406"))
         #expect(request.shippingAddress.mainDivision == "PA")
         #expect(request.schemaVersion == "1.2" && request.shipToPhoneNo == nil)
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(request.wallet.paymentDataJSON)) as? [String: Any])
-        #expect(json["data"] as? String == request.wallet.data)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(wallet.paymentDataJSON)) as? [String: Any])
+        #expect(json["data"] as? String == wallet.data)
     }
 
     @Test(arguments: RadialSchema.walletRequestOrder.filter { RadialSchema.walletRequestRequired.contains($0) })
@@ -198,6 +199,47 @@ struct RadialTests {
         #expect(!output.contains("WalletPaymentInformation") && !output.contains("c3ludGhldGlj"))
         #expect(output.contains("requestId=\"REQ-000000000005\""))
         #expect(!forwarded.description.contains(TestCards.pan))
+    }
+
+    /// Seed 003's second step: the wallet request's card replaced by the high-value token `decryptblob` answered.
+    static func tokenRequest(isToken: String = "true", extra: String = "") throws -> [UInt8] {
+        let wallet = try Fixture.text("radial-dw-auth-request.xml")
+        guard let start = wallet.range(of: "<WalletPaymentInformation>"), let end = wallet.range(of: "<OrderId>ORDER-0005</OrderId>")
+        else { throw TestFailure.fixtureMismatch("WalletPaymentInformation … OrderId") }
+        var text = wallet
+        text.replaceSubrange(
+            start.lowerBound..<end.upperBound,
+            with: #"<PaymentContext><OrderId>ORDER-0007</OrderId><PaymentAccountUniqueId isToken="\#(isToken)">4761730000100018"#
+                + "</PaymentAccountUniqueId></PaymentContext><ExpirationDate>2030-12</ExpirationDate>\(extra)")
+        return Array(text.utf8)
+    }
+
+    @Test func parsesTheTokenRequestAndForwardsTheCardWhereTheTokenWas() throws {
+        let request = try RadialCreditCardAuthRequest.parse(try Self.tokenRequest())
+        #expect(request.source == .highValueToken("4761730000100018") && request.wallet == nil && request.orderId == "ORDER-0007")
+        let forwarded = RadialForwarding.upstreamRequest(request, card: try TestCards.applePay())
+        let root = forwarded.document.root
+        #expect(Array(root.childNames.prefix(3)) == ["PaymentContext", "ExpirationDate", "Amount"])
+        let context = try #require(root.firstChild(named: "PaymentContext", namespaceURI: Self.ns))
+        #expect(context.childElements.map(\.text) == ["ORDER-0007", TestCards.pan])
+        #expect(context.childElements.last?.attribute("isToken") == "false")
+        #expect(root.children(named: "ExpirationDate", namespaceURI: Self.ns).map(\.text) == ["2030-12"])
+        #expect(!serialized(forwarded.document).contains("4761730000100018"))
+    }
+
+    @Test func refusesAnAccountNumberOrASecurityCodeInTheTokenRequest() throws {
+        let clear = messageError { _ = try RadialCreditCardAuthRequest.parse(try Self.tokenRequest(isToken: "false")) }
+        #expect(clear?.code == .invalidValue && clear?.field == "CreditCardAuthRequest/PaymentContext/PaymentAccountUniqueId/@isToken")
+        #expect(clear?.description.contains("4761730000100018") == false)
+        let code = messageError {
+            _ = try RadialCreditCardAuthRequest.parse(try Self.tokenRequest(extra: "<CardSecurityCode>123</CardSecurityCode>"))
+        }
+        #expect(code?.code == .unexpectedField && code?.field == "CreditCardAuthRequest/CardSecurityCode")
+        let expiry = messageError {
+            _ = try RadialCreditCardAuthRequest.parse(
+                Array(String(decoding: try Self.tokenRequest(), as: UTF8.self).replacingOccurrences(of: ">2030-12<", with: ">12/30<").utf8))
+        }
+        #expect(expiry?.code == .invalidFormat && expiry?.field == "CreditCardAuthRequest/ExpirationDate")
     }
 
     @Test func putsTheTokenInTheReplyAndNeverThePAN() throws {

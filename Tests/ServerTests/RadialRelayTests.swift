@@ -4,6 +4,7 @@ import PaywardenConfiguration
 import PaywardenServer
 import PaywardenTestTraits
 import PaywardenTesting
+import Synchronization
 import Testing
 
 /// Radial end to end: forged Apple Pay tokens in a `DecryptBlobRequest` (answered here with the
@@ -16,10 +17,13 @@ import Testing
 struct RadialRelayTests {
     static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
     static let namespace = "http://api.gsicommerce.com/schema/checkout/1.0"
-    static let app = APIKey.generate(name: "radial-app", scopes: [.decrypt, .redeem], organization: "example")
+    static let app = APIKey.generate(name: "radial-app", scopes: [.decrypt, .redeem, .detokenize], organization: "example")
+    /// A key that may authorize wallets but not detokenize: a high-value token is not swapped for its card on it.
+    static let redeemOnly = APIKey.generate(name: "radial-redeem-only", scopes: [.decrypt, .redeem], organization: "example")
 
     func withFixture(
-        upstream configured: Bool = true, trustingApple: Bool = false, _ body: (RelayFixture) async throws -> Void
+        upstream configured: Bool = true, trustingApple: Bool = false, vaultClock: (@Sendable () -> Date)? = nil,
+        _ body: (RelayFixture) async throws -> Void
     ) async throws {
         try await RelayFixture.with { base in
             var upstream = base
@@ -28,7 +32,9 @@ struct RadialRelayTests {
                 radial: configured ? upstream : nil, radialStoreIDs: configured ? ["example": ["TMSUS"], "rival": ["RIVAL"]] : [:],
                 radialAPIKey: configured ? .init("radial-upstream-key") : nil)
         } adjust: { configuration in
-            configuration.apiKeys = APIKeyRegistry(keys: configuration.apiKeys.keys + [try APIKey(entry: Self.app.entry)])
+            configuration.apiKeys = APIKeyRegistry(
+                keys: configuration.apiKeys.keys + [try APIKey(entry: Self.app.entry), try APIKey(entry: Self.redeemOnly.entry)])
+            if let vaultClock { configuration.vaultClock = vaultClock }
             if trustingApple {
                 // Apple's root beside the test root, as in production, for a token Apple signed.
                 configuration.trustAnchors = TrustAnchors(
@@ -89,6 +95,38 @@ struct RadialRelayTests {
             text += name == "Amount" ? #"<Amount currencyCode="USD">\#(value)</Amount>"# : "<\(name)>\(value)</\(name)>"
         }
         return Array((text + "</CreditCardAuthRequest>").utf8)
+    }
+
+    /// Seed 003's second step: the app's card-not-present `CreditCardAuthRequest` with the
+    /// high-value token `decryptblob` answered in `PaymentContext` (`isToken="true"`) and the
+    /// expiry it answered, the rest as in the wallet request.
+    func tokenAuthorization(_ token: String, isToken: String = "true", orderID: String = "ORDER-0007") -> [UInt8] {
+        let address =
+            "<Line1>123 Main St</Line1><City>King of Prussia</City><MainDivision>PA</MainDivision><CountryCode>US</CountryCode>"
+            + "<PostalCode>19406</PostalCode>"
+        let elements: [(String, String)] = [
+            (
+                "PaymentContext",
+                "<OrderId>\(orderID)</OrderId><PaymentAccountUniqueId isToken=\"\(isToken)\">\(token)</PaymentAccountUniqueId>"
+            ),
+            ("ExpirationDate", "2029-12"), ("Amount", "14.99"), ("BillingFirstName", "Jane"), ("BillingLastName", "Doe"),
+            ("BillingPhoneNo", "6101234567"), ("BillingAddress", address), ("CustomerEmail", "jane@example.com"),
+            ("CustomerIPAddress", "203.0.113.7"), ("ShipToFirstName", "Jane"), ("ShipToLastName", "Doe"),
+            ("ShippingAddress", address), ("isRequestToCorrectCVVOrAVSError", "false"), ("SchemaVersion", "1.2"),
+            ("PaymentId", "b33j9ynrb401"),
+        ]
+        var text = #"<?xml version="1.0" encoding="UTF-8"?><CreditCardAuthRequest xmlns="\#(Self.namespace)" requestId="REQ-2">"#
+        for (name, value) in elements {
+            text += name == "Amount" ? #"<Amount currencyCode="USD">\#(value)</Amount>"# : "<\(name)>\(value)</\(name)>"
+        }
+        return Array((text + "</CreditCardAuthRequest>").utf8)
+    }
+
+    /// `decryptblob` for a forged token of `payload`: the high-value token it answers.
+    func decryptedToken(_ server: TestServer, payload: [UInt8]) async throws -> String {
+        let reply = try await post(server, Self.decryptPath, try decryptBlobRequest(try server.ecToken(payload: payload)))
+        #expect(reply.status == 200, "\(reply.text)")
+        return try #require(element("PaymentAccountUniqueId", in: reply.text), "\(reply.text)")
     }
 
     static let decryptPath = "/v1.0/stores/TMSUS/payments/decryptblob"
@@ -163,6 +201,127 @@ struct RadialRelayTests {
                 try walletAuthorization(try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))))
             #expect(declined.status == 200 && element("ResponseCode", in: declined.text) == "DECL")
             #expect(element("PaymentAccountUniqueId", in: declined.text) == issued && !declined.text.contains(pan))
+        }
+    }
+
+    @Test func theTokenDecryptBlobAnsweredAuthorizesWithItsCryptogramOnceAndADPANNeverWithout() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922390446"
+            let token = try await decryptedToken(server, payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+            #expect(upstream.receivedRadial.isEmpty)
+            // Held sealed: the database alone shows neither the number nor the cryptogram.
+            guard case .sqlite(let path) = server.server.configuration.database.location else {
+                Issue.record("the relay fixture's database is not SQLite")
+                return
+            }
+            let stored = [path, path + "-wal"].compactMap { FileManager.default.contents(atPath: $0) }
+            #expect(!stored.isEmpty)
+            for file in stored { #expect(!file.contains(Data(pan.utf8)) && !file.contains(Data(Self.cryptogram.utf8))) }
+
+            // First use: the card and the decrypted blob's cryptogram and ECI, as the DW.xml relay sends them.
+            let first = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            #expect(first.status == 200 && element("ResponseCode", in: first.text) == "APPROVED", "\(first.status) \(first.text)")
+            let received = try #require(upstream.receivedRadial.first)
+            #expect(upstream.receivedRadial.count == 1 && received.path == "/v1.0/stores/TMSUS/payments/creditcard/auth/VC.xml")
+            #expect(received.accountNumber == pan && received.expirationDate == "2029-12" && received.orderId == "ORDER-0007")
+            #expect(received.cryptogram == Self.cryptogram && received.eci == "7", "\(received.text)")
+            #expect(!received.text.contains(token) && received.element("PaymentId")?.text == "b33j9ynrb401")
+            #expect(element("PaymentAccountUniqueId", in: first.text) == token && first.text.contains(#"isToken="true""#))
+            #expect(RelayFixture.cardDataIn(first.text, accountNumber: pan, cryptogram: Self.cryptogram).isEmpty, "\(first.text)")
+
+            // Later uses have no cryptogram, and a device account number does not authorize without one.
+            let second = try await post(server, Self.authorizationPath, tokenAuthorization(token, orderID: "ORDER-0008"))
+            #expect(second.status == 422 && element("Code", in: second.text) == "TOKEN_NOT_ACCEPTED", "\(second.text)")
+            #expect(element("Description", in: second.text)?.hasPrefix("cryptogram_required: ") == true, "\(second.text)")
+            #expect(upstream.receivedRadial.count == 1)
+
+            // The detokenization is audited, without the token, the number or the cryptogram.
+            let audit = try String(contentsOfFile: try #require(server.server.configuration.auditLogPath), encoding: .utf8)
+            #expect(audit.contains("\"action\":\"detokenize\"") && audit.contains("api-key:radial-app"), "\(audit)")
+            #expect(!audit.contains(pan) && !audit.contains(token) && !audit.contains(Self.cryptogram))
+            let log = server.logs.text
+            #expect(!log.contains(pan) && !log.contains(token) && !log.contains(Self.cryptogram))
+
+            // openapi.json documents what the token authorization answers.
+            let documented = try OpenAPIDocument.load().documentedPairs("POST /v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml")
+            for reply in [first, second] { #expect(documented.contains("\(reply.status) "), "\(reply.status)") }
+        }
+    }
+
+    @Test func aTokenOfAnotherOrganisationOrNoneAndAKeyWithoutDetokenizeAreRefusedBeforeAnythingIsSent() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922390552"
+            let token = try await decryptedToken(server, payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+            // The rival organisation, on its own store: the example organisation's token is unknown to it.
+            let rival = try await post(
+                server, Self.authorizationPath.replacingOccurrences(of: "TMSUS", with: "RIVAL"), tokenAuthorization(token),
+                key: server.rivalKey)
+            #expect(rival.status == 404 && element("Code", in: rival.text) == "TOKEN_NOT_ACCEPTED", "\(rival.text)")
+            #expect(element("Description", in: rival.text)?.hasPrefix("token_not_found: ") == true, "\(rival.text)")
+            // A well-formed token never issued, and an account number sent as one.
+            let unknown = try await post(server, Self.authorizationPath, tokenAuthorization("4457110000000001"))
+            #expect(unknown.status == 404 && element("Description", in: unknown.text)?.hasPrefix("token_not_found: ") == true)
+            let clear = try await post(server, Self.authorizationPath, tokenAuthorization(pan, isToken: "false"))
+            #expect(clear.status == 400 && element("Code", in: clear.text) == "VALIDATION_FAILED", "\(clear.text)")
+            #expect(!clear.text.contains(pan))
+            // Detokenization needs the scope the vault's detokenize route needs.
+            let scope = try await post(server, Self.authorizationPath, tokenAuthorization(token), key: Self.redeemOnly.key)
+            #expect(scope.status == 403 && element("Code", in: scope.text) == "FORBIDDEN" && scope.text.contains("detokenize"))
+            #expect(upstream.receivedRadial.isEmpty)
+            for reply in [rival, unknown, clear, scope] {
+                #expect(RelayFixture.cardDataIn(reply.text, accountNumber: pan, cryptogram: Self.cryptogram).isEmpty, "\(reply.text)")
+            }
+            let documented = try OpenAPIDocument.load().documentedPairs("POST /v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml")
+            for reply in [rival, clear, scope] { #expect(documented.contains("\(reply.status) "), "\(reply.status)") }
+            // Refused uses spent nothing: the first real use still has the cryptogram.
+            let first = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            #expect(first.status == 200 && upstream.receivedRadial.last?.cryptogram == Self.cryptogram, "\(first.text)")
+        }
+    }
+
+    @Test func aMerchantTokensLaterUsesAreStoredCredentialsWithoutACryptogram() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "5204245250001488"
+            let cryptogram = "AJcBBBBBBBBBBBBBBBBBBBBBBBB="
+            let token = try await decryptedToken(server, payload: PaymentPayloads.merchantToken(pan: pan))
+            let first = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            #expect(first.status == 200, "\(first.text)")
+            #expect(upstream.receivedRadial.last?.cryptogram == cryptogram && upstream.receivedRadial.last?.accountNumber == pan)
+            let second = try await post(server, Self.authorizationPath, tokenAuthorization(token, orderID: "ORDER-0009"))
+            #expect(second.status == 200 && element("PaymentAccountUniqueId", in: second.text) == token, "\(second.text)")
+            let received = try #require(upstream.receivedRadial.last)
+            #expect(upstream.receivedRadial.count == 2 && received.accountNumber == pan && received.expirationDate == "2030-05")
+            #expect(received.cryptogram == nil && received.element("SecureVerificationData") == nil, "\(received.text)")
+            #expect(RelayFixture.cardDataIn(second.text, accountNumber: pan, cryptogram: cryptogram).isEmpty, "\(second.text)")
+        }
+    }
+
+    @Test func theHeldCryptogramLastsADayAndThePurgeDestroysIt() async throws {
+        let offset = Mutex<TimeInterval>(0)
+        try await withFixture(vaultClock: { Date().addingTimeInterval(offset.withLock { $0 }) }) { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let device = try await decryptedToken(
+                server, payload: PaymentPayloads.threeDSecure(pan: "4457119922390669", cryptogram: Self.cryptogram))
+            let merchant = try await decryptedToken(server, payload: PaymentPayloads.merchantToken(pan: "5204245250001496"))
+            offset.withLock { $0 = 86_400 + 1 }
+            // A day on, the DPAN's cryptogram is gone (expired, not yet purged): refused, nothing sent.
+            let late = try await post(server, Self.authorizationPath, tokenAuthorization(device))
+            #expect(late.status == 422 && element("Description", in: late.text)?.hasPrefix("cryptogram_required: ") == true)
+            #expect(upstream.receivedRadial.isEmpty, "\(late.text)")
+            // The purge destroys both sealed payloads (the tokens' cryptograms, ECIs and numbers).
+            let purge = try await server.server.vault.purgeRegistrations()
+            #expect(purge.payloadsDestroyed == 2, "\(purge)")
+            // Back inside the day, the purged payload stays gone: the MPAN goes without a cryptogram.
+            offset.withLock { $0 = 0 }
+            let merchantUse = try await post(server, Self.authorizationPath, tokenAuthorization(merchant))
+            #expect(merchantUse.status == 200, "\(merchantUse.text)")
+            let received = try #require(upstream.receivedRadial.last)
+            #expect(received.accountNumber == "5204245250001496" && received.cryptogram == nil, "\(received.text)")
+            let deviceUse = try await post(server, Self.authorizationPath, tokenAuthorization(device))
+            #expect(deviceUse.status == 422 && upstream.receivedRadial.count == 1, "\(deviceUse.text)")
         }
     }
 

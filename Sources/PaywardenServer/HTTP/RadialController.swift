@@ -8,7 +8,8 @@ import ProcessorMessages
 /// - `POST /v1.0/stores/{StoreID}/payments/decryptblob`: a `DecryptBlobRequest` decrypted here
 ///   (scope `decrypt`);
 /// - `POST /v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml`: a digital-wallet
-///   `CreditCardAuthRequest` relayed to the configured upstream (scope `redeem`).
+///   `CreditCardAuthRequest` relayed to the configured upstream (scope `redeem`), or one with the
+///   high-value token `decryptblob` answered (scopes `redeem` and `detokenize`).
 ///
 /// Both take `Authorization: Bearer KEY`, a key with an organisation (the token issued belongs to
 /// it). The store ID goes into the upstream's path, so it must be a plain identifier.
@@ -29,7 +30,7 @@ struct RadialController {
         try await handle(request, context: context, scope: .redeem) { body throws(ProcessorMessageError) in
             try RadialCreditCardAuthRequest.parse(body)
         } relay: { parsed, caller in
-            await relay.authorize(parsed, storeID: caller.storeID, organization: caller.organization)
+            await relay.authorize(parsed, storeID: caller.storeID, key: caller.key, organization: caller.organization)
         }
     }
 
@@ -53,6 +54,7 @@ struct RadialController {
     }
 
     private struct Caller {
+        let key: APIKey
         let organization: String
         let storeID: String
         let body: [UInt8]
@@ -85,7 +87,8 @@ struct RadialController {
             return .refused(relay.fault(.validationFailed, "the store ID must be 1–40 letters, digits, '-' or '_'", .badRequest))
         }
         return .admitted(
-            Caller(organization: organization, storeID: storeID, body: try await RequestBody.collect(request, limit: maxBodyBytes)))
+            Caller(
+                key: key, organization: organization, storeID: storeID, body: try await RequestBody.collect(request, limit: maxBodyBytes)))
     }
 
     static func xml(_ reply: RadialRelay.Reply) -> Response {

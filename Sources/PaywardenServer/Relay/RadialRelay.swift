@@ -19,6 +19,14 @@ import Vault
 /// `PaymentAccountUniqueId isToken="true"`. A payment without a cryptogram (EMV) or on a network
 /// Radial has no tender type for is refused before a token is issued and before anything is sent.
 ///
+/// Seed 003's sequence ("iOS application uses the decrypted payment data to create a
+/// CreditCardAuthRequest … processes the request as a regular card not present transaction"):
+/// `decryptblob` holds the decrypted payload sealed (``Vault/holdCryptogram(of:for:organization:)``),
+/// and the `CreditCardAuthRequest` with that token in `PaymentContext` (`isToken="true"`) is
+/// detokenized (audited; the key needs `detokenize` as on the vault's own route) and goes upstream
+/// as the wallet request does, with the held cryptogram and ECI on the first use within 24 hours.
+/// Without one, ``CryptogramlessTokenUse`` decides: an MPAN as a stored credential, a DPAN refused.
+///
 /// Refusals are Radial's `Fault` with Paywarden's stable code at the start of `Description` and
 /// the HTTP status of the same refusal on Paywarden's own API; upstream failures are
 /// SERVICE_UNAVAILABLE (503, nothing sent), TIMEOUT (504, outcome unknown) or SYSTEM_ERROR (502).
@@ -50,6 +58,8 @@ struct RadialRelay: Sendable {
             let decrypted = try await service.decrypt(Array(request.blob.paymentDataJSON), policy: policy)
             let card = try RelayCardData.forwarded(decrypted.paymentData, issued: nil, cryptogramRequiredBy: nil)
             let issued = try await service.issueToken(for: decrypted, policy: policy)
+            // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
+            if card.cryptogram != nil { try await service.holdCryptogram(of: decrypted, for: issued, organization: organization) }
             let fields = CnpController.applePayResponse(decrypted.paymentData)
             let network = ProcessorMessages.CardNetwork(cnpCode: issued.network.rawValue) ?? card.resolvedNetwork
             let reply = RadialDecryptBlobReply(
@@ -68,7 +78,7 @@ struct RadialRelay: Sendable {
         }
     }
 
-    func authorize(_ request: RadialCreditCardAuthRequest, storeID: String, organization: String) async -> Reply {
+    func authorize(_ request: RadialCreditCardAuthRequest, storeID: String, key: APIKey, organization: String) async -> Reply {
         guard let upstream else {
             return fault(
                 .upstreamUnavailable, "no Radial upstream is configured (relay_radial_upstream); nothing was decrypted or sent",
@@ -79,11 +89,17 @@ struct RadialRelay: Sendable {
             return fault(
                 .forbidden, "forbidden: store \(storeID) is not bound to the API key's organisation (relay_radial_store_ids)", .forbidden)
         }
+        let wallet: RadialApplePayBlob
+        switch request.source {
+        case .wallet(let blob): wallet = blob
+        case .highValueToken(let token):
+            return await authorize(request, token: token, storeID: storeID, key: key, organization: organization, upstream: upstream)
+        }
         let card: ForwardedCardData
         let issued: IssuedToken
         do throws(VaultFailure) {
             let policy = try await service.organizationPolicy(organization)
-            let decrypted = try await service.decrypt(Array(request.wallet.paymentDataJSON), policy: policy)
+            let decrypted = try await service.decrypt(Array(wallet.paymentDataJSON), policy: policy)
             // What cannot be relayed is refused before a token is issued for it.
             let unissued = try RelayCardData.forwarded(decrypted.paymentData, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
             guard unissued.resolvedNetwork?.radialTenderType != nil else {
@@ -94,6 +110,52 @@ struct RadialRelay: Sendable {
         } catch {
             return refusal(error)
         }
+        return await forward(request, card: card, token: issued.token, storeID: storeID, upstream: upstream)
+    }
+
+    /// A `CreditCardAuthRequest` with a high-value token in `PaymentContext`, after the store check:
+    /// the token's card, with the cryptogram and ECI `decryptblob` held for its first use.
+    private func authorize(
+        _ request: RadialCreditCardAuthRequest, token: String, storeID: String, key: APIKey, organization: String,
+        upstream: UpstreamClient
+    ) async -> Reply {
+        // Detokenization, with the scope Paywarden's own detokenize route requires.
+        guard key.scopes.contains(.detokenize) else {
+            return fault(.forbidden, "forbidden: API key \(key.name) needs the detokenize scope for a high-value token", .forbidden)
+        }
+        let card: ForwardedCardData
+        do throws(VaultFailure) {
+            // Another organisation's token, or none, is unknown here (token_not_found) before anything is taken.
+            let account = try await service.detokenize(token, key: key, organization: organization)
+            let stored = try RelayCardData.forwarded(account)
+            guard stored.resolvedNetwork?.radialTenderType != nil else {
+                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
+            }
+            if let held = try await service.takeHeldCryptogram(for: token, key: key, organization: organization) {
+                let withCryptogram = try RelayCardData.forwarded(held, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
+                // Held under this token's keyed name, so it is this card; anything else is an altered row.
+                guard withCryptogram.accountNumber == stored.accountNumber else {
+                    throw .vault(VaultError(.recordUnreadable, "the payload held for a token seals another account number"))
+                }
+                card = withCryptogram
+            } else {
+                switch CryptogramlessTokenUse.rule(for: account.kind) {
+                case .storedCredential: card = stored
+                case .refused(let code, let message):
+                    return fault(.tokenNotAccepted, "\(code): \(message); nothing was sent", .unprocessableContent)
+                }
+            }
+        } catch {
+            return refusal(error)
+        }
+        return await forward(request, card: card, token: token, storeID: storeID, upstream: upstream)
+    }
+
+    /// Sends the card-not-present request once, and rewrites the reply for the client (the token in
+    /// `PaymentAccountUniqueId`, the card data nowhere).
+    private func forward(
+        _ request: RadialCreditCardAuthRequest, card: ForwardedCardData, token: String, storeID: String, upstream: UpstreamClient
+    ) async -> Reply {
         let forwarded = RadialForwarding.upstreamRequest(request, card: card)
         guard let tenderType = forwarded.tenderType else {
             return fault(.tokenNotAccepted, "invalid_request: the card's network has no Radial tender type; nothing was sent", .badRequest)
@@ -103,7 +165,7 @@ struct RadialRelay: Sendable {
                 "/v1.0/stores/\(storeID)/payments/creditcard/auth/\(tenderType).xml", body: ProcessorXML.serialize(forwarded.document),
                 contentType: "application/xml; charset=utf-8", headers: apiKey.map { [("apiKey", $0.revealed)] } ?? []
             ) { body throws(ProcessorMessageError) in
-                try RadialReplyRewriter.clientReply(body, token: issued.token, forwarded: card)
+                try RadialReplyRewriter.clientReply(body, token: token, forwarded: card)
             }
             return Reply(document: document)
         } catch {

@@ -90,6 +90,24 @@ final class VaultService: Sendable {
         }
     }
 
+    /// Keeps `token`'s decrypted payload sealed for the first authorization that presents
+    /// `issued` (Radial's decrypt sequence): its cryptogram authorizes once, within 24 hours.
+    func holdCryptogram(of token: DecryptedPaymentToken, for issued: IssuedToken, organization: String) async throws(VaultFailure) {
+        _ = try await measured("hold_cryptogram") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in
+                try await vault.holdCryptogram(of: token, for: issued, organization: organization)
+            }
+        }
+    }
+
+    /// The payload held for `token`'s first use, ended as it is taken; nil when none is left.
+    /// Audited: who took a cryptogram (or found none), never the token or the cryptogram.
+    func takeHeldCryptogram(for token: String, key: APIKey, organization: String) async throws(VaultFailure) -> [UInt8]? {
+        try await audited("take-held-cryptogram", key: key, organization: organization, naming: { $0 == nil ? "none held" : "taken" }) {
+            () async throws(VaultError) in try await vault.takeHeldCryptogram(for: token, organization: organization)
+        }
+    }
+
     func detokenize(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) -> DetokenizedAccount {
         try await audited("detokenize", key: key, organization: organization, naming: { "token \($0.reference)" }) {
             () async throws(VaultError) in try await vault.detokenize(token, organization: organization)

@@ -103,6 +103,10 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
+    public func replaceRegistration(_ record: RegistrationRecord) async throws(StorageError) {
+        state.withLock { $0.registrations[record.lookupKey] = record }
+    }
+
     public func registration(lookupKey: [UInt8]) async throws(StorageError) -> RegistrationRecord? {
         state.withLock { $0.registrations[lookupKey] }
     }

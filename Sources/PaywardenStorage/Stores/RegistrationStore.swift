@@ -4,6 +4,10 @@ import Foundation
 public protocol RegistrationStore: Sendable {
     /// Stores a new registration; `.conflict` when `lookupKey` exists (the vault redraws the ID).
     func insertRegistration(_ record: RegistrationRecord) async throws(StorageError)
+    /// Stores `record` in place of whatever row (live or a tombstone) has its `lookupKey`: for a
+    /// look-up key the vault derives from something the client holds, not drawn at random (a
+    /// cryptogram held for a high-value token, which a newer one for the same token replaces).
+    func replaceRegistration(_ record: RegistrationRecord) async throws(StorageError)
     func registration(lookupKey: [UInt8]) async throws(StorageError) -> RegistrationRecord?
     /// Counts a redemption, atomically, when the registration is live at `now`; returns the row
     /// as it stands afterwards (unchanged when it was not live), nil when unknown.

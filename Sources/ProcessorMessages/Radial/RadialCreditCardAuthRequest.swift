@@ -1,10 +1,14 @@
-/// A digital-wallet `CreditCardAuthRequest` (`/payments/creditcard/auth/DW.xml`) carrying an Apple
-/// Pay token in `WalletPaymentInformation`, validated against seed 003's element table
-/// (processor-apis.md §3) and the 1.0 schema. The document is kept for forwarding; elements this
-/// type does not know stay where they are.
+/// A `CreditCardAuthRequest` for `/payments/creditcard/auth/DW.xml`, validated against seed 003's
+/// element table (processor-apis.md §3) and the 1.0 schema, in one of two shapes:
+/// - the digital-wallet request: an Apple Pay token in `WalletPaymentInformation`, then `OrderId`;
+/// - the card-not-present request the app builds from `decryptblob`'s answer: `PaymentContext`
+///   {`OrderId`, `PaymentAccountUniqueId isToken="true"` (Paywarden's high-value token)}, then an
+///   optional `ExpirationDate` (the card's own expiry is sent, whatever this says).
+/// The rest is the same in both. The document is kept for forwarding; elements this type does not
+/// know stay where they are.
 public struct RadialCreditCardAuthRequest: Sendable, Hashable {
     public var requestId: String
-    public var wallet: RadialApplePayBlob
+    public var source: RadialPaymentSource
     public var orderId: String
     public var amount: String
     public var currencyCode: String
@@ -21,6 +25,12 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
     public var schemaVersion: String?
     public var document: ProcessorXML.Document
 
+    /// The Apple Pay token of a digital-wallet request.
+    public var wallet: RadialApplePayBlob? {
+        guard case .wallet(let blob) = source else { return nil }
+        return blob
+    }
+
     public static func parse(
         _ bytes: [UInt8], limits: ProcessorXML.Limits = .default
     ) throws(ProcessorMessageError) -> RadialCreditCardAuthRequest {
@@ -34,14 +44,34 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
         }
         let path = "CreditCardAuthRequest"
         let requestId = try reader.requiredAttribute(root, "requestId", path: path, max: RadialSchema.requestIdMaximum)
-        try checkOrder(root, path: path)
+        // A wallet makes it a wallet request, in which a PaymentContext is refused by name.
+        let tokenContext =
+            root.firstChild(named: "WalletPaymentInformation", namespaceURI: RadialSchema.namespaceURI) == nil
+            ? root.firstChild(named: "PaymentContext", namespaceURI: RadialSchema.namespaceURI) : nil
+        try checkOrder(root, path: path, highValueToken: tokenContext != nil)
         let rules = reader.rules
         func text(_ name: String, _ range: ClosedRange<Int>) throws(ProcessorMessageError) -> String {
             try reader.requiredValue(root, name, path: path, min: range.lowerBound, max: range.upperBound)
         }
-        let wallet = try parseWallet(
-            try reader.requiredChild(root, "WalletPaymentInformation", path: path), path: "\(path)/WalletPaymentInformation")
-        let orderId = try text("OrderId", RadialSchema.orderIdRange)
+        let source: RadialPaymentSource
+        let orderId: String
+        if let tokenContext {
+            let context = try parseTokenContext(tokenContext, path: "\(path)/PaymentContext")
+            (source, orderId) = (.highValueToken(context.token), context.orderId)
+            if let expiry = try reader.optionalValue(root, "ExpirationDate", path: path, max: 7) {
+                let parts = expiry.split(separator: "-", omittingEmptySubsequences: false)
+                guard parts.count == 2, parts[0].count == 4, parts[1].count == 2, parts.allSatisfy({ $0.allSatisfy(\.isASCIIDigit) })
+                else {
+                    throw ProcessorMessageError(
+                        .radial, .invalidFormat, field: "\(path)/ExpirationDate", "ExpirationDate must be YYYY-MM (gYearMonth)")
+                }
+            }
+        } else {
+            source = .wallet(
+                try parseWallet(
+                    try reader.requiredChild(root, "WalletPaymentInformation", path: path), path: "\(path)/WalletPaymentInformation"))
+            orderId = try text("OrderId", RadialSchema.orderIdRange)
+        }
         let amountElement = try reader.requiredChild(root, "Amount", path: path)
         let amount = try reader.value(amountElement, path: "\(path)/Amount")
         try checkAmount(amount, field: "\(path)/Amount")
@@ -73,7 +103,7 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
             try rules.oneOf(flag, "\(path)/isRequestToCorrectCVVOrAVSError", ["true", "false", "1", "0"])
         }
         return RadialCreditCardAuthRequest(
-            requestId: requestId, wallet: wallet, orderId: orderId, amount: amount, currencyCode: currency,
+            requestId: requestId, source: source, orderId: orderId, amount: amount, currencyCode: currency,
             billingFirstName: try text("BillingFirstName", RadialSchema.nameRange),
             billingLastName: try text("BillingLastName", RadialSchema.nameRange),
             billingPhoneNo: billingPhone,
@@ -91,27 +121,60 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
 
     /// Known elements in the table's order, each at most once, every required one present (named
     /// when missing). Unknown elements may stand anywhere.
-    private static func checkOrder(_ root: ProcessorXML.Element, path: String) throws(ProcessorMessageError) {
+    private static func checkOrder(_ root: ProcessorXML.Element, path: String, highValueToken: Bool) throws(ProcessorMessageError) {
         let reader = RadialSchema.reader
+        let order = highValueToken ? RadialSchema.tokenRequestOrder : RadialSchema.walletRequestOrder
+        let required = highValueToken ? RadialSchema.tokenRequestRequired : RadialSchema.walletRequestRequired
         var lastRank = -1
         var seen: Set<String> = []
         for child in try reader.elements(of: root, path: path, allowForeign: true) {
             let name = child.name.localName
-            if name == "PaymentContext" || name == "ExpirationDate" {
+            if !highValueToken && (name == "PaymentContext" || name == "ExpirationDate") {
                 throw ProcessorMessageError(
                     .radial, .unexpectedField, field: "\(path)/\(name)",
                     "a wallet authorization carries WalletPaymentInformation, not \(name): the card data is Paywarden's to place")
             }
-            guard let rank = RadialSchema.walletRequestOrder.firstIndex(of: name) else { continue }
+            // One card per request; and an Apple Pay card has no security code to send with its token.
+            if highValueToken && ["WalletPaymentInformation", "OrderId", "CardSecurityCode"].contains(name) {
+                throw ProcessorMessageError(
+                    .radial, .unexpectedField, field: "\(path)/\(name)",
+                    "a token authorization carries its card and OrderId in PaymentContext, without \(name)")
+            }
+            guard let rank = order.firstIndex(of: name) else { continue }
             guard seen.insert(name).inserted else { throw reader.rules.duplicate("\(path)/\(name)") }
             guard rank > lastRank else {
                 throw ProcessorMessageError(.radial, .outOfOrder, field: "\(path)/\(name)", "\(path)/\(name) is out of the schema's order")
             }
             lastRank = rank
         }
-        for name in RadialSchema.walletRequestOrder where RadialSchema.walletRequestRequired.contains(name) && !seen.contains(name) {
+        for name in order where required.contains(name) && !seen.contains(name) {
             throw reader.rules.missing("\(path)/\(name)")
         }
+    }
+
+    /// `PaymentContext` {`OrderId`, `PaymentAccountUniqueId isToken="true"`}: Paywarden swaps its own
+    /// tokens for their card, and takes no account number from a client (`isToken="false"`).
+    private static func parseTokenContext(
+        _ element: ProcessorXML.Element, path: String
+    ) throws(ProcessorMessageError) -> (token: String, orderId: String) {
+        let reader = RadialSchema.reader
+        try reader.checkSequence(element, ["OrderId", "PaymentAccountUniqueId"], optional: [], path: path)
+        let orderId = try reader.requiredValue(
+            element, "OrderId", path: path, min: RadialSchema.orderIdRange.lowerBound, max: RadialSchema.orderIdRange.upperBound)
+        let account = try reader.requiredChild(element, "PaymentAccountUniqueId", path: path)
+        let field = "\(path)/PaymentAccountUniqueId"
+        let isToken = try reader.requiredAttribute(account, "isToken", path: field, max: 5)
+        guard isToken == "true" || isToken == "1" else {
+            throw ProcessorMessageError(
+                .radial, .invalidValue, field: "\(field)/@isToken",
+                "PaymentAccountUniqueId must be a Paywarden high-value token (isToken=\"true\"); an account number is not taken here")
+        }
+        let token = try reader.value(account, path: field)
+        try reader.rules.length(token, field, min: 1, max: RadialSchema.accountUniqueIdRange.upperBound)
+        guard token.allSatisfy(\.isASCIIDigit) else {
+            throw ProcessorMessageError(.radial, .invalidFormat, field: field, "a high-value token is digits only")
+        }
+        return (token, orderId)
     }
 
     /// `WalletPaymentInformation` {ApplePayTransactionId, EphemeralPublicKey, PublicKeyHash, Version,

@@ -9,11 +9,13 @@
 ///
 /// - `WalletPaymentInformation` and the top-level `OrderId` are removed, and so are any
 ///   `PaymentContext`, `ExpirationDate` and `SecureVerificationData` the client sent; `PaymentContext`
-///   (the OrderId and the DPAN) and `ExpirationDate` take the wallet's place at the front.
+///   (the OrderId and the DPAN) and `ExpirationDate` take the wallet's place at the front (a token
+///   request's `PaymentContext`, with the high-value token, is replaced where it stood).
 /// - `isRequestToCorrectCVVOrAVSError`, required by the sequence, is added as `false` after
 ///   `ShippingAddress` when the wallet request had none.
-/// - With a cryptogram, `SecureVerificationData` follows it. SecureVerificationDataType's sequence
-///   is AuthenticationAvailable, AuthenticationStatus, CavvUcaf, TransactionId, ECI?,
+/// - With a cryptogram, `SecureVerificationData` follows it (a stored credential has none).
+///   SecureVerificationDataType's sequence is AuthenticationAvailable, AuthenticationStatus,
+///   CavvUcaf, TransactionId, ECI?,
 ///   PayerAuthenticationResponse (Payment-Datatypes-1.0.xsd), all but ECI required: CavvUcaf carries
 ///   the cryptogram, ECI Apple's eciIndicator; AuthenticationAvailable and AuthenticationStatus are
 ///   `Y` (the token cryptogram is the issuer-verified authentication); TransactionId (a 3-D Secure
@@ -39,11 +41,15 @@ public enum RadialForwarding {
         var root = request.document.root
         let namespace = RadialSchema.namespaceURI
         let template = root.firstChild(named: "WalletPaymentInformation", namespaceURI: namespace) ?? root
+        // The card goes where the request carried it: the wallet, or a token request's PaymentContext
+        // (both first among the known elements, so removing the others below does not move it).
+        let firstIndex =
+            root.childIndices(named: "WalletPaymentInformation", namespaceURI: namespace).first
+            ?? root.childIndices(named: "PaymentContext", namespaceURI: namespace).first ?? 0
         // Card data is Paywarden's to place: whatever the client put there does not travel.
         for name in ["PaymentContext", "ExpirationDate", "SecureVerificationData"] {
             root.removeChildren(named: name, namespaceURI: namespace)
         }
-        let firstIndex = root.childIndices(named: "WalletPaymentInformation", namespaceURI: namespace).first ?? 0
         root.removeChildren(named: "WalletPaymentInformation", namespaceURI: namespace)
         root.removeChildren(named: "OrderId", namespaceURI: namespace)
 

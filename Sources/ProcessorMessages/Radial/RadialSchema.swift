@@ -43,6 +43,15 @@ enum RadialSchema {
         "ShippingAddress", "isRequestToCorrectCVVOrAVSError", "SecureVerificationData", "SchemaVersion",
     ]
 
+    /// The token request's top-level elements: the card-not-present sequence of
+    /// Payment-Service-CreditCardAuth-1.0.xsd (PaymentContext, ExpirationDate, …), which the app
+    /// builds from `decryptblob`'s answer (seed 003). `CardSecurityCode` is refused before this.
+    static let tokenRequestOrder = ["PaymentContext", "ExpirationDate"] + walletRequestOrder.dropFirst(2)
+
+    /// Required in the token request: the wallet request's, the card in `PaymentContext`.
+    static let tokenRequestRequired: Set<String> = walletRequestRequired.subtracting(["WalletPaymentInformation", "OrderId"])
+        .union(["PaymentContext"])
+
     /// Required in the wallet request (the 1.0 sequence's required members; ShipToPhoneNo is left
     /// optional because Radial's current samples omit it).
     static let walletRequestRequired: Set<String> = [
