@@ -74,7 +74,7 @@ struct CnpRelayTests {
     /// An `authorization` or `sale` paid with a `token` (`cnpToken`, or `litleToken` in the legacy
     /// namespace), with `extra` right after it (a `processingType`, say).
     func tokenTransaction(
-        _ kind: String = "authorization", _ value: String, namespace: Namespace = .cnp, orderSource: String = "ecommerce",
+        _ value: String, kind: String = "authorization", namespace: Namespace = .cnp, orderSource: String = "ecommerce",
         extra: String = ""
     ) -> String {
         #"<\#(kind) id="k1" reportGroup="web" customerId="c7"><orderId>o-7</orderId><amount>1999</amount>"#
@@ -251,7 +251,7 @@ struct CnpRelayTests {
             // The organisation's own token: the upstream gets the card, with the vault's expiry and
             // the client's orderSource and cardValidationNum, and no cryptogram (a stored token has none).
             let swapped = try await post(
-                server, envelope(namespace, password: server.vaultKey, tokenTransaction("sale", issued.token, namespace: namespace)))
+                server, envelope(namespace, password: server.vaultKey, tokenTransaction(issued.token, kind: "sale", namespace: namespace)))
             #expect(swapped.status == 200 && element("response", in: swapped.text) == "000", "\(swapped.text)")
             let received = try #require(upstream.received.last)
             #expect(upstream.received.count == 1 && received.problems.isEmpty, "\(received.problems)")
@@ -343,7 +343,7 @@ struct CnpRelayTests {
                 envelope(
                     .litle, password: server.vaultKey,
                     tokenTransaction(
-                        "sale", merchantToken.token, namespace: .litle, orderSource: "recurring",
+                        merchantToken.token, kind: "sale", namespace: .litle, orderSource: "recurring",
                         extra: "<processingType>merchantInitiatedCOF</processingType>")))
             #expect(element("response", in: recurring.text) == "000", "\(recurring.text)")
             let received = try #require(upstream.received.last)
