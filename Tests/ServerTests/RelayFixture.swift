@@ -42,6 +42,8 @@ struct RelayFixture: Sendable {
                     base.clientKey = try NIOSSLPrivateKey(file: identity.key, format: .pem)
                 }
                 configuration.relay = configure(base)
+                // The default audit log is under the shared home: each relay server keeps its own.
+                configuration.auditLogPath = directory + "/audit/audit.jsonl"
                 try adjust(&configuration)
             } _: { server in
                 try await body(RelayFixture(server: server, upstream: upstream))
@@ -87,7 +89,7 @@ extension TestServer {
         return (try #require(issued["token"] as? String), try #require(issued["kind"] as? String))
     }
 
-    /// The audit log's lines so far.
+    /// The audit log's lines so far (a relay fixture's server has an audit log of its own).
     func auditLines() throws -> [Substring] {
         let text = (try? String(contentsOfFile: try #require(server.configuration.auditLogPath), encoding: .utf8)) ?? ""
         return text.split(separator: "\n")
