@@ -123,6 +123,16 @@ extension Vault {
             kind: record.accountKind, merchantTokenIdentifier: record.merchantTokenID, reference: Self.reference(record.fingerprint))
     }
 
+    /// The kind of account behind `token`, for `organization` only, read from the token's record:
+    /// nothing is decrypted, so a use the kind rules out is refused before any detokenization.
+    /// Unknown, deleted and another organisation's tokens are `token_not_found`; unlinked ones
+    /// `token_unlinked`, as for ``detokenize(_:organization:)``.
+    public func storedTokenFacts(_ token: String, organization: String) async throws(VaultError) -> StoredTokenFacts {
+        let record = try await activeToken(token, organization: organization)
+        return StoredTokenFacts(
+            kind: record.accountKind, merchantTokenIdentifier: record.merchantTokenID, reference: Self.reference(record.fingerprint))
+    }
+
     /// Deletes `token` and its sealed account number; returns the audit reference.
     @discardableResult
     public func deleteToken(_ token: String, organization: String) async throws(VaultError) -> String {

@@ -118,6 +118,34 @@ struct CnpRewriteTests {
         #expect(!names.contains("cardholderAuthentication"))
     }
 
+    @Test func replacesAStoredTokenWithItsCardKeepingTheOrderSourceAndAddingNoCryptogram() throws {
+        let stored = try ForwardedCardData(accountNumber: TestCards.pan, expirationYYMMDD: "301231")
+        let source = "<token><cnpToken>4761730000040017</cnpToken><expDate>0199</expDate><cardValidationNum>321</cardValidationNum></token>"
+        let request = try CnpOnlineRequest.parse(
+            Array(
+                envelope(
+                    authorization(
+                        orderSource: "<orderSource>recurring</orderSource>", source: source,
+                        after: "<processingType>merchantInitiatedCOF</processingType>")
+                ).utf8))
+        let account = CnpUpstreamRewriter.UpstreamAccount(user: "UPSTREAM", password: "upstream-pass")
+        let document = try CnpUpstreamRewriter.storedCardRequest(request, card: stored, account: account)
+        let ns = CnpDialect.cnp.namespaceURI
+        let authorization = try #require(document.root.firstChild(named: "authorization", namespaceURI: ns))
+        #expect(authorization.childNames == ["orderId", "amount", "orderSource", "card", "processingType"])
+        #expect(authorization.firstChild(named: "orderSource", namespaceURI: ns)?.text == "recurring")
+        let card = try #require(authorization.firstChild(named: "card", namespaceURI: ns))
+        // The vault's expiry, not the client's copy on the token; the token's CVV moves into the card.
+        #expect(card.childElements.map(\.text) == ["VI", TestCards.pan, "1230", "321"])
+        #expect(!serialized(document).contains("4761730000040017") && serialized(document).contains("<user>UPSTREAM</user>"))
+        // A card with a cryptogram is not a stored token's; a request without a token has nothing to replace.
+        #expect(
+            messageError { _ = try CnpUpstreamRewriter.storedCardRequest(request, card: try TestCards.applePay()) }?.code
+                == .invalidCardData)
+        let paypage = try CnpOnlineRequest.parse(try Fixture.bytes("cnp-authorization-paypage.xml"))
+        #expect(messageError { _ = try CnpUpstreamRewriter.storedCardRequest(paypage, card: stored) }?.code == .unsupportedPaymentSource)
+    }
+
     @Test func substitutesTheUpstreamAccount() throws {
         let request = try CnpOnlineRequest.parse(try Fixture.bytes("cnp-authorization-paypage.xml"))
         let account = CnpUpstreamRewriter.UpstreamAccount(merchantId: "9000009", user: "UPSTREAM", password: "upstream-pass")

@@ -71,6 +71,17 @@ struct CnpRelayTests {
             + "</applepay></\(kind)>"
     }
 
+    /// An `authorization` or `sale` paid with a `token` (`cnpToken`, or `litleToken` in the legacy
+    /// namespace), with `extra` right after it (a `processingType`, say).
+    func tokenTransaction(
+        _ value: String, kind: String = "authorization", namespace: Namespace = .cnp, orderSource: String = "ecommerce",
+        extra: String = ""
+    ) -> String {
+        #"<\#(kind) id="k1" reportGroup="web" customerId="c7"><orderId>o-7</orderId><amount>1999</amount>"#
+            + "<orderSource>\(orderSource)</orderSource><token><\(namespace.tokenElement)>\(value)</\(namespace.tokenElement)>"
+            + "<expDate>0130</expDate><cardValidationNum>123</cardValidationNum></token>\(extra)</\(kind)>"
+    }
+
     func register(_ server: TestServer, pan: String) async throws -> String {
         try await server.registerThroughEProtect(pan: pan, cryptogram: Self.cryptogram)
     }
@@ -227,6 +238,120 @@ struct CnpRelayTests {
             }
             #expect(upstream.received.first?.accountNumber == "4111111111111111" && upstream.received.first?.parsed?.merchantId == "01235")
             #expect(!server.logs.text.contains("4111111111111111"))
+        }
+    }
+
+    @Test(arguments: Namespace.allCases)
+    func aPaywardenTokenIsSwappedForItsCardAndAnyOtherTokenPassesThrough(_ namespace: Namespace) async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922390123"
+            let issued = try await server.highValueToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+
+            // The organisation's own token: the upstream gets the card, with the vault's expiry and
+            // the client's orderSource and cardValidationNum, and no cryptogram (a stored token has none).
+            let swapped = try await post(
+                server, envelope(namespace, password: server.vaultKey, tokenTransaction(issued.token, kind: "sale", namespace: namespace)))
+            #expect(swapped.status == 200 && element("response", in: swapped.text) == "000", "\(swapped.text)")
+            let received = try #require(upstream.received.last)
+            #expect(upstream.received.count == 1 && received.problems.isEmpty, "\(received.problems)")
+            #expect(received.accountNumber == pan && received.expDate == "1229" && received.cardType == "VI")
+            #expect(received.cryptogram == nil && received.orderSource == "ecommerce" && received.text.contains("<cardValidationNum>123<"))
+            #expect(!received.text.contains(issued.token) && !received.text.contains("<token>") && !received.text.contains(server.vaultKey))
+            #expect(swapped.text.contains("<saleResponse id=\"k1\"") && !swapped.text.contains("tokenResponse"), "\(swapped.text)")
+            #expect(RelayFixture.cardDataIn(swapped.text, accountNumber: pan, cryptogram: Self.cryptogram).isEmpty, "\(swapped.text)")
+            #expect(try server.auditLines().filter { $0.contains(#""action":"detokenize""#) && $0.contains(#""result":"ok""#) }.count == 1)
+
+            // The upstream's own token (Worldpay's certification token, not in the vault): unchanged.
+            let upstreamToken = "1111000276870123"
+            let own = try await post(
+                server, envelope(namespace, password: server.vaultKey, tokenTransaction(upstreamToken, namespace: namespace)))
+            #expect(own.status == 200 && element("response", in: own.text) == "000", "\(own.text)")
+            let passed = try #require(upstream.received.last)
+            #expect(passed.accountNumber == nil && passed.text.contains(">\(upstreamToken)</\(namespace.tokenElement)>"), "\(passed.text)")
+
+            // Another organisation's Paywarden token is not this key's: passed through as the upstream's
+            // own, never detokenized for it.
+            let rival = try await post(
+                server,
+                envelope(
+                    namespace, user: "rival-server", password: server.rivalKey, merchantId: "56789",
+                    tokenTransaction(issued.token, namespace: namespace)))
+            #expect(rival.status == 200 && element("response", in: rival.text) == "000", "\(rival.text)")
+            let rivalReceived = try #require(upstream.received.last)
+            #expect(upstream.received.count == 3 && rivalReceived.accountNumber == nil)
+            #expect(rivalReceived.text.contains(">\(issued.token)</\(namespace.tokenElement)>"))
+            #expect(!(try server.auditLines()).contains { $0.contains("api-key:rival-server") && $0.contains(#""action":"detokenize""#) })
+            let metrics = try await server.operations("/metrics").text
+            #expect(metrics.contains(#"paywarden_vault_operations_total{operation="detokenize",outcome="ok"} 1"#), "\(metrics)")
+
+            // A key without the detokenize scope does not turn the organisation's token into its card.
+            let redeemOnly = try await post(
+                server,
+                envelope(namespace, user: "checkout", password: server.redeemOnlyKey, tokenTransaction(issued.token, namespace: namespace)))
+            #expect(redeemOnly.text.contains(#"response="1""#) && redeemOnly.text.contains("detokenize"), "\(redeemOnly.text)")
+            #expect(upstream.received.count == 3)
+
+            let log = server.logs.text + (try server.auditLines()).joined(separator: "\n")
+            #expect(!log.contains(pan) && !log.contains(issued.token))
+        }
+    }
+
+    @Test func aRecurringUseOfADPANsTokenIsDeclinedBeforeItIsDetokenizedAndAnMPANsIsRelayed() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let dpan = "4457119922390123"
+            let device = try await server.highValueToken(payload: PaymentPayloads.threeDSecure(pan: dpan, cryptogram: Self.cryptogram))
+            let recurringUses: [(orderSource: String, extra: String)] = [
+                ("recurring", ""), ("installment", ""), ("recurringtel", ""),
+                ("ecommerce", "<processingType>merchantInitiatedCOF</processingType>"),
+                ("ecommerce", "<processingType>initialRecurring</processingType>"),
+                ("ecommerce", "<processingType>initialCOF</processingType>"),
+            ]
+            for use in recurringUses {
+                let declined = try await post(
+                    server,
+                    envelope(
+                        .cnp, password: server.vaultKey, tokenTransaction(device.token, orderSource: use.orderSource, extra: use.extra)))
+                let text = declined.text
+                #expect(
+                    declined.status == 200 && text.contains(#"response="0""#) && text.contains("<authorizationResponse id=\"k1\""),
+                    "\(text)")
+                #expect(element("response", in: text) == "899" && element("orderId", in: text) == "o-7", "\(use): \(text)")
+                #expect(element("message", in: text)?.contains("token_not_recurring_eligible") == true, "\(text)")
+            }
+            #expect(upstream.received.isEmpty)
+            let audit = try server.auditLines()
+            #expect(!audit.contains { $0.contains(#""action":"detokenize""#) }, "\(audit)")
+            #expect(audit.filter { $0.contains(#""action":"use-stored-token""#) }.count == recurringUses.count)
+            #expect(!(try await server.operations("/metrics").text).contains(#"operation="detokenize""#))
+
+            // The cardholder paying with the saved DPAN: relayed.
+            let cardholder = try await post(
+                server,
+                envelope(
+                    .cnp, password: server.vaultKey,
+                    tokenTransaction(device.token, extra: "<processingType>cardholderInitiatedCOF</processingType>")))
+            #expect(
+                element("response", in: cardholder.text) == "000" && upstream.received.last?.accountNumber == dpan, "\(cardholder.text)")
+
+            // A merchant token is a stored credential: relayed for a merchant-initiated recurring payment.
+            let mpan = "5204245250001488"
+            let merchantToken = try await server.highValueToken(payload: PaymentPayloads.merchantToken(pan: mpan))
+            let recurring = try await post(
+                server,
+                envelope(
+                    .litle, password: server.vaultKey,
+                    tokenTransaction(
+                        merchantToken.token, kind: "sale", namespace: .litle, orderSource: "recurring",
+                        extra: "<processingType>merchantInitiatedCOF</processingType>")))
+            #expect(element("response", in: recurring.text) == "000", "\(recurring.text)")
+            let received = try #require(upstream.received.last)
+            #expect(upstream.received.count == 2 && received.accountNumber == mpan && received.cardType == "MC")
+            #expect(received.orderSource == "recurring" && received.text.contains("merchantInitiatedCOF") && received.cryptogram == nil)
+            #expect(RelayFixture.cardDataIn(recurring.text, accountNumber: mpan, cryptogram: Self.cryptogram).isEmpty)
+            let log = server.logs.text + (try server.auditLines()).joined(separator: "\n")
+            for secret in [dpan, mpan, device.token, merchantToken.token] { #expect(!log.contains(secret)) }
         }
     }
 

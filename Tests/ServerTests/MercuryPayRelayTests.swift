@@ -45,10 +45,12 @@ struct MercuryPayRelayTests {
         }
     }
 
-    func body(tokenType: String = "RegistrationID", recordNo: String, invoice: String = "10042", extra: String = "") -> [UInt8] {
+    func body(
+        tokenType: String = "RegistrationID", recordNo: String, invoice: String = "10042", frequency: String = "OneTime", extra: String = ""
+    ) -> [UInt8] {
         Array(
             (#"{"OperatorID":"test","InvoiceNo":"\#(invoice)","RefNo":"\#(invoice)","Memo":"Paywarden tests","Purchase":"19.99","#
-                + #""Tax":"1.60","TokenType":"\#(tokenType)","RecordNo":"\#(recordNo)","Frequency":"OneTime"\#(extra)}"#).utf8)
+                + #""Tax":"1.60","TokenType":"\#(tokenType)","RecordNo":"\#(recordNo)","Frequency":"\#(frequency)"\#(extra)}"#).utf8)
     }
 
     func post(
@@ -143,6 +145,58 @@ struct MercuryPayRelayTests {
             #expect(rival.status == 404 && rival.json["PaywardenErrorCode"] as? String == "token_not_found", "\(rival.reply.text)")
             #expect(upstream.receivedMercuryPay.count == 2)
             #expect(!server.logs.text.contains(token) && !server.logs.text.contains(pan))
+        }
+    }
+
+    @Test func aRecurringSaleOnADPANsTokenIsRefusedBeforeItIsDetokenizedAndOnAnMPANsTokenRelayed() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let dpan = "4457119922390123"
+            let device = try await server.highValueToken(payload: PaymentPayloads.threeDSecure(pan: dpan, cryptogram: Self.cryptogram))
+            #expect(device.kind == "dpan")
+
+            // Recurring on a device account number: refused on the token's record, nothing detokenized or sent.
+            let refused = try await post(
+                server, body(tokenType: "OmniToken", recordNo: device.token, frequency: "Recurring"), credential: merchant(server))
+            #expect(refused.status == 422, "\(refused.reply.text)")
+            #expect(
+                refused.json["PaywardenErrorCode"] as? String == "token_not_recurring_eligible"
+                    && refused.json["CmdStatus"] as? String == "Error")
+            #expect(
+                refused.json["DSIXReturnCode"] == nil && refused.json["RecordNo"] == nil && refused.json["InvoiceNo"] as? String == "10042")
+            #expect((refused.json["TextResponse"] as? String)?.contains("Frequency Recurring") == true)
+            #expect(upstream.receivedMercuryPay.isEmpty)
+            let audit = try server.auditLines()
+            #expect(!audit.contains { $0.contains(#""action":"detokenize""#) }, "\(audit)")
+            #expect(
+                audit.contains { $0.contains(#""action":"use-stored-token""#) && $0.contains("token_not_recurring_eligible") }, "\(audit)")
+            var metrics = try await server.operations("/metrics").text
+            #expect(!metrics.contains(#"operation="detokenize""#), "\(metrics)")
+            #expect(RelayFixture.cardDataIn(refused.reply.text, accountNumber: dpan, cryptogram: Self.cryptogram).isEmpty)
+
+            // The same token for a one-off payment the cardholder starts: relayed, as a saved card.
+            let oneOff = try await post(server, body(tokenType: "OmniToken", recordNo: device.token), credential: merchant(server))
+            #expect(oneOff.status == 200 && oneOff.json["CmdStatus"] as? String == "Approved", "\(oneOff.reply.text)")
+            #expect(upstream.receivedMercuryPay.count == 1 && upstream.receivedMercuryPay.last?.accountNumber == dpan)
+
+            // A merchant token is a stored credential: its recurring sale is relayed with the MPAN, Frequency kept.
+            let mpan = "5204245250001488"
+            let merchantToken = try await server.highValueToken(payload: PaymentPayloads.merchantToken(pan: mpan))
+            #expect(merchantToken.kind == "mpan")
+            let recurring = try await post(
+                server, body(tokenType: "OmniToken", recordNo: merchantToken.token, invoice: "10044", frequency: "Recurring"),
+                credential: merchant(server))
+            #expect(recurring.status == 200 && recurring.json["CmdStatus"] as? String == "Approved", "\(recurring.reply.text)")
+            #expect(recurring.json["RecordNo"] as? String == merchantToken.token)
+            let received = try #require(upstream.receivedMercuryPay.last)
+            #expect(upstream.receivedMercuryPay.count == 2 && received.accountNumber == mpan && received.field("Frequency") == "Recurring")
+            #expect(!received.fieldNames.contains("Cryptogram") && !received.text.contains(merchantToken.token))
+            #expect(RelayFixture.cardDataIn(recurring.reply.text, accountNumber: mpan, cryptogram: "AJcBBBBBBBBBBBBBBBBBBBBBBBB=").isEmpty)
+            metrics = try await server.operations("/metrics").text
+            #expect(metrics.contains(#"paywarden_vault_operations_total{operation="detokenize",outcome="ok"} 2"#), "\(metrics)")
+
+            let log = server.logs.text + (try server.auditLines()).joined(separator: "\n")
+            for secret in [dpan, mpan, device.token, merchantToken.token] { #expect(!log.contains(secret)) }
         }
     }
 

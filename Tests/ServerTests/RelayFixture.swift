@@ -42,6 +42,8 @@ struct RelayFixture: Sendable {
                     base.clientKey = try NIOSSLPrivateKey(file: identity.key, format: .pem)
                 }
                 configuration.relay = configure(base)
+                // The default audit log is under the shared home: each relay server keeps its own.
+                configuration.auditLogPath = directory + "/audit/audit.jsonl"
                 try adjust(&configuration)
             } _: { server in
                 try await body(RelayFixture(server: server, upstream: upstream))
@@ -61,14 +63,36 @@ extension TestServer {
     /// Registers a forged 3-D Secure token for `pan` through eProtect on the example paypage and
     /// returns the registration ID.
     func registerThroughEProtect(pan: String, cryptogram: String) async throws -> String {
-        let form = try EProtectForms.form(
-            token: try ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: cryptogram)),
-            paypageID: TestServer.examplePaypage)
+        try await registerThroughEProtect(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: cryptogram))
+    }
+
+    /// Registers a forged token of `payload` (a DPAN's or an MPAN's) through eProtect on the
+    /// example paypage and returns the registration ID.
+    func registerThroughEProtect(payload: [UInt8]) async throws -> String {
+        let form = try EProtectForms.form(token: try ecToken(payload: payload), paypageID: TestServer.examplePaypage)
         let registered = try await send(
             .POST, "/eProtect/paypage", body: form, apiKey: .some(nil), contentType: "application/x-www-form-urlencoded")
         return try #require(
             (try JSONSerialization.jsonObject(with: Data(registered.body)) as? [String: Any])?["paypageRegistrationId"] as? String,
             "\(registered.status) \(registered.text)")
+    }
+}
+
+extension TestServer {
+    /// The example organisation's high-value token for `payload`, issued by redeeming a fresh
+    /// registration (nothing relayed), with the kind the vault recorded (`dpan` or `mpan`).
+    func highValueToken(payload: [UInt8]) async throws -> (token: String, kind: String) {
+        let id = try await registerThroughEProtect(payload: payload)
+        let redeemed = try await send(.POST, "/v1/registrations/\(id)/redeem", apiKey: .some(vaultKey))
+        let object = try JSONSerialization.jsonObject(with: Data(redeemed.body)) as? [String: Any]
+        let issued = try #require(object?["highValueToken"] as? [String: Any], "\(redeemed.status) \(redeemed.text)")
+        return (try #require(issued["token"] as? String), try #require(issued["kind"] as? String))
+    }
+
+    /// The audit log's lines so far (a relay fixture's server has an audit log of its own).
+    func auditLines() throws -> [Substring] {
+        let text = (try? String(contentsOfFile: try #require(server.configuration.auditLogPath), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n")
     }
 }
 

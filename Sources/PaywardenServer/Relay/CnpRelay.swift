@@ -9,9 +9,13 @@ import Vault
 /// expiry and cryptogram, Worldpay's merchant-decrypted form) and goes to the upstream once; the
 /// upstream's reply comes back with the high-value token in `tokenResponse` and account numbers
 /// masked. A registration ID that cannot be redeemed is declined here (877, 878) and the upstream
-/// sees nothing; one that was relayed is ended first, so its cryptogram is sent once. Other
-/// transactions and payment sources (`card`, `token`, a capture, a credit) need no substitution and
-/// pass through unchanged but for the credentials, their replies masked the same way.
+/// sees nothing; one that was relayed is ended first, so its cryptogram is sent once. A `token`
+/// whose `cnpToken` (`litleToken`) the vault knows as one of the key's organisation's high-value
+/// tokens is swapped for its card (``StoredCredentialRule`` first: a DPAN's token is declined, 899,
+/// for a recurring or merchant-initiated use, before it is detokenized; the key needs `detokenize`);
+/// any other token is the upstream's own. Other transactions and payment sources (`card`, the
+/// upstream's `token`, a capture, a credit) need no substitution and pass through unchanged but
+/// for the credentials, their replies masked the same way.
 ///
 /// Merchants: the upstream acts on Paywarden's credentials for whichever `merchantId` a request
 /// names, so each organisation may name only the merchantIds bound to it (``merchantIDs``,
@@ -81,6 +85,8 @@ struct CnpRelay: Sendable {
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
+        case .other("token"):
+            return await relayStoredToken(request, transaction: transaction, key: key, organization: organization)
         case .other, .none:
             return await passthrough(request)
         }
@@ -94,6 +100,73 @@ struct CnpRelay: Sendable {
             token: issued.token, code: issued.isNew ? .registered : .previouslyRegistered,
             type: issued.network.rawValue.isEmpty ? card.resolvedNetwork?.cnpCode : issued.network.rawValue, bin: issued.firstSix)
         return await exchange(request, document, token: token, card: card)
+    }
+
+    /// A `token` payment. Whether the token is Paywarden's is the vault's answer for the key's
+    /// organisation, never a guess from its digits: one it does not know (the upstream's own, or
+    /// another organisation's Paywarden token, which is never detokenized for this key) passes
+    /// through unchanged. The organisation's own is swapped for its card, without a cryptogram.
+    /// A vault that cannot answer refuses the request (503) rather than guess.
+    private func relayStoredToken(
+        _ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, key: APIKey, organization: String
+    ) async -> Reply {
+        let namespace = request.dialect.namespaceURI
+        guard
+            let value = transaction.element.firstChild(named: "token", namespaceURI: namespace)?
+                .firstChild(named: request.dialect.tokenName, namespaceURI: namespace)?.text
+        else { return await passthrough(request) }
+        let facts: StoredTokenFacts
+        do throws(VaultFailure) {
+            facts = try await service.storedTokenFacts(value, organization: organization)
+        } catch {
+            if error.code == VaultError.Code.tokenNotFound.rawValue { return await passthrough(request) }
+            return refusal(request, transaction: transaction, failure: error)
+        }
+        // Turning a token into its card is detokenization: the scope Paywarden's own route requires.
+        guard key.scopes.contains(.detokenize) else {
+            return Self.refused(request, "API key \(key.name) needs the detokenize scope to pay with a Paywarden token; nothing was sent")
+        }
+        let card: ForwardedCardData
+        do throws(VaultFailure) {
+            card = try await StoredCredentialRule.cardData(
+                forToken: value, use: Self.storedCredentialUse(transaction, dialect: request.dialect), facts: facts, key: key,
+                organization: organization, service: service)
+        } catch {
+            return refusal(request, transaction: transaction, failure: error)
+        }
+        let document: ProcessorXML.Document
+        do throws(ProcessorMessageError) {
+            document = try CnpUpstreamRewriter.storedCardRequest(request, card: card, account: upstreamAccount(request))
+        } catch {
+            return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, refusing: error))
+        }
+        // The client named the token; the reply carries no tokenResponse for it.
+        return await exchange(request, document, token: nil, card: card)
+    }
+
+    /// What counts as recurring or merchant-initiated in cnpAPI (cnpTransaction v12 `orderSourceType`
+    /// and `processingTypeEnum`): `orderSource` recurring, installment or recurringtel; a
+    /// `processingType` that is merchant-initiated (merchantInitiatedCOF) or sets up a stored
+    /// credential for later merchant-initiated use (initialRecurring, initialInstallment, initialCOF);
+    /// a `recurringRequest` (a subscription created with the sale). Everything else, with
+    /// cardholderInitiatedCOF, is a payment the cardholder starts.
+    static func storedCredentialUse(_ transaction: CnpPaymentTransaction, dialect: CnpDialect) -> StoredCredentialUse {
+        let namespace = dialect.namespaceURI
+        func value(_ name: String) -> String? {
+            transaction.element.firstChild(named: name, namespaceURI: namespace)?.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        if let source = value("orderSource"), ["recurring", "installment", "recurringtel"].contains(source) {
+            return .merchantInitiated(indicator: "orderSource \(source)")
+        }
+        if let type = value("processingType"),
+            ["merchantInitiatedCOF", "initialRecurring", "initialInstallment", "initialCOF"].contains(type)
+        {
+            return .merchantInitiated(indicator: "processingType \(type)")
+        }
+        if transaction.element.firstChild(named: "recurringRequest", namespaceURI: namespace) != nil {
+            return .merchantInitiated(indicator: "recurringRequest")
+        }
+        return .customerInitiated
     }
 
     /// A transaction with nothing to substitute, sent as the client wrote it but for the credentials.
@@ -130,17 +203,22 @@ struct CnpRelay: Sendable {
         return .init(user: request.user, password: "")
     }
 
-    /// A registration ID that cannot be redeemed: 877 or 878, answered here. A token or vault
-    /// that is unavailable is a system error; any other refusal says why in a validation error.
+    /// A registration ID that cannot be redeemed: 877 or 878, answered here; the organisation's
+    /// token unlinked (823) or not for this use (899), the stable code in the message. A token or
+    /// vault that is unavailable is a system error; any other refusal says why in a validation error.
     private func refusal(_ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, failure: VaultFailure) -> Reply {
         let decline: CnpLocalDecline?
         switch (transaction.paymentSource, failure.code) {
         case (.paypage, "registration_expired"): decline = .expiredRegistrationId
         case (.paypage, "registration_not_found"), (.paypage, "invalid_request"): decline = .invalidRegistrationId
+        case (.other("token"), "token_unlinked"): decline = .tokenInvalid
+        case (.other("token"), "token_not_recurring_eligible"): decline = .tokenUseError
         default: decline = nil
         }
+        let detail: String? = if case .other("token") = transaction.paymentSource { failure.code } else { nil }
         if let decline,
-            let document = try? decline.response(to: request, transactionId: Self.transactionID(), responseTime: service.vault.now)
+            let document = try? decline.response(
+                to: request, transactionId: Self.transactionID(), responseTime: service.vault.now, detail: detail)
         {
             return Reply(document: document)
         }
@@ -150,7 +228,7 @@ struct CnpRelay: Sendable {
                 "message", value: "System Error: Paywarden cannot reach its vault or HSM (\(failure.code)); nothing was sent")
             return Reply(document: document, status: .serviceUnavailable)
         }
-        let source = transaction.paymentSource.isApplePay ? "applepay" : "paypage"
+        let source = transaction.paymentSource.name
         let status = CnpEnvelopeStatus.schemaValidationFailed("\(source) was refused (\(failure.code)): \(failure.message)")
         return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: status))
     }
@@ -172,8 +250,13 @@ struct CnpRelay: Sendable {
 }
 
 extension CnpPaymentTransaction.PaymentSource {
-    fileprivate var isApplePay: Bool {
-        if case .applePay = self { return true }
-        return false
+    /// The payment source's element name, for messages.
+    fileprivate var name: String {
+        switch self {
+        case .paypage: "paypage"
+        case .applePay: "applepay"
+        case .other(let name): name
+        case .none: "no payment source"
+        }
     }
 }

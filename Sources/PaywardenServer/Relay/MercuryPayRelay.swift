@@ -15,7 +15,9 @@ import Vault
 /// operator names (`relay_mercurypay_cryptogram_field`, `…_eci_field`), because MercuryPay's public
 /// material documents none; without a cryptogram field, registration IDs are refused (a device
 /// account number is not sent without its cryptogram). An OmniToken is detokenized (audited, and
-/// with the `detokenize` scope its own route needs) and carries no cryptogram.
+/// with the `detokenize` scope its own route needs) and carries no cryptogram; ``StoredCredentialRule``
+/// decides first, on the token's record, whether its kind may serve the request's `Frequency` (a
+/// DPAN's token is refused for Recurring, `token_not_recurring_eligible`, 422).
 ///
 /// Every request goes on the one configured merchant's credentials, so only the organisations
 /// bound to it (`relay_mercurypay_organizations`) may relay.
@@ -73,13 +75,25 @@ struct MercuryPayRelay: Sendable {
                 guard key.scopes.contains(.detokenize) else {
                     return Self.forbidden("API key \(key.name) needs the detokenize scope for an OmniToken", invoiceNo: request.invoiceNo)
                 }
-                card = try RelayCardData.forwarded(try await service.detokenize(request.recordNo, key: key, organization: organization))
+                // A recurring sale on a DPAN's token is refused on the token's record, before it is detokenized.
+                card = try await StoredCredentialRule.cardData(
+                    forToken: request.recordNo, use: Self.storedCredentialUse(request), key: key, organization: organization,
+                    service: service)
                 token = request.recordNo
             }
         } catch {
             return Self.refusal(error, invoiceNo: request.invoiceNo)
         }
         return await forward(request, card: card, token: token)
+    }
+
+    /// `Frequency` Recurring is a merchant-initiated series (MercuryPay's recurring flag); OneTime a
+    /// payment the cardholder starts.
+    static func storedCredentialUse(_ request: MercuryPayRequest) -> StoredCredentialUse {
+        switch request.frequency {
+        case .oneTime: .customerInitiated
+        case .recurring: .merchantInitiated(indicator: "Frequency Recurring")
+        }
     }
 
     static func forbidden(_ message: String, invoiceNo: String?) -> Reply {

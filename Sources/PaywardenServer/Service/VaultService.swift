@@ -114,6 +114,22 @@ final class VaultService: Sendable {
         }
     }
 
+    /// A token's kind from its record, nothing decrypted (``StoredCredentialRule`` decides on it
+    /// before a relay detokenizes). Counted, not audited: no account data is read.
+    func storedTokenFacts(_ token: String, organization: String) async throws(VaultFailure) -> StoredTokenFacts {
+        try await measured("token_facts") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in try await vault.storedTokenFacts(token, organization: organization) }
+        }
+    }
+
+    /// Audits a relay's refusal to use a stored token as the request asked (``StoredCredentialRule``):
+    /// who, the stable code and the token's reference. Nothing was detokenized.
+    func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: String, failure: VaultFailure) {
+        record(
+            action: "use-stored-token", key: key, organization: organization, result: "refused",
+            detail: "\(failure.code) token \(facts.reference)")
+    }
+
     func deleteToken(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) {
         _ = try await audited("delete-token", key: key, organization: organization, naming: { "token \($0)" }) {
             () async throws(VaultError) in try await vault.deleteToken(token, organization: organization)

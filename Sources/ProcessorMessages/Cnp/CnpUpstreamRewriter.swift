@@ -64,9 +64,48 @@ public enum CnpUpstreamRewriter {
                 "\(transaction.kind.rawValue) has no paypage or applepay to replace")
         }
         var element = transaction.element
-        try substituteCard(in: &element, dialect: request.dialect, card: card, paypageType: paypageType(transaction))
+        try substituteCard(
+            in: &element, replacing: ["paypage", "applepay"], dialect: request.dialect, card: card, fallbackType: paypageType(transaction),
+            walletPayment: true)
         var document = request.document
         let namespace = request.dialect.namespaceURI
+        guard let index = document.root.childIndices(named: transaction.kind.rawValue, namespaceURI: namespace).first else {
+            throw ProcessorMessageError(.cnpAPI, .missingField, field: transaction.kind.rawValue, "the transaction element is missing")
+        }
+        document.root.children[index] = .element(element)
+        if let account { use(account, in: &document, namespace: namespace) }
+        return document
+    }
+
+    /// The request document for the upstream with a Paywarden high-value token's card in place of
+    /// the `token` that named it: `card` {`type`, `number`, `expDate`, the token's `cardValidationNum`}
+    /// where `token` stood. The card's expiry is the vault's (the token's own `expDate` is the
+    /// client's copy), its type the BIN's (else the token's `type`). Nothing else changes: a stored
+    /// token has no cryptogram, so `orderSource` stays the client's (`applepay` would claim a
+    /// wallet payment with one) and no `cardholderAuthentication` is added.
+    public static func storedCardRequest(
+        _ request: CnpOnlineRequest, card: ForwardedCardData, account: UpstreamAccount? = nil
+    ) throws(ProcessorMessageError) -> ProcessorXML.Document {
+        guard card.cryptogram == nil else {
+            throw ProcessorMessageError(.cnpAPI, .invalidCardData, field: "token", "a stored token's card carries no cryptogram")
+        }
+        let transaction: CnpPaymentTransaction
+        switch request.transaction {
+        case .authorization(let value), .sale(let value): transaction = value
+        case .registerToken, .other:
+            throw ProcessorMessageError(
+                .cnpAPI, .unsupportedTransaction, field: request.transaction.name,
+                "only authorization and sale are rewritten for the upstream")
+        }
+        let namespace = request.dialect.namespaceURI
+        var element = transaction.element
+        let tokenType = element.firstChild(named: "token", namespaceURI: namespace)?.firstChild(named: "type", namespaceURI: namespace)?
+            .text
+        try substituteCard(
+            in: &element, replacing: ["token"], dialect: request.dialect, card: card,
+            fallbackType: tokenType.flatMap { $0.isEmpty ? nil : $0 },
+            walletPayment: false)
+        var document = request.document
         guard let index = document.root.childIndices(named: transaction.kind.rawValue, namespaceURI: namespace).first else {
             throw ProcessorMessageError(.cnpAPI, .missingField, field: transaction.kind.rawValue, "the transaction element is missing")
         }
@@ -123,20 +162,24 @@ public enum CnpUpstreamRewriter {
         return nil
     }
 
+    /// Puts `card` in place of the first child named in `sources`. A wallet payment (a paypage or an
+    /// Apple Pay token) also gets `orderSource` `applepay` and its cryptogram.
     static func substituteCard(
-        in element: inout ProcessorXML.Element, dialect: CnpDialect, card: ForwardedCardData, paypageType: String?
+        in element: inout ProcessorXML.Element, replacing sources: Set<String>, dialect: CnpDialect, card: ForwardedCardData,
+        fallbackType: String?, walletPayment: Bool
     ) throws(ProcessorMessageError) {
         let namespace = dialect.namespaceURI
         guard
             let sourceIndex = element.children.firstIndex(where: { node in
                 guard let child = node.element, child.name.namespaceURI == namespace else { return false }
-                return child.name.localName == "paypage" || child.name.localName == "applepay"
+                return sources.contains(child.name.localName)
             }), let source = element.children[sourceIndex].element
         else {
             throw ProcessorMessageError(
-                .cnpAPI, .unsupportedPaymentSource, field: element.name.localName, "no paypage or applepay to replace")
+                .cnpAPI, .unsupportedPaymentSource, field: element.name.localName,
+                "no \(sources.sorted().joined(separator: " or ")) to replace")
         }
-        guard let type = card.resolvedNetwork?.cnpCode ?? paypageType else {
+        guard let type = card.resolvedNetwork?.cnpCode ?? fallbackType else {
             throw ProcessorMessageError(
                 .cnpAPI, .invalidCardData, field: "card/type", "the card network could not be determined from the BIN")
         }
@@ -146,6 +189,7 @@ public enum CnpUpstreamRewriter {
         cardElement.appendChild(source.makeChild("expDate", text: card.expirationMMYY))
         if let cvv = source.firstChild(named: "cardValidationNum", namespaceURI: namespace) { cardElement.appendChild(cvv) }
         element.children[sourceIndex] = .element(cardElement)
+        guard walletPayment else { return }
 
         element.withFirstChild(named: "orderSource", namespaceURI: namespace) { $0.setText("applepay") }
         guard let cryptogram = card.cryptogram else { return }

@@ -6,6 +6,10 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case registrationExpired = "registration_expired"
         case tokenNotFound = "token_not_found"
         case tokenUnlinked = "token_unlinked"
+        /// A stored token of a device account number (DPAN) named for recurring or merchant-initiated
+        /// use, which only a merchant token (MPAN) may serve (Visa, 30 July 2025). A relay refuses it
+        /// before anything is detokenized.
+        case tokenNotRecurringEligible = "token_not_recurring_eligible"
         case merchantNotAuthorized = "merchant_not_authorized"
         /// eProtect 880: the paypage does not allow the `reportGroup`.
         case reportGroupInvalid = "report_group_invalid"

@@ -1,0 +1,53 @@
+import PaywardenStorage
+import ProcessorMessages
+import Vault
+
+/// The one rule for a Paywarden high-value token relayed without a cryptogram (a later,
+/// stored-credential use), for every relay: MercuryPay's OmniToken, cnpAPI's `token`, Radial's
+/// `isToken="true"`.
+///
+/// - A merchant token (MPAN) is made for stored-credential use: relayed for any use.
+/// - A device account number (DPAN) is relayed for a one-off payment the cardholder starts
+///   (``StoredCredentialUse/customerInitiated``), as a saved card, and refused for recurring,
+///   installment or unscheduled merchant-initiated use and for setting such use up
+///   (``StoredCredentialUse/merchantInitiated(indicator:)``): Visa stopped accepting device DPANs as
+///   stored credentials for those on 30 July 2025, and Apple Pay issues merchant tokens for them.
+///   The refusal is `token_not_recurring_eligible`, decided on the token's record before anything is
+///   detokenized, and audited (`use-stored-token`, refused) with the token's reference only.
+///
+/// The kind comes from the vault's record of the token (``VaultService/storedTokenFacts(_:organization:)``),
+/// never from the token's digits.
+enum StoredCredentialRule {
+    /// Throws `token_not_recurring_eligible` when `kind` may not serve `use`.
+    static func check(_ kind: TokenRecord.AccountKind, for use: StoredCredentialUse) throws(VaultFailure) {
+        guard case .merchantInitiated(let indicator) = use, !kind.recurringEligible else { return }
+        throw .vault(
+            VaultError(
+                .tokenNotRecurringEligible,
+                "the token stands for a device account number (DPAN), which is not a stored credential for recurring or "
+                    + "merchant-initiated use (Visa, 30 July 2025), and \(indicator) asks for one; nothing was detokenized or sent. "
+                    + "Recurring payments need a merchant token (MPAN); a DPAN's token serves one-off payments the cardholder starts"))
+    }
+
+    /// The card data for relaying `token` for `use`: the token's kind read from its record (`facts`,
+    /// when the relay already looked it up), the rule applied, and only then the token detokenized
+    /// (audited as the vault's detokenize is). The caller checks the API key's `detokenize` scope.
+    static func cardData(
+        forToken token: String, use: StoredCredentialUse, facts known: StoredTokenFacts? = nil, key: APIKey, organization: String,
+        service: VaultService
+    ) async throws(VaultFailure) -> ForwardedCardData {
+        let facts: StoredTokenFacts
+        if let known {
+            facts = known
+        } else {
+            facts = try await service.storedTokenFacts(token, organization: organization)
+        }
+        do {
+            try check(facts.kind, for: use)
+        } catch {
+            service.recordRefusedUse(of: facts, key: key, organization: organization, failure: error)
+            throw error
+        }
+        return try RelayCardData.forwarded(try await service.detokenize(token, key: key, organization: organization))
+    }
+}
