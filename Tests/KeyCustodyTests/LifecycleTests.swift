@@ -177,9 +177,18 @@ struct LifecycleTests {
         #expect(verify.status == 0)
         #expect(try env.listedKeys().map(\.purpose) == ["upstream"])
 
+        // A PEM client key of today's deployments (RSA), to move into the HSM below.
+        let pem = (key: env.home + "/pem-client.key", csr: env.home + "/pem-client.csr")
+        let request = try run(
+            "/usr/bin/openssl",
+            ["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", pem.key, "-subj", "/CN=relay", "-out", pem.csr])
+        #expect(request.status == 0, "\(request.output)")
+
         let processor = try await ProcessorUpstreamStandIn.start(tls: true)
         let certificate = try processor.issueClientCertificate(csrPEM: created.stdout)
         let strangers = try processor.writeClientIdentity(to: env.home)
+        let pemCertificate = try env.write(
+            try processor.issueClientCertificate(csrPEM: try String(contentsOfFile: pem.csr, encoding: .utf8)), named: "pem-client.cer")
         try await processor.stop()
 
         // A processor's client certificate for no key here: refused, nothing changes.
@@ -196,6 +205,14 @@ struct LifecycleTests {
         #expect(key.type == "rsa")
         #expect(key.state == "active")
         #expect(key.merchantId == "relay.cnp")
+
+        // The PEM key moves into the HSM with its certificate, active at once.
+        let moved = try env.paywarden(
+            "keys", "import", "--key", pem.key, "--certificate", pemCertificate, "--purpose", "upstream", "--merchant-id", "relay.radial",
+            "--json")
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let movedKey = try AdminTestEnvironment.key(in: moved)
+        #expect(movedKey.purpose == "upstream" && movedKey.state == "active" && movedKey.type == "rsa")
     }
 }
 

@@ -22,7 +22,7 @@ extension CnpRelayTests {
             let presented = try #require(fixture.upstream.clientCertificates.last)
             let certificate = try Certificate(derEncoded: presented)
             let rsaEncryption: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
-            let spki = Array(certificate.publicKey.subjectPublicKeyInfoBytes)
+            let spki = try NIOSSLCertificate(bytes: presented, format: .der).extractPublicKey().toSPKIBytes()
             #expect(spki.indices.contains { Array(spki[$0...].prefix(rsaEncryption.count)) == rsaEncryption })
             #expect("\(certificate.subject)".contains("Paywarden relay"))
             #expect(fixture.server.logs.text.contains("processor upstream client key is in the HSM"))
