@@ -26,11 +26,11 @@ public enum UpstreamClientKeySource: Sendable, Hashable {
     private static func keyID(inURI text: String, setting: Setting) throws(ConfigurationError) -> String {
         let expected = "a pkcs11: URI with the key's id (pkcs11:id=%01%02…), a key id in hex, or a PEM file"
         let body = text.dropFirst("pkcs11:".count)
-        // A query carries pin-value or pin-source: the PIN comes from pin_file, never a URI.
+        // A query carries pin-value or pin-source: the PIN comes from its file, never from a setting's text.
         guard !body.contains("?") else {
             throw ConfigurationError(
-                "\(setting.environmentName) is a pkcs11: URI with a query (pin-value, pin-source, module-path …): the HSM and its PIN "
-                    + "are Paywarden's configured ones; give only the key's id")
+                "\(setting.environmentName) is a pkcs11: URI with a query (pin-value, pin-source, module-path …): the HSM is "
+                    + "Paywarden's configured one and its PIN comes from \(SettingCatalog.pinFile.environmentName); give only the key's id")
         }
         var identifiers: [String] = []
         for attribute in body.split(separator: ";") {

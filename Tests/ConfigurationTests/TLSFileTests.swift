@@ -112,7 +112,7 @@ struct TLSFileTests {
         #expect(withCertificate.relay.cnp?.clientCertificateChain.count == 1)
 
         await expectRefusal(upstream.merging([key: "pkcs11:object=relay"]) { $1 }, naming: [key, "pkcs11: URI with the key's id"])
-        await expectRefusal(upstream.merging([key: "pkcs11:id=%01?pin-value=1234"]) { $1 }, naming: [key, "pin_file"])
+        await expectRefusal(upstream.merging([key: "pkcs11:id=%01?pin-value=1234"]) { $1 }, naming: [key, "PAYWARDEN_PIN_FILE"])
         await expectRefusal(upstream.merging([certificate: files.path("a.pem")]) { $1 }, naming: [certificate, key])
         await expectRefusal(upstream.merging([key: files.path("a-key.pem")]) { $1 }, naming: [key, certificate])
         await expectRefusal(["PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_KEY": "pkcs11:id=%01"], naming: [key, "PAYWARDEN_RELAY_CNP_UPSTREAM"])
