@@ -5,8 +5,9 @@ import NIOSSL
 import PKCS11
 import Synchronization
 
-/// The identity key as swift-nio-ssl sees it: the handshake's signature is made by the HSM, so
-/// the private key never leaves it (merchant-tokens.md §5).
+/// A TLS client key in the HSM as swift-nio-ssl sees it (the Apple identity key, merchant-tokens.md
+/// §5, and a processor upstream's client key): the handshake's signature is made by the HSM, so
+/// the private key never leaves it.
 ///
 /// TLS 1.2 signs with RSA PKCS#1 v1.5; TLS 1.3 needs RSA-PSS, offered only when the HSM has it.
 /// The HSM call is asynchronous and may queue, so it runs in a task and completes a promise:
@@ -71,9 +72,9 @@ public struct HSMTLSSigningKey: NIOSSLCustomPrivateKey, Hashable {
         return promise.futureResult
     }
 
-    /// Never used: the identity key only signs (no RSA key exchange is offered).
+    /// Never used: a client key only signs (no RSA key exchange is offered).
     public func decrypt(channel: Channel, data: ByteBuffer) -> EventLoopFuture<ByteBuffer> {
-        channel.eventLoop.makeFailedFuture(Self.unsupported("the identity key does not decrypt in TLS"))
+        channel.eventLoop.makeFailedFuture(Self.unsupported("a TLS client key in the HSM does not decrypt in TLS"))
     }
 
     private static func unsupported(_ message: String) -> PKCS11Error {

@@ -13,10 +13,20 @@ public struct RelaySettings: Sendable {
         public var user: String?
         /// The file the password is read from (at start-up, by the server).
         public var passwordFile: String?
-        /// PEM files of the client certificate (with its chain) and its key, for an upstream that
-        /// requires mutual TLS.
+        /// The PEM file of the client certificate (with its chain), for an upstream that requires
+        /// mutual TLS; with an HSM key it may be left out for the key's stored certificate.
         public var clientCertificate: String?
-        public var clientKey: String?
+        /// The PEM file of the client certificate's key, when the key is not in the HSM.
+        public var clientKey: String? {
+            guard case .pemFile(let path)? = clientKeySource else { return nil }
+            return path
+        }
+        /// The key in the HSM (its id, lowercase hex) that signs the handshake, when it is there.
+        public var clientKeyID: String? {
+            guard case .hsm(let keyID)? = clientKeySource else { return nil }
+            return keyID
+        }
+        public var clientKeySource: UpstreamClientKeySource?
     }
 
     public var cnp: Upstream?
@@ -175,21 +185,34 @@ public struct RelaySettings: Sendable {
             throw ConfigurationError(ca, value: path, expected: "readable PEM files")
         }
         let certificate = try reader.file(client.certificate)
-        let key = try reader.file(client.key)
-        if (certificate == nil) != (key == nil) {
+        let key = try reader.string(client.key).map { text throws(ConfigurationError) in
+            try UpstreamClientKeySource.parse(text, setting: client.key)
+        }
+        if case .pemFile(let path)? = key, !FileManager.default.isReadableFile(atPath: path) {
             throw ConfigurationError(
-                "\(client.certificate.environmentName) and \(client.key.environmentName) go together: set both for an upstream that "
+                client.key, value: path, expected: "a readable file (a PEM key), a key id in hex or a pkcs11: URI with an id")
+        }
+        // A key in the HSM brings its stored certificate; a PEM key needs its certificate named.
+        switch (certificate, key) {
+        case (.some, nil):
+            throw ConfigurationError(
+                "\(client.certificate.environmentName) is set without \(client.key.environmentName): name the certificate's key (an HSM "
+                    + "key id, a pkcs11: URI or a PEM file), or unset both")
+        case (nil, .pemFile?):
+            throw ConfigurationError(
+                "\(client.key.environmentName) is a PEM file without \(client.certificate.environmentName): set both for an upstream that "
                     + "requires a client certificate, or neither")
+        default: break
         }
         guard let url else {
-            if !roots.isEmpty || certificate != nil {
-                let set = roots.isEmpty ? client.certificate : ca
+            if !roots.isEmpty || certificate != nil || key != nil {
+                let set = !roots.isEmpty ? ca : key != nil ? client.key : client.certificate
                 throw ConfigurationError("\(set.environmentName) is set without \(setting.environmentName): there is no upstream for it")
             }
             return nil
         }
         try checkUpstreamURL(url, setting)
-        return Upstream(url: url, trustRoots: roots, user: nil, passwordFile: nil, clientCertificate: certificate, clientKey: key)
+        return Upstream(url: url, trustRoots: roots, user: nil, passwordFile: nil, clientCertificate: certificate, clientKeySource: key)
     }
 
     /// `https://HOST[:PORT][/PATH]`, or `http://` to a loopback host (a stand-in on the same machine);

@@ -166,9 +166,11 @@ public enum SettingCatalog {
     public static let relayCnpUpstreamClientCertificate = Setting(
         "relay_cnp_upstream_client_certificate", .path,
         "a PEM file with the client certificate (and chain) Paywarden presents to the cnpAPI upstream, with "
-            + "relay_cnp_upstream_client_key; unset: none")
+            + "relay_cnp_upstream_client_key; unset: none, or with an HSM key the certificate imported for it")
     public static let relayCnpUpstreamClientKey = Setting(
-        "relay_cnp_upstream_client_key", .path, "a PEM file with that certificate's private key (mode 0600), read at start-up")
+        "relay_cnp_upstream_client_key", .path,
+        "the client certificate's key: an HSM key of purpose upstream by id (hex) or pkcs11:id=… URI, or a PEM file (mode 0600, "
+            + "read at start-up; the start warns)")
     public static let relayCnpMerchantIDs = Setting(
         "relay_cnp_merchant_ids", .list,
         "ORGANIZATION=MERCHANTID entries: the cnpAPI merchantIds each organisation may send upstream (one entry per merchantId); "
@@ -189,9 +191,11 @@ public enum SettingCatalog {
     public static let relayMercuryPayUpstreamClientCertificate = Setting(
         "relay_mercurypay_upstream_client_certificate", .path,
         "a PEM file with the client certificate (and chain) Paywarden presents to the MercuryPay upstream, with "
-            + "relay_mercurypay_upstream_client_key; unset: none")
+            + "relay_mercurypay_upstream_client_key; unset: none, or with an HSM key the certificate imported for it")
     public static let relayMercuryPayUpstreamClientKey = Setting(
-        "relay_mercurypay_upstream_client_key", .path, "a PEM file with that certificate's private key (mode 0600), read at start-up")
+        "relay_mercurypay_upstream_client_key", .path,
+        "the client certificate's key: an HSM key of purpose upstream by id (hex) or pkcs11:id=… URI, or a PEM file (mode 0600, "
+            + "read at start-up; the start warns)")
     public static let relayMercuryPayOrganizations = Setting(
         "relay_mercurypay_organizations", .list,
         "the organisations that may relay through the MercuryPay upstream; required with relay_mercurypay_upstream, since every "
@@ -217,9 +221,11 @@ public enum SettingCatalog {
     public static let relayRadialUpstreamClientCertificate = Setting(
         "relay_radial_upstream_client_certificate", .path,
         "a PEM file with the client certificate (and chain) Paywarden presents to the Radial upstream, with "
-            + "relay_radial_upstream_client_key; unset: none")
+            + "relay_radial_upstream_client_key; unset: none, or with an HSM key the certificate imported for it")
     public static let relayRadialUpstreamClientKey = Setting(
-        "relay_radial_upstream_client_key", .path, "a PEM file with that certificate's private key (mode 0600), read at start-up")
+        "relay_radial_upstream_client_key", .path,
+        "the client certificate's key: an HSM key of purpose upstream by id (hex) or pkcs11:id=… URI, or a PEM file (mode 0600, "
+            + "read at start-up; the start warns)")
     public static let relayUpstreamTimeoutSeconds = Setting(
         "relay_upstream_timeout_seconds", .integer(1...300), default: .value("30"),
         "how long one upstream call may take, the TLS handshake included; it is never retried")

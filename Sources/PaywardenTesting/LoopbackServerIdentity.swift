@@ -58,10 +58,18 @@ struct LoopbackServerIdentity: Sendable {
 
     /// A client certificate for `commonName` from the same CA, and its key, both as PEM.
     func clientIdentity(commonName: String) throws -> (certificatePEM: String, keyPEM: String) {
-        let now = Date()
         let key = P256.Signing.PrivateKey()
+        let der = try clientCertificate(for: Certificate.PublicKey(key.publicKey), commonName: commonName)
+        let base64 = Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return ("-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n", key.pemRepresentation + "\n")
+    }
+
+    /// A client certificate (DER) from the CA for `publicKey`: what a processor issues for the CSR
+    /// of a key that stays elsewhere (Paywarden's HSM).
+    func clientCertificate(for publicKey: Certificate.PublicKey, commonName: String) throws -> [UInt8] {
+        let now = Date()
         let certificate = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(key.publicKey),
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: publicKey,
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(7 * 86_400),
             issuer: ca.subject, subject: try DistinguishedName { CommonName(commonName) }, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
@@ -71,8 +79,7 @@ struct LoopbackServerIdentity: Sendable {
             },
             issuerPrivateKey: Certificate.PrivateKey(caKey)
         )
-        let base64 = Data(try Self.der(certificate)).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        return ("-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n", key.pemRepresentation + "\n")
+        return try Self.der(certificate)
     }
 
     static func der(_ certificate: Certificate) throws -> [UInt8] {

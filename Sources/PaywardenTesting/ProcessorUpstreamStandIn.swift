@@ -60,6 +60,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
         /// False under load: requests are answered and counted, not kept.
         var keepsRequests = true
         var answered = 0
+        /// What each request's connection presented as client certificate, when it did.
+        var clientCertificates: [[UInt8]] = []
     }
 
     private let identity: LoopbackServerIdentity?
@@ -87,7 +89,11 @@ public final class ProcessorUpstreamStandIn: Sendable {
         } else {
             standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil, identity: nil)
         }
-        let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, _ in
+        let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, context in
+            let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
+            if let peer = (try? tls?.peerCertificate?.toDERBytes()) ?? nil {
+                standIn.state.withLock { $0.clientCertificates.append(peer) }
+            }
             if head.uri.hasPrefix(ReceivedRadialRequest.pathPrefix) {
                 return standIn.respondRadial(path: head.uri, body: body, apiKey: head.headers["apiKey"].first)
             }
@@ -127,6 +133,17 @@ public final class ProcessorUpstreamStandIn: Sendable {
         try OwnerOnlyFile.write(keyPEM, to: key)
         return (certificate, key)
     }
+
+    /// A client certificate (DER) from the stand-in's CA for the key of `csrPEM`, as a processor
+    /// issues one for the CSR of `paywarden keys create --purpose upstream`.
+    public func issueClientCertificate(csrPEM: String) throws -> [UInt8] {
+        guard let identity else { throw CocoaError(.featureUnsupported) }
+        let request = try CertificateSigningRequest(pemEncoded: csrPEM)
+        return try identity.clientCertificate(for: request.publicKey, commonName: "Paywarden relay")
+    }
+
+    /// The client certificates (DER) the stand-in's connections presented, oldest first.
+    public var clientCertificates: [[UInt8]] { state.withLock { $0.clientCertificates } }
 
     // MARK: Controls
 

@@ -21,7 +21,23 @@ public func withServer<R: Sendable>(
     prepare: @Sendable (MerchantKeyStore) async throws -> Void = { _ in },
     _ body: (TestServer) async throws -> R
 ) async throws -> R {
-    let server = try await TestServer.start(adjust, prepare: prepare)
+    try await withServer(
+        adjust,
+        configuringWithKeys: { store in
+            try await prepare(store)
+            return { _ in }
+        }, body)
+}
+
+/// ``withServer(_:prepare:_:)`` whose configuration also depends on the keys an admin made:
+/// `configuringWithKeys` makes them and returns the adjustment that names them (a key id in a
+/// setting), applied before the server starts.
+public func withServer<R: Sendable>(
+    _ adjust: @Sendable (inout ServerConfiguration) throws -> Void = { _ in },
+    configuringWithKeys: @Sendable (MerchantKeyStore) async throws -> @Sendable (inout ServerConfiguration) throws -> Void,
+    _ body: (TestServer) async throws -> R
+) async throws -> R {
+    let server = try await TestServer.start(adjust, prepare: configuringWithKeys)
     do {
         let result = try await body(server)
         await server.stop()
@@ -77,7 +93,7 @@ public final class TestServer: Sendable {
     /// token's objects are not written while the service reads them.
     static func start(
         _ adjust: @Sendable (inout ServerConfiguration) throws -> Void,
-        prepare: @Sendable (MerchantKeyStore) async throws -> Void = { _ in }
+        prepare: @Sendable (MerchantKeyStore) async throws -> @Sendable (inout ServerConfiguration) throws -> Void
     ) async throws -> TestServer {
         let token = try await TestToken.make(labelPrefix: "server")
         do {
@@ -90,7 +106,7 @@ public final class TestServer: Sendable {
 
     private init(
         token: TestToken, _ adjust: @Sendable (inout ServerConfiguration) throws -> Void,
-        prepare: @Sendable (MerchantKeyStore) async throws -> Void
+        prepare: @Sendable (MerchantKeyStore) async throws -> @Sendable (inout ServerConfiguration) throws -> Void
     ) async throws {
         self.token = token
         forge = TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
@@ -132,7 +148,8 @@ public final class TestServer: Sendable {
         let admin = try await token.open()
         do {
             let connection = try DatabaseConnection.open(configuration.database, logger: Logger(label: "paywarden-test-admin"))
-            (ecMerchant, rsaMerchant) = try await connection.withServices { _ in
+            let configureWithKeys: @Sendable (inout ServerConfiguration) throws -> Void
+            (ecMerchant, rsaMerchant, configureWithKeys) = try await connection.withServices { _ in
                 _ = try await connection.prepareSchema(migratingAutomatically: true)
                 let store = MerchantKeyStore(
                     hsm: admin, records: connection.keyRecords, certificateIssuers: TestCertificateAuthority.shared.issuers)
@@ -140,10 +157,11 @@ public final class TestServer: Sendable {
                     try await Self.certified(store, "merchant.com.example.server", .ec),
                     try await Self.certified(store, "merchant.cn.example.server", .rsa)
                 )
-                try await prepare(store)
-                return merchants
+                let configure = try await prepare(store)
+                return (merchants.0, merchants.1, configure)
             }
             await admin.close()
+            try configureWithKeys(&configuration)
         } catch {
             await admin.close()
             throw error

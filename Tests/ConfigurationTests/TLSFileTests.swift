@@ -88,4 +88,34 @@ struct TLSFileTests {
         await expectRefusal(good.merging([key: files.path("text.pem")]) { $1 }, naming: [key, "PEM private key"])
         await expectRefusal(good.merging([key: files.path("folder.pem")]) { $1 }, naming: [key, "a readable file"])
     }
+
+    /// The client key setting names an HSM key by id or pkcs11: URI; its certificate is then
+    /// optional (the key's imported one). Whether the key exists is checked against the HSM at
+    /// start-up (ServerTests); here, what the setting's text means.
+    @Test func theRelayClientKeySettingNamesAnHSMKeyByIDOrURI() async throws {
+        let files = try Files()
+        let upstream = [
+            "PAYWARDEN_RELAY_CNP_UPSTREAM": "http://127.0.0.1:9999", "PAYWARDEN_RELAY_CNP_MERCHANT_IDS": "example=01234",
+        ]
+        let certificate = "PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_CERTIFICATE"
+        let key = "PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_KEY"
+        for (value, id) in [
+            ("0A1B2C3D4E5F60718293A4B5C6D7E8F9", "0a1b2c3d4e5f60718293a4b5c6d7e8f9"), ("pkcs11:id=%0a%1B%2c", "0a1b2c"),
+            ("pkcs11:token=paywarden;id=%01%02;type=private", "0102"), ("pkcs11:id=abcd", "abcd"),
+        ] {
+            let relay = try await configuration(upstream.merging([key: value]) { $1 }).relay
+            #expect(relay.cnp?.clientKeyInHSM?.hex == id, "\(value)")
+            #expect(relay.cnp?.clientKey == nil && relay.cnp?.clientCertificateChain.isEmpty == true)
+        }
+        // With a certificate file, its chain is loaded; the HSM checks the key matches at start-up.
+        let withCertificate = try await configuration(upstream.merging([key: "pkcs11:id=%01", certificate: files.path("a.pem")]) { $1 })
+        #expect(withCertificate.relay.cnp?.clientCertificateChain.count == 1)
+
+        await expectRefusal(upstream.merging([key: "pkcs11:object=relay"]) { $1 }, naming: [key, "pkcs11: URI with the key's id"])
+        await expectRefusal(upstream.merging([key: "pkcs11:id=%01?pin-value=1234"]) { $1 }, naming: [key, "PAYWARDEN_PIN_FILE"])
+        await expectRefusal(upstream.merging([certificate: files.path("a.pem")]) { $1 }, naming: [certificate, key])
+        await expectRefusal(upstream.merging([key: files.path("a-key.pem")]) { $1 }, naming: [key, certificate])
+        await expectRefusal(["PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_KEY": "pkcs11:id=%01"], naming: [key, "PAYWARDEN_RELAY_CNP_UPSTREAM"])
+        await expectRefusal(upstream.merging([key: files.path("missing.pem")]) { $1 }, naming: [key, "a readable file"])
+    }
 }

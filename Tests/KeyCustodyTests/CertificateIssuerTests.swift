@@ -160,7 +160,9 @@ struct CertificateIssuerTests {
 
     /// Another CA, even one with the same name, and a hash that is not that of the key's merchant
     /// (or none at all) are refused in the test process too, with the key left pending.
-    @Test(arguments: KeyPurpose.allCases)
+    // Apple's purposes: an upstream key's certificate is the processor's, not checked against
+    // issuers (LifecycleTests.upstreamKeysAreRSAAndTakeTheProcessorsCertificate).
+    @Test(arguments: [KeyPurpose.processing, .identity])
     func foreignCAAndWrongOrMissingHashAreRefused(purpose: KeyPurpose) async throws {
         let ca = try TestCertificateAuthority()
         let impostor = try TestCertificateAuthority()  // same subject, another key
@@ -191,7 +193,7 @@ struct CertificateIssuerTests {
     /// Without configuration the test CA is not Apple: its Payment Processing certificates are
     /// refused naming WWDR CA - G2, its Merchant Identity certificates naming WWDR CA - G3 (no real
     /// identity certificate is public, so the identity path is tested with the test CA).
-    @Test(arguments: KeyPurpose.allCases)
+    @Test(arguments: [KeyPurpose.processing, .identity])
     func pinnedIssuersRefuseTheTestCA(purpose: KeyPurpose) async throws {
         let hsm = try await TestToken.make().open()
         let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm))

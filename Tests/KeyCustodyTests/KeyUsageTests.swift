@@ -6,7 +6,7 @@ import PaywardenTesting
 import Testing
 
 /// What each key `paywarden keys create` makes may do in the HSM: a processing key signs its own
-/// CSR and nothing after, an identity key keeps signing (TLS client authentication).
+/// CSR and nothing after, an identity or upstream key keeps signing (TLS client authentication).
 @Suite(.serialized, .releasesTestResources)
 struct KeyUsageTests {
     /// Creates a key through the CLI and returns its id.
@@ -56,14 +56,22 @@ struct KeyUsageTests {
         await hsm.close()
     }
 
-    @Test func anIdentityKeyStillSigns() async throws {
+    /// Identity keys sign TLS handshakes to Apple, upstream keys to a processor: both keep
+    /// CKA_SIGN, and neither decrypts nor leaves the HSM.
+    @Test(arguments: ["identity", "upstream"])
+    func aTLSClientKeyStillSigns(purpose: String) async throws {
         let env = try await AdminTestEnvironment.make()
-        let id = try create(env, purpose: "identity", type: "rsa")
+        let id = try create(env, purpose: purpose, type: "rsa")
         let hsm = try await env.token.open()
         let (attribute, error) = try await signing(hsm, id, rsa: true)
         #expect(attribute == [1])
         #expect(error == nil, "\(String(describing: error))")
         #expect(try await hsm.signRSAPKCS1SHA256(id, message: Array("client hello".utf8)).count == 256)
+        let flags = try await hsm.withSession { session throws(PKCS11Error) -> [AttributeType: [UInt8]] in
+            let handle = try session.tokenObjects(.privateKey, id: id)[0]
+            return try session.attributes(of: handle, [.sensitive, .extractable, .decrypt])
+        }
+        #expect(flags[.sensitive] == [1] && flags[.extractable] == [0] && flags[.decrypt] == [0], "\(flags)")
         await hsm.close()
     }
 }

@@ -163,6 +163,57 @@ struct LifecycleTests {
         #expect(key.type == "rsa")
         #expect(key.state == "active")
     }
+
+    /// A processor upstream's TLS client key: made in the HSM with a CSR, certified by the
+    /// processor's CA (not Apple's, and not pinned), the certificate imported for it.
+    @Test func upstreamKeysAreRSAAndTakeTheProcessorsCertificate() async throws {
+        let env = try await AdminTestEnvironment.make()
+        let refused = try env.paywarden("keys", "create", "--merchant-id", "relay.cnp", "--purpose", "upstream", "--type", "ec")
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("RSA-2048 for upstream keys"), "\(refused.stderr)")
+        let created = try env.paywarden("keys", "create", "--merchant-id", "relay.cnp", "--purpose", "upstream", "--csr-out", "-")
+        #expect(created.status == 0, "\(created.stderr)")
+        let verify = try run("/usr/bin/openssl", ["req", "-noout", "-verify"], input: Data(created.stdout.utf8))
+        #expect(verify.status == 0)
+        #expect(try env.listedKeys().map(\.purpose) == ["upstream"])
+
+        // A PEM client key of today's deployments (RSA), to move into the HSM below.
+        let pem = (key: env.home + "/pem-client.key", csr: env.home + "/pem-client.csr")
+        let request = try run(
+            "/usr/bin/openssl",
+            ["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", pem.key, "-subj", "/CN=relay", "-out", pem.csr])
+        #expect(request.status == 0, "\(request.output)")
+
+        let processor = try await ProcessorUpstreamStandIn.start(tls: true)
+        let certificate = try processor.issueClientCertificate(csrPEM: created.stdout)
+        let strangers = try processor.writeClientIdentity(to: env.home)
+        let pemCertificate = try env.write(
+            try processor.issueClientCertificate(csrPEM: try String(contentsOfFile: pem.csr, encoding: .utf8)), named: "pem-client.cer")
+        try await processor.stop()
+
+        // A processor's client certificate for no key here: refused, nothing changes.
+        let unmatched = try env.paywarden("keys", "import-certificate", strangers.certificate)
+        #expect(unmatched.status != 0)
+        #expect(unmatched.stderr.contains("no key in the HSM matches"), "\(unmatched.stderr)")
+
+        let imported = try env.paywarden("keys", "import-certificate", "-", "--json", input: Data(certificate.pem("CERTIFICATE").utf8))
+        #expect(imported.status == 0, "\(imported.stderr)")
+        // Not checked against Apple's issuers, so no warning about replacing them either.
+        #expect(!imported.stderr.contains("warning"), "\(imported.stderr)")
+        let key = try AdminTestEnvironment.key(in: imported)
+        #expect(key.purpose == "upstream")
+        #expect(key.type == "rsa")
+        #expect(key.state == "active")
+        #expect(key.merchantId == "relay.cnp")
+
+        // The PEM key moves into the HSM with its certificate, active at once.
+        let moved = try env.paywarden(
+            "keys", "import", "--key", pem.key, "--certificate", pemCertificate, "--purpose", "upstream", "--merchant-id", "relay.radial",
+            "--json")
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let movedKey = try AdminTestEnvironment.key(in: moved)
+        #expect(movedKey.purpose == "upstream" && movedKey.state == "active" && movedKey.type == "rsa")
+    }
 }
 
 /// Runs a tool; stdout and stderr together, as a person at a terminal sees them.

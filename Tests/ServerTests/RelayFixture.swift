@@ -1,5 +1,7 @@
 import Foundation
+import KeyCustody
 import NIOSSL
+import PKCS11
 import PaywardenServer
 import PaywardenTesting
 import Testing
@@ -14,8 +16,14 @@ struct RelayFixture: Sendable {
 
     /// An upstream that requires a client certificate, and whether Paywarden is given one.
     enum ClientCertificate {
+        /// A PEM key and certificate from the upstream's CA.
         case presented
         case withheld
+        /// A key in the HSM (purpose upstream) with the certificate the upstream's CA issued for
+        /// its CSR, imported with it; the settings name the key by id.
+        case inHSM
+        /// The same, but the certificate comes from a CA the upstream does not trust.
+        case inHSMFromAnotherCA
     }
 
     /// Runs `body` against a server whose relay `configure` sets up, given the stand-in's base
@@ -33,6 +41,12 @@ struct RelayFixture: Sendable {
         TestResources.track(directory: directory)
         let caPath = tls || clientCertificate != nil ? try upstream.writeServerCA(to: directory) : nil
         let identity = clientCertificate == .presented ? try upstream.writeClientIdentity(to: directory) : nil
+        let hsmKeyIssuer: ProcessorUpstreamStandIn? =
+            switch clientCertificate {
+            case .inHSM?: upstream
+            case .inHSMFromAnotherCA?: try await ProcessorUpstreamStandIn.start(tls: true)
+            default: nil
+            }
         do {
             try await withServer { configuration in
                 var base = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: timeout)
@@ -45,6 +59,14 @@ struct RelayFixture: Sendable {
                 // The default audit log is under the shared home: each relay server keeps its own.
                 configuration.auditLogPath = directory + "/audit/audit.jsonl"
                 try adjust(&configuration)
+            } configuringWithKeys: { store in
+                guard let hsmKeyIssuer else { return { _ in } }
+                let keyID = try await upstreamKey(in: store, certifiedBy: hsmKeyIssuer)
+                return { configuration in
+                    configuration.relay.cnp?.clientKeyInHSM = keyID
+                    configuration.relay.mercuryPay?.clientKeyInHSM = keyID
+                    configuration.relay.radial?.clientKeyInHSM = keyID
+                }
             } _: { server in
                 try await body(RelayFixture(server: server, upstream: upstream))
                 for received in upstream.received { #expect(received.problems.isEmpty, "\(received.problems)") }
@@ -52,10 +74,22 @@ struct RelayFixture: Sendable {
                 for received in upstream.receivedRadial { #expect(received.problems.isEmpty, "\(received.problems)") }
             }
         } catch {
+            if let hsmKeyIssuer, hsmKeyIssuer !== upstream { try? await hsmKeyIssuer.stop() }
             try? await upstream.stop()
             throw error
         }
+        if let hsmKeyIssuer, hsmKeyIssuer !== upstream { try await hsmKeyIssuer.stop() }
         try await upstream.stop()
+    }
+
+    /// What an admin does for an upstream that requires mutual TLS: `keys create --purpose
+    /// upstream`, the processor (`issuer`) certifies the CSR, `keys import-certificate`.
+    static func upstreamKey(in store: MerchantKeyStore, certifiedBy issuer: ProcessorUpstreamStandIn) async throws -> KeyIdentifier {
+        let (key, csr) = try await store.create(merchantID: "relay.upstream", purpose: .upstream, algorithm: .rsa)
+        let certificate = try MerchantCertificate(bytes: try issuer.issueClientCertificate(csrPEM: csr))
+        let (active, outcome) = try await store.importCertificate(certificate)
+        #expect(outcome == .activated && active.state == .active && active.purpose == .upstream)
+        return key.id
     }
 }
 

@@ -5,17 +5,22 @@ import KeyCustody
 struct KeysCreate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create",
-        abstract: "Generate a merchant key in the HSM and write its CSR, signed by the HSM.",
-        discussion: "The key stays pending until Apple's certificate is imported with `paywarden keys import-certificate`."
+        abstract: "Generate a merchant or upstream key in the HSM and write its CSR, signed by the HSM.",
+        discussion: """
+            The key stays pending until its certificate (Apple's, or for --purpose upstream the processor's) is imported with \
+            `paywarden keys import-certificate`.
+            """
     )
 
-    @Option(name: .customLong("merchant-id"), help: "The Apple merchant identifier, e.g. merchant.com.example.")
+    @Option(
+        name: .customLong("merchant-id"),
+        help: "The Apple merchant identifier, e.g. merchant.com.example (for an upstream key: a name for it, the CSR's subject UID).")
     var merchantID: String
 
     @Option(help: "ec (P-256, default for processing) or rsa (RSA-2048: China processing keys, identity keys).")
     var type: KeyAlgorithmChoice?
 
-    @Option(help: "processing (default) or identity.")
+    @Option(help: "processing (default), identity (TLS to Apple) or upstream (TLS client key for a processor upstream).")
     var purpose: KeyPurpose = .processing
 
     @Option(
@@ -33,7 +38,10 @@ struct KeysCreate: AsyncParsableCommand {
             let path = try CSRFile.write(csr, to: csrOut, home: action.home, merchantID: merchantID, key: key)
             report(
                 key, csrPath: path, now: store.now, json: output.json,
-                next: "upload the CSR to Apple, then run `paywarden keys import-certificate` with the certificate Apple returns")
+                next: purpose == .upstream
+                    ? "send the CSR to the processor, then run `paywarden keys import-certificate` with the certificate it returns, and "
+                        + "name key \(key.id) in the upstream's PAYWARDEN_RELAY_*_UPSTREAM_CLIENT_KEY"
+                    : "upload the CSR to Apple, then run `paywarden keys import-certificate` with the certificate Apple returns")
             return path.map { "csr=\($0)" }
         }
     }

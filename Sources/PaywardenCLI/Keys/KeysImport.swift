@@ -30,7 +30,7 @@ struct KeysImport: AsyncParsableCommand {
     @Option(name: .customLong("merchant-id"), help: "The merchant identifier, when there is no certificate.")
     var merchantID: String?
 
-    @Option(help: "processing (default) or identity.")
+    @Option(help: "processing (default), identity or upstream (a processor upstream's TLS client key, moved from a PEM file).")
     var purpose: KeyPurpose = .processing
 
     @Flag(name: .customLong("allow-expired-certificate"), help: "Accept an expired certificate (to decrypt old tokens, e.g. for disputes).")

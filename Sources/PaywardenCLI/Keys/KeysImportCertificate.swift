@@ -5,8 +5,12 @@ import KeyCustody
 struct KeysImportCertificate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import-certificate",
-        abstract: "Import the certificate Apple issued (DER .cer or PEM) and activate its key.",
-        discussion: "The certificate is stored in the HSM beside the key it was issued for."
+        abstract: "Import the certificate Apple (or, for an upstream key, the processor) issued (DER .cer or PEM) and activate its key.",
+        discussion: """
+            The certificate is stored beside the key it was issued for. Apple's certificates must come from Apple's WWDR CAs; \
+            an upstream key's certificate comes from the processor's CA, which is not pinned: it must be a TLS client \
+            certificate for the key and valid now.
+            """
     )
 
     @Argument(help: "The certificate file, or - for standard input.")
@@ -22,7 +26,8 @@ struct KeysImportCertificate: AsyncParsableCommand {
             action.merchantID = certificate.merchantID
             let (key, outcome) = try await store.importCertificate(certificate)
             action.concerns(key)
-            if outcome == .activated { CertificateIssuerWarning.report(store) }
+            // Upstream certificates are not checked against Apple's issuers, pinned or not.
+            if outcome == .activated, key.purpose != .upstream { CertificateIssuerWarning.report(store) }
             if outcome == .alreadyImported, !output.json {
                 FileHandle.standardError.write(
                     Data("paywarden: this certificate was already imported for key \(key.id); nothing changed\n".utf8))

@@ -106,11 +106,21 @@ public struct PaywardenServer: Sendable {
             audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger)
         let merchantTokenEvents = MerchantTokenEventService(
             merchantTokens: merchantTokens, database: databaseHealth, pollInterval: configuration.merchantTokens.pollInterval)
-        let relay = RelayService(configuration: configuration.relay, metrics: metrics, logger: logger)
+        let relay = RelayService(configuration: configuration.relay, hsm: hsm, keys: keys, metrics: metrics, logger: logger)
         for upstream in configuration.relay.all {
             logger.info(
                 "processor upstream configured",
                 metadata: ["format": "\(upstream.format.rawValue)", "url": "\(upstream.baseURL.absoluteString)"])
+            if upstream.clientKey != nil {
+                // Still accepted, so existing deployments start; the warning says what to do instead.
+                logger.warning(
+                    """
+                    the \(upstream.format.rawValue) upstream's TLS client key is a PEM file \
+                    (\(RelayConfiguration.clientSettings(upstream.format).key.environmentName)): a key on disk can be copied by whoever \
+                    reads the file; move it into the HSM (`paywarden keys create --purpose upstream`, or `paywarden keys import \
+                    --purpose upstream`) and name its key id there
+                    """)
+            }
         }
         return PaywardenServer(
             configuration: configuration, hsm: hsm, metrics: metrics, database: database, decryption: decryption,
@@ -133,6 +143,8 @@ public struct PaywardenServer: Sendable {
         databaseHealth.started()
         // The key map needs the key records, which the database holds once migrated.
         await maintenance.databaseIsPrepared()
+        // So do the upstream client keys' certificates; a key that is not usable stops the start.
+        try await relay.prepareClientKeys()
         await prepareVaultKeys()
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import NIOSSL
+import PKCS11
 import PaywardenConfiguration
 import PaywardenPrimitives
 import ProcessorMessages
@@ -21,7 +22,11 @@ public struct UpstreamConfiguration: Sendable {
     public var credentials: Credentials?
     /// The client certificate (leaf first) and key presented to an upstream that requires mutual TLS.
     public var clientCertificateChain: [NIOSSLCertificate] = []
+    /// The key from a PEM file: weaker than one in the HSM, so the start warns about it.
     public var clientKey: NIOSSLPrivateKey?
+    /// The key in the HSM (purpose upstream) that signs the handshake instead; without a
+    /// configured chain, the certificate stored with the key is presented.
+    public var clientKeyInHSM: KeyIdentifier?
     public var timeout: Duration
     /// The most of a reply that is read; a longer one is an upstream failure.
     public var maximumResponseBytes = 1 << 20
@@ -143,7 +148,32 @@ public struct RelayConfiguration: Sendable {
             upstream.clientCertificateChain = identity.chain
             upstream.clientKey = identity.key
         }
+        if let keyID = settings.clientKeyID {
+            // The key's existence, purpose and match with the certificate are checked against the
+            // HSM at start-up (``UpstreamClientKeys``).
+            upstream.clientKeyInHSM = KeyIdentifier(hex: keyID)
+            if let certificate = settings.clientCertificate {
+                do {
+                    upstream.clientCertificateChain = try NIOSSLCertificate.fromPEMFile(certificate)
+                } catch {
+                    throw ConfigurationError("\(client.certificate.environmentName): \(certificate) holds no PEM certificate")
+                }
+                if upstream.clientCertificateChain.isEmpty {
+                    throw ConfigurationError("\(client.certificate.environmentName): \(certificate) holds no PEM certificate")
+                }
+            }
+        }
         return upstream
+    }
+
+    /// The settings that name `format`'s client certificate and key, for the messages that refuse them.
+    static func clientSettings(_ format: UpstreamFormat) -> (certificate: Setting, key: Setting) {
+        typealias C = SettingCatalog
+        switch format {
+        case .cnpAPI: return (C.relayCnpUpstreamClientCertificate, C.relayCnpUpstreamClientKey)
+        case .mercuryPay: return (C.relayMercuryPayUpstreamClientCertificate, C.relayMercuryPayUpstreamClientKey)
+        case .radial: return (C.relayRadialUpstreamClientCertificate, C.relayRadialUpstreamClientKey)
+        }
     }
 
     /// The file's text without its trailing line breaks; an empty one is refused.

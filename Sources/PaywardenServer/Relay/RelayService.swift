@@ -1,4 +1,6 @@
+import KeyCustody
 import Logging
+import PKCS11
 import ServiceLifecycle
 
 /// The relay's upstream clients: made at start-up, one per configured format, and shut down with
@@ -7,8 +9,15 @@ final class RelayService: Service, Sendable {
     let cnp: UpstreamClient?
     let mercuryPay: UpstreamClient?
     let radial: UpstreamClient?
+    /// Where the client keys named by id are, and their certificates (``prepareClientKeys()``).
+    let hsm: HSM
+    let keys: MerchantKeyStore
+    let logger: Logger
 
-    init(configuration: RelayConfiguration, metrics: ServerMetrics, logger: Logger) {
+    init(configuration: RelayConfiguration, hsm: HSM, keys: MerchantKeyStore, metrics: ServerMetrics, logger: Logger) {
+        self.hsm = hsm
+        self.keys = keys
+        self.logger = logger
         let make = { (upstream: UpstreamConfiguration?) in
             upstream.map { UpstreamClient(configuration: $0, metrics: metrics, logger: logger) }
         }

@@ -6,7 +6,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import OutboundTLS
 import ProcessorMessages
+import Synchronization
 
 /// One format's upstream over HTTPS (TLS 1.2 or later, the system's roots plus the configured
 /// ones, the configured client certificate when the upstream requires one): a request is POSTed
@@ -15,9 +17,12 @@ import ProcessorMessages
 /// are not inflated, at most ``UpstreamConfiguration/maximumResponseBytes`` are read, and the
 /// whole exchange has the configured timeout. Every call is measured by format and outcome (`ok`,
 /// `http_<status>`, `unreachable`, `timeout`, `too_large`); logs name the outcome, never a body.
+///
+/// A client key in the HSM signs the handshake there (``HSMTLSSigningKey``); that client is made
+/// by ``useHSMKey(_:chain:)`` once the key is checked at start-up, before the API listens.
 final class UpstreamClient: Sendable {
     let configuration: UpstreamConfiguration
-    private let client: HTTPClient
+    private let client: Mutex<HTTPClient?>
     private let metrics: ServerMetrics
     private let logger: Logger
 
@@ -25,14 +30,38 @@ final class UpstreamClient: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.minimumTLSVersion = .tlsv12
-        tls.renegotiationSupport = .none
-        if !configuration.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.extraTrustRoots)] }
+        var tls = Self.baseTLS(configuration)
         if let key = configuration.clientKey, !configuration.clientCertificateChain.isEmpty {
             tls.certificateChain = configuration.clientCertificateChain.map { .certificate($0) }
             tls.privateKey = .privateKey(key)
         }
+        client = Mutex(configuration.clientKeyInHSM == nil ? Self.makeClient(tls: tls, configuration: configuration, logger: logger) : nil)
+    }
+
+    /// Presents `chain` (leaf first) with `signingKey`, the HSM key whose public key the leaf holds.
+    func useHSMKey(_ signingKey: HSMTLSSigningKey, chain: [NIOSSLCertificate]) {
+        var tls = Self.baseTLS(configuration)
+        // TLS 1.3 client authentication with an RSA key is RSA-PSS or nothing.
+        tls.maximumTLSVersion = signingKey.supportsTLS13 ? .tlsv13 : .tlsv12
+        tls.certificateChain = chain.map { .certificate($0) }
+        tls.privateKey = .privateKey(NIOSSLPrivateKey(customPrivateKey: signingKey))
+        let made = Self.makeClient(tls: tls, configuration: configuration, logger: logger)
+        let replaced = client.withLock { current in
+            defer { current = made }
+            return current
+        }
+        if let replaced { Task { try? await replaced.shutdown() } }
+    }
+
+    private static func baseTLS(_ configuration: UpstreamConfiguration) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        tls.renegotiationSupport = .none
+        if !configuration.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.extraTrustRoots)] }
+        return tls
+    }
+
+    private static func makeClient(tls: TLSConfiguration, configuration: UpstreamConfiguration, logger: Logger) -> HTTPClient {
         let timeout = TimeAmount(configuration.timeout)
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
@@ -42,7 +71,7 @@ final class UpstreamClient: Sendable {
         // Idle connections go before an upstream's own idle timeout (often 30–60 s) can close one
         // under a request that is being written, which would leave that request's fate unknown.
         http.connectionPool = .init(idleTimeout: .seconds(15))
-        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
     }
 
     /// Why there is no usable reply. `mayHaveArrived` is false only when the request certainly
@@ -128,6 +157,8 @@ final class UpstreamClient: Sendable {
         request.headers.add(contentsOf: headers)
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.body = .bytes(ByteBuffer(bytes: body))
+        // Only before the start-up check of an HSM key, which happens before the API listens.
+        guard let client = client.withLock({ $0 }) else { return .failure(Failure(outcome: "unreachable", mayHaveArrived: false)) }
         do {
             let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
             let status = Int(response.status.code)
@@ -161,6 +192,10 @@ final class UpstreamClient: Sendable {
     }
 
     func shutdown() async {
-        try? await client.shutdown()
+        let current = client.withLock { current in
+            defer { current = nil }
+            return current
+        }
+        try? await current?.shutdown()
     }
 }

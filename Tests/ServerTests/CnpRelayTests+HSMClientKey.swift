@@ -1,0 +1,92 @@
+import Foundation
+import KeyCustody
+import NIOSSL
+import PKCS11
+import PaywardenServer
+import PaywardenTesting
+import Testing
+import X509
+
+/// The upstream's mutual TLS with the client key in the HSM (purpose upstream): the handshake is
+/// signed there, the certificate is the one the processor issued and `keys import-certificate`
+/// stored, and a key the start cannot use refuses the start naming the setting.
+extension CnpRelayTests {
+    @Test func anHSMClientKeySignsTheHandshakeToAnUpstreamThatRequiresOne() async throws {
+        try await withFixture(clientCertificate: .inHSM) { fixture in
+            let id = try await register(fixture.server, pan: "4457119922397003")
+            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            #expect(reply.status == 200 && element("response", in: reply.text) == "000", "\(reply.text)")
+            #expect(fixture.upstream.received.count == 1)
+            // The upstream saw the certificate its CA issued for the HSM key's CSR: an RSA key
+            // (the PEM identity of the other tests is P-256), for the relay's subject.
+            let presented = try #require(fixture.upstream.clientCertificates.last)
+            let certificate = try Certificate(derEncoded: presented)
+            let rsaEncryption: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
+            let spki = try NIOSSLCertificate(bytes: presented, format: .der).extractPublicKey().toSPKIBytes()
+            #expect(spki.indices.contains { Array(spki[$0...].prefix(rsaEncryption.count)) == rsaEncryption })
+            #expect("\(certificate.subject)".contains("Paywarden relay"))
+            #expect(fixture.server.logs.text.contains("processor upstream client key is in the HSM"))
+            #expect(!fixture.server.logs.text.contains("TLS client key is a PEM file"))
+        }
+    }
+
+    @Test func aPEMClientKeyStillWorksAndTheStartWarnsAboutIt() async throws {
+        try await withFixture(clientCertificate: .presented) { fixture in
+            #expect(fixture.server.logs.text.contains("TLS client key is a PEM file"))
+            #expect(fixture.server.logs.text.contains("PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_KEY"))
+        }
+    }
+
+    @Test func anHSMKeyWhoseCertificateTheUpstreamDoesNotTrustGetsTheTypedUpstreamFailure() async throws {
+        try await withFixture(clientCertificate: .inHSMFromAnotherCA) { fixture in
+            let id = try await register(fixture.server, pan: "4457119922397003")
+            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            #expect([502, 503].contains(reply.status) && reply.text.contains(#"response="2""#), "\(reply.text)")
+            #expect(fixture.upstream.received.isEmpty)
+        }
+    }
+
+    /// A key id that is not in the HSM, an Apple Pay key, and a certificate file of another key:
+    /// each refuses the start, naming the setting.
+    @Test func anUnusableHSMClientKeyRefusesTheStart() async throws {
+        let upstream = try await ProcessorUpstreamStandIn.start(tls: true, requireClientCertificate: true)
+        defer { Task { try? await upstream.stop() } }
+        let directory = NSTemporaryDirectory() + "paywarden-upkey-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        TestResources.track(directory: directory)
+        let otherCertificate = try upstream.writeClientIdentity(to: directory).certificate
+        let base = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: .seconds(2))
+        let setting = "PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_KEY"
+
+        func expectRefusal(
+            _ naming: [String], sourceLocation: SourceLocation = #_sourceLocation,
+            _ keyFor: @escaping @Sendable (MerchantKeyStore) async throws -> (KeyIdentifier, [NIOSSLCertificate])
+        ) async {
+            let error = await #expect(throws: TestServerStartError.self, sourceLocation: sourceLocation) {
+                try await withServer { configuration in
+                    configuration.relay = RelayConfiguration(cnp: base, cnpMerchantIDs: ["example": ["01234"]])
+                } configuringWithKeys: { store in
+                    let (keyID, chain) = try await keyFor(store)
+                    return { configuration in
+                        configuration.relay.cnp?.clientKeyInHSM = keyID
+                        configuration.relay.cnp?.clientCertificateChain = chain
+                    }
+                } _: { _ in
+                }
+            }
+            for name in naming { #expect(error?.reason.contains(name) == true, "\(error?.reason ?? "")", sourceLocation: sourceLocation) }
+        }
+
+        await expectRefusal([setting, "not a Paywarden key in the HSM"]) { _ in (KeyIdentifier.random(), []) }
+        await expectRefusal([setting, "a processing key"]) { store in
+            (try #require(try await store.list().first { $0.purpose == .processing }).id, [])
+        }
+        await expectRefusal([setting, "has no certificate"]) { store in
+            (try await store.create(merchantID: "relay.upstream", purpose: .upstream, algorithm: .rsa).key.id, [])
+        }
+        await expectRefusal(["PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_CERTIFICATE", "another key's"]) { store in
+            let keyID = try await RelayFixture.upstreamKey(in: store, certifiedBy: upstream)
+            return (keyID, try NIOSSLCertificate.fromPEMFile(otherCertificate))
+        }
+    }
+}
