@@ -37,7 +37,11 @@ struct NotificationSourceTests {
         #expect(sources.admits(peer: proxy, forwardedFor: ["17.58.0.9"]))
         #expect(sources.admits(peer: proxy, forwardedFor: ["192.0.2.9, 17.58.0.9, 10.9.9.9"]), "proxies on the right are skipped")
         #expect(!sources.admits(peer: proxy, forwardedFor: ["17.58.0.9, 192.0.2.9"]), "the right-most stranger is the client")
-        #expect(!sources.admits(peer: proxy, forwardedFor: ["17.58.0.9:5000"]), "an entry with a port is not an address")
+        // Some proxies write the client's port too: the address is read without it.
+        #expect(sources.admits(peer: proxy, forwardedFor: ["17.58.0.9:5000"]), "an entry with a port is its address")
+        #expect(!sources.admits(peer: proxy, forwardedFor: ["192.0.2.9:5000"]))
+        #expect(!sources.admits(peer: proxy, forwardedFor: ["[2001:db8::1]:443"]))
+        #expect(!sources.admits(peer: proxy, forwardedFor: ["17.58.0.9:5000:1"]), "not an address with a port")
         #expect(!sources.admits(peer: proxy, forwardedFor: ["10.2.2.2"]), "only proxies: the client is unknown")
         #expect(sources.admits(peer: proxy, forwardedFor: ["::ffff:17.58.0.9"]))
         #expect(!sources.admits(peer: proxy, forwardedFor: []), "a proxy itself is not Apple")
