@@ -50,14 +50,7 @@ public enum CnpUpstreamRewriter {
         card: ForwardedCardData,
         account: UpstreamAccount? = nil
     ) throws(ProcessorMessageError) -> ProcessorXML.Document {
-        let transaction: CnpPaymentTransaction
-        switch request.transaction {
-        case .authorization(let value), .sale(let value): transaction = value
-        case .registerToken, .other:
-            throw ProcessorMessageError(
-                .cnpAPI, .unsupportedTransaction, field: request.transaction.name,
-                "only authorization and sale are rewritten for the upstream")
-        }
+        let transaction = try paymentTransaction(of: request)
         guard transaction.needsCardData else {
             throw ProcessorMessageError(
                 .cnpAPI, .unsupportedPaymentSource, field: transaction.kind.rawValue,
@@ -89,14 +82,7 @@ public enum CnpUpstreamRewriter {
         guard card.cryptogram == nil else {
             throw ProcessorMessageError(.cnpAPI, .invalidCardData, field: "token", "a stored token's card carries no cryptogram")
         }
-        let transaction: CnpPaymentTransaction
-        switch request.transaction {
-        case .authorization(let value), .sale(let value): transaction = value
-        case .registerToken, .other:
-            throw ProcessorMessageError(
-                .cnpAPI, .unsupportedTransaction, field: request.transaction.name,
-                "only authorization and sale are rewritten for the upstream")
-        }
+        let transaction = try paymentTransaction(of: request)
         let namespace = request.dialect.namespaceURI
         var element = transaction.element
         let tokenType = element.firstChild(named: "token", namespaceURI: namespace)?.firstChild(named: "type", namespaceURI: namespace)?
@@ -230,5 +216,16 @@ public enum CnpUpstreamRewriter {
             }
         }
         element.insertChild(.element(holder), at: insertAt)
+    }
+
+    /// The authorization or sale `request` carries: the only transactions rewritten for the upstream.
+    private static func paymentTransaction(of request: CnpOnlineRequest) throws(ProcessorMessageError) -> CnpPaymentTransaction {
+        switch request.transaction {
+        case .authorization(let value), .sale(let value): return value
+        case .registerToken, .other:
+            throw ProcessorMessageError(
+                .cnpAPI, .unsupportedTransaction, field: request.transaction.name,
+                "only authorization and sale are rewritten for the upstream")
+        }
     }
 }
