@@ -33,11 +33,11 @@ struct TokenDecrypt: AsyncParsableCommand {
             let result: DecryptedPaymentToken
             do {
                 let keys = HSMPaymentKeys(hsm: hsm)
-                let store = try await AdminDatabase.with(settings) { connection in
-                    let store = MerchantKeyStore(hsm: hsm, records: connection.keyRecords)
-                    try await keys.reload(from: store)
-                    return try await store.list()
+                // One read of the keys: the map the decrypter uses, and the merchants the audit names.
+                let inventory = try await AdminDatabase.with(settings) { connection in
+                    try await MerchantKeyStore(hsm: hsm, records: connection.keyRecords).inventory()
                 }
+                keys.reload(from: inventory)
                 let decrypter = PaymentTokenDecrypter(verifier: verifier, directory: keys, operations: keys)
                 do throws(PaymentTokenError) {
                     result = try await decrypter.decrypt(json: bytes, at: at)
@@ -45,7 +45,7 @@ struct TokenDecrypt: AsyncParsableCommand {
                     try audit.refused(error.code.rawValue)
                     throw error
                 }
-                let merchant = store.first { $0.id.hex == result.keyID }?.merchantID
+                let merchant = inventory.keys.first { $0.id.hex == result.keyID }?.merchantID
                 try await audit.decrypted(result, merchantID: merchant, hsm: hsm)
                 await hsm.close()
             } catch {

@@ -25,12 +25,10 @@ final class RateLimiter: Sendable {
     /// Takes one request's token for `key`: nil when allowed, else how long until one is available.
     func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
         buckets.withLock { buckets in
-            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
-            bucket.tokens = min(burst, bucket.tokens + rate * ((now - bucket.updated) / .seconds(1)))
-            bucket.updated = now
+            var bucket = refilled(buckets[key], now: now)
             guard bucket.tokens >= 1 else {
                 buckets[key] = bucket
-                return .seconds((1 - bucket.tokens) / rate)
+                return waitForOne(bucket.tokens)
             }
             if buckets[key] == nil, buckets.count >= maximumKeys {
                 Self.dropIdle(&buckets, burst: burst, rate: rate, now: now)
@@ -47,22 +45,32 @@ final class RateLimiter: Sendable {
     func wait(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
         buckets.withLock { buckets in
             guard let bucket = buckets[key] else { return nil }
-            let tokens = min(burst, bucket.tokens + rate * ((now - bucket.updated) / .seconds(1)))
-            return tokens >= 1 ? nil : .seconds((1 - tokens) / rate)
+            let tokens = refilled(bucket, now: now).tokens
+            return tokens >= 1 ? nil : waitForOne(tokens)
         }
     }
 
     /// Takes one token for `key` whatever the bucket holds, down to one burst in debt: for a limit
     /// looked at first (``wait(_:now:)``) and charged once the request proved worth counting, where
     /// requests that passed the look together must all be paid for, and the debt delays the next.
+    /// Its keys are ones the caller knows to exist (a paypage), so they do not count against
+    /// `maximumKeys`.
     func charge(_ key: String, now: ContinuousClock.Instant = .now) {
         buckets.withLock { buckets in
-            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
-            bucket.tokens = max(-burst, min(burst, bucket.tokens + rate * ((now - bucket.updated) / .seconds(1))) - 1)
-            bucket.updated = now
+            var bucket = refilled(buckets[key], now: now)
+            bucket.tokens = max(-burst, bucket.tokens - 1)
             buckets[key] = bucket
         }
     }
+
+    /// `bucket` (a full one when the key has none) with what it gained since it was last updated.
+    private func refilled(_ bucket: Bucket?, now: ContinuousClock.Instant) -> Bucket {
+        guard let bucket else { return Bucket(tokens: burst, updated: now) }
+        return Bucket(tokens: min(burst, bucket.tokens + rate * ((now - bucket.updated) / .seconds(1))), updated: now)
+    }
+
+    /// How long until a bucket holding `tokens` (fewer than one) has one.
+    private func waitForOne(_ tokens: Double) -> Duration { .seconds((1 - tokens) / rate) }
 
     private static func dropIdle(_ buckets: inout [String: Bucket], burst: Double, rate: Double, now: ContinuousClock.Instant) {
         buckets = buckets.filter { $0.value.tokens + rate * ((now - $0.value.updated) / .seconds(1)) < burst }
