@@ -61,6 +61,16 @@ extension SQLDatabase: RegistrationStore {
         return try await registration(lookupKey: lookupKey)
     }
 
+    public func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+        let rows = try await write(
+            """
+            UPDATE registrations SET redemptions = redemptions + 1, \(Self.clearedPayload), ended_at = $2
+            WHERE lookup_key = $1 AND ciphertext IS NOT NULL AND expires_at > $2
+            RETURNING \(Self.selectRegistration)
+            """, [.blob(lookupKey), SQLValue(now)])
+        return try rows.first.map { row throws(StorageError) in try Self.registration(row) }
+    }
+
     public func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool {
         let rows = try await write(
             """

@@ -93,6 +93,20 @@ extension StorageConformance {
             let after = try await db.recordRedemption(lookupKey: record.lookupKey, now: C.t0 + 140)
             try C.require(after?.redemptions == 1, "an ended registration was redeemed")
         },
+        StorageConformance(name: "registrations: a single-use redemption counts and ends in one step, once") { db in
+            let record = C.registration(7, expires: 100)
+            try await db.insertRegistration(record)
+            let taken = try await db.takeRegistration(lookupKey: record.lookupKey, now: C.t0 + 10)
+            try C.require(
+                taken?.redemptions == 1 && taken?.sealed == nil && taken?.endedAt == C.t0 + 10, "not taken: \(String(describing: taken))")
+            try C.require(try await db.registration(lookupKey: record.lookupKey) == taken, "the stored row is not the one returned")
+            try C.require(try await db.takeRegistration(lookupKey: record.lookupKey, now: C.t0 + 11) == nil, "taken twice")
+            let expired = C.registration(8, expires: 100)
+            try await db.insertRegistration(expired)
+            try C.require(try await db.takeRegistration(lookupKey: expired.lookupKey, now: C.t0 + 100) == nil, "an expired one was taken")
+            try C.require(try await db.registration(lookupKey: expired.lookupKey) == expired, "a refused take changed the row")
+            try C.require(try await db.takeRegistration(lookupKey: [9], now: C.t0) == nil, "an unknown key was taken")
+        },
         StorageConformance(name: "registrations: a replacement takes the place of a live row or a tombstone") { db in
             let record = C.registration(4, expires: 100)
             try await db.replaceRegistration(record)

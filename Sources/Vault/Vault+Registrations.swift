@@ -47,26 +47,54 @@ extension Vault {
         guard
             let counted = try await storage({ () async throws(StorageError) in
                 try await database.recordRedemption(lookupKey: found.lookupKey, now: now)
-            }), counted.isLive(at: now), let sealed = counted.sealed
+            }), counted.isLive(at: now)
         else { throw Self.expired }
-        let key = try await key(.registrations, id: sealed.keyID)
-        let context = SealContext(kind: .registration, organization: organization, recordID: found.lookupKey, paypageID: found.paypageID)
-        let contents = try SealedCoding.decode(RegistrationContents.self, try await sealer.open(sealed, with: key, context: context))
+        let (contents, policy) = try await open(counted)
         let paymentData = Array(contents.paymentData)
-        let paypage = try await storage { () async throws(StorageError) in try await database.paypage(id: found.paypageID) }
+        let issued = try await issueToken(for: try AccountFacts(paymentData: paymentData), policy: policy)
+        return Redemption(contents, record: counted, highValueToken: issued, reference: Self.registrationReference(found.lookupKey))
+    }
+
+    /// Redeems a registration for one use and ends it in the same write: a relay's authorization,
+    /// where one cryptogram authorizes once. `accept` sees the payload before anything is written;
+    /// what it refuses (a payment the upstream cannot carry) leaves the registration live and
+    /// uncounted. Of two uses racing, one ends the registration and the other gets 878, though
+    /// both may have issued (the same) high-value token. One look-up and one write where
+    /// ``redeem(_:organization:)`` then ``endRegistration(_:organization:)`` take two of each.
+    public func redeemForOneUse<Accepted>(
+        _ presented: String, organization: String, accept: ([UInt8]) throws(VaultError) -> Accepted
+    ) async throws(VaultError) -> (redemption: Redemption, accepted: Accepted) {
+        let found = try await liveRegistration(presented, organization: organization)
+        let (contents, policy) = try await open(found)
+        let paymentData = Array(contents.paymentData)
+        let accepted = try accept(paymentData)
+        let issued = try await issueToken(for: try AccountFacts(paymentData: paymentData), policy: policy)
+        guard
+            let taken = try await storage({ () async throws(StorageError) in
+                try await database.takeRegistration(lookupKey: found.lookupKey, now: now)
+            })
+        else { throw Self.expired }
+        let redemption = Redemption(contents, record: taken, highValueToken: issued, reference: Self.registrationReference(found.lookupKey))
+        return (redemption, accepted)
+    }
+
+    /// A live registration's payload, and the policy of the paypage it was registered through.
+    private func open(_ record: RegistrationRecord) async throws(VaultError) -> (RegistrationContents, OrganizationPolicy) {
+        guard let sealed = record.sealed else { throw Self.expired }
+        let key = try await key(.registrations, id: sealed.keyID)
+        let context = SealContext(
+            kind: .registration, organization: record.organization, recordID: record.lookupKey, paypageID: record.paypageID)
+        let contents = try SealedCoding.decode(RegistrationContents.self, try await sealer.open(sealed, with: key, context: context))
+        let paypage = try await storage { () async throws(StorageError) in try await database.paypage(id: record.paypageID) }
         guard let paypage, let policy = OrganizationPolicy(paypage: paypage) else {
             throw VaultError(.merchantNotAuthorized, "the paypage this ID was registered through no longer exists")
         }
         // A row sealed before the paypage was bound (format 1) names its paypage in a column only:
         // the token is issued under that paypage's organisation, so it must be the registration's.
-        guard paypage.organization == found.organization else {
+        guard paypage.organization == record.organization else {
             throw VaultError(.recordUnreadable, "the registration names another organisation's paypage (the row was altered)")
         }
-        let issued = try await issueToken(for: try AccountFacts(paymentData: paymentData), policy: policy)
-        return Redemption(
-            paymentData: paymentData, version: contents.version, transactionId: contents.transactionId,
-            publicKeyHash: contents.publicKeyHash, signingTime: contents.signingTime, highValueToken: issued,
-            redemptions: counted.redemptions, expiresAt: counted.expiresAt, reference: Self.registrationReference(found.lookupKey))
+        return (contents, policy)
     }
 
     /// Ends a registration early: its payload is destroyed now, its tombstone kept. Returns the
@@ -119,4 +147,14 @@ extension Vault {
 
     static let notFound = VaultError(.registrationNotFound, "the registration ID is not known to this organisation")
     static let expired = VaultError(.registrationExpired, "the registration ID has expired or was ended")
+}
+
+extension Redemption {
+    /// A redemption of `record`, whose sealed payload was `contents`.
+    init(_ contents: RegistrationContents, record: RegistrationRecord, highValueToken: IssuedToken, reference: String) {
+        self.init(
+            paymentData: Array(contents.paymentData), version: contents.version, transactionId: contents.transactionId,
+            publicKeyHash: contents.publicKeyHash, signingTime: contents.signingTime, highValueToken: highValueToken,
+            redemptions: record.redemptions, expiresAt: record.expiresAt, reference: reference)
+    }
 }

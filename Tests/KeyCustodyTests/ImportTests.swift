@@ -203,6 +203,7 @@ struct ExpiryWarningTests {
         let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: ca.issuers, clock: { now })
 
         _ = try await past.create(merchantID: "merchant.stale", purpose: .processing, algorithm: .ec)
+        _ = try await past.create(merchantID: "relay.stale", purpose: .upstream, algorithm: .rsa)
         for (merchant, daysLeft) in [("merchant.d100", 100.0), ("merchant.d25", 25.0), ("merchant.d12", 12.0), ("merchant.d5", 5.0)] {
             let (_, csr) = try await store.create(merchantID: merchant, purpose: .processing, algorithm: .ec)
             let certificate = try ca.issue(
@@ -216,6 +217,8 @@ struct ExpiryWarningTests {
         #expect(warnings["merchant.d12"] == ["certificate expires within 15 days (12 left): rotate now"])
         #expect(warnings["merchant.d5"] == ["certificate expires within 7 days (5 left): rotate now"])
         #expect(warnings["merchant.stale"] == ["pending for 8 days: import Apple's certificate or destroy the key"])
+        // An upstream key waits for the processor's certificate, not Apple's.
+        #expect(warnings["relay.stale"] == ["pending for 8 days: import the processor's certificate or destroy the key"])
         await hsm.close()
     }
 }

@@ -17,16 +17,7 @@ extension CnpRelayTests {
             let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
             #expect(reply.status == 200 && element("response", in: reply.text) == "000", "\(reply.text)")
             #expect(fixture.upstream.received.count == 1)
-            // The upstream saw the certificate its CA issued for the HSM key's CSR: an RSA key
-            // (the PEM identity of the other tests is P-256), for the relay's subject.
-            let presented = try #require(fixture.upstream.clientCertificates.last)
-            let certificate = try Certificate(derEncoded: presented)
-            let rsaEncryption: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
-            let spki = try NIOSSLCertificate(bytes: presented, format: .der).extractPublicKey().toSPKIBytes()
-            #expect(spki.indices.contains { Array(spki[$0...].prefix(rsaEncryption.count)) == rsaEncryption })
-            #expect("\(certificate.subject)".contains("Paywarden relay"))
-            #expect(fixture.server.logs.text.contains("processor upstream client key is in the HSM"))
-            #expect(!fixture.server.logs.text.contains("TLS client key is a PEM file"))
+            try fixture.expectTheHSMKeysCertificateWasPresented()
         }
     }
 

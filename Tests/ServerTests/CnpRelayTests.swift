@@ -355,6 +355,39 @@ struct CnpRelayTests {
         }
     }
 
+    @Test func anUnlinkedTokenIsDeclined823AndAVaultThatCannotAnswerIsASystemErrorNothingSent() async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let mpan = "5204245250001488"
+            let merchantToken = try await server.highValueToken(payload: PaymentPayloads.merchantToken(pan: mpan))
+            // Apple's UNLINK event, as the merchant-token outbox applies it.
+            _ = try await server.server.vault.unlinkMerchantToken("DNITHE302409093402145671", organization: nil)
+            let unlinked = try await post(server, envelope(.cnp, password: server.vaultKey, tokenTransaction(merchantToken.token)))
+            #expect(unlinked.status == 200 && element("response", in: unlinked.text) == "823", "\(unlinked.text)")
+            #expect(element("message", in: unlinked.text)?.contains("token_unlinked") == true, "\(unlinked.text)")
+            #expect(upstream.received.isEmpty)
+            #expect(RelayFixture.cardDataIn(unlinked.text, accountNumber: mpan, cryptogram: Self.cryptogram).isEmpty, "\(unlinked.text)")
+            #expect(!unlinked.text.contains(merchantToken.token))
+
+            // The HSM's token is gone: the vault cannot open the card, so the request is refused, not guessed at.
+            // NSS keeps its database open, so moving its files does not take the token from a running
+            // service (the same reason OpenAPIVaultTests' outage runs on SoftHSM only).
+            guard server.token.backend == .softHSM else { return }
+            let device = try await server.highValueToken(payload: PaymentPayloads.threeDSecure(pan: "4457119922390131"))
+            let store = try #require(server.token.storeDirectory())
+            let hidden = server.token.directory + "/away-" + UUID().uuidString
+            try FileManager.default.moveItem(atPath: store, toPath: hidden)
+            #expect(try await server.waitForReadiness(503), "readiness must fall while the token is gone")
+            let down = try await post(server, envelope(.cnp, password: server.vaultKey, tokenTransaction(device.token)))
+            try FileManager.default.moveItem(atPath: hidden, toPath: store)
+            #expect(down.status == 503 && down.text.contains(#"response="2""#), "\(down.status) \(down.text)")
+            #expect(down.text.contains("hsm_unavailable") && down.text.contains("nothing was sent"), "\(down.text)")
+            #expect(upstream.received.isEmpty)
+            #expect(try await server.waitForReadiness(200), "readiness must come back with the token")
+            #expect(!down.text.contains("4457119922390131") && !down.text.contains(device.token))
+        }
+    }
+
     @Test func aRegistrationIDIsRelayedOnceSoItsCryptogramAuthorizesOnce() async throws {
         try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)

@@ -19,9 +19,9 @@ struct MercuryPayRelayTests {
 
     func withFixture(
         fields: MercuryPayForwarding.Options = .init(cryptogramField: "Cryptogram"), organizations: Set<String> = ["example", "rival"],
-        credentials: Bool = true, _ body: (RelayFixture) async throws -> Void
+        credentials: Bool = true, clientCertificate: RelayFixture.ClientCertificate? = nil, _ body: (RelayFixture) async throws -> Void
     ) async throws {
-        try await RelayFixture.with { base in
+        try await RelayFixture.with(clientCertificate: clientCertificate) { base in
             var upstream = base
             upstream.format = .mercuryPay
             if credentials { upstream.credentials = .init(user: "494901", password: "upstream-secret") }
@@ -65,6 +65,19 @@ struct MercuryPayRelayTests {
     func merchant(_ server: TestServer) -> Credential { .basic(user: "merchant-server", key: server.vaultKey) }
 
     // MARK: Tests
+
+    @Test func aRegistrationIDIsRelayedOverMutualTLSWithTheClientKeyInTheHSM() async throws {
+        try await withFixture(clientCertificate: .inHSM) { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922391014"
+            let id = try await server.registerThroughEProtect(pan: pan, cryptogram: Self.cryptogram)
+            let (status, json, reply) = try await post(server, body(recordNo: id), credential: merchant(server))
+            #expect(status == 200 && json["CmdStatus"] as? String == "Approved", "\(reply.text)")
+            #expect(upstream.receivedMercuryPay.count == 1 && upstream.receivedMercuryPay.first?.accountNumber == pan)
+            #expect(!reply.text.contains(pan) && !reply.text.contains(Self.cryptogram))
+            try fixture.expectTheHSMKeysCertificateWasPresented()
+        }
+    }
 
     @Test(arguments: [
         (MercuryPayOperation.saleByRecordNo, "RegistrationID", "/PaymentsAPI/Credit/Sale"),

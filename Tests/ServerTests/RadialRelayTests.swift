@@ -23,9 +23,9 @@ struct RadialRelayTests {
 
     func withFixture(
         upstream configured: Bool = true, trustingApple: Bool = false, vaultClock: (@Sendable () -> Date)? = nil,
-        _ body: (RelayFixture) async throws -> Void
+        clientCertificate: RelayFixture.ClientCertificate? = nil, _ body: (RelayFixture) async throws -> Void
     ) async throws {
-        try await RelayFixture.with { base in
+        try await RelayFixture.with(clientCertificate: clientCertificate) { base in
             var upstream = base
             upstream.format = .radial
             return RelayConfiguration(
@@ -239,6 +239,13 @@ struct RadialRelayTests {
             // The detokenization is audited, without the token, the number or the cryptogram.
             let audit = try String(contentsOfFile: try #require(server.server.configuration.auditLogPath), encoding: .utf8)
             #expect(audit.contains("\"action\":\"detokenize\"") && audit.contains("api-key:radial-app"), "\(audit)")
+            // The refused later use was decided on the token's record (StoredCredentialRule): audited, never detokenized.
+            #expect(audit.components(separatedBy: "\"action\":\"detokenize\"").count == 2, "\(audit)")
+            #expect(
+                audit.split(separator: "\n").contains {
+                    $0.contains(#""action":"use-stored-token""#) && $0.contains("cryptogram_required")
+                },
+                "\(audit)")
             #expect(!audit.contains(pan) && !audit.contains(token) && !audit.contains(Self.cryptogram))
             let log = server.logs.text
             #expect(!log.contains(pan) && !log.contains(token) && !log.contains(Self.cryptogram))
@@ -246,6 +253,20 @@ struct RadialRelayTests {
             // openapi.json documents what the token authorization answers.
             let documented = try OpenAPIDocument.load().documentedPairs("POST /v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml")
             for reply in [first, second] { #expect(documented.contains("\(reply.status) "), "\(reply.status)") }
+        }
+    }
+
+    @Test func theDecryptSequenceAuthorizesOverMutualTLSWithTheClientKeyInTheHSM() async throws {
+        try await withFixture(clientCertificate: .inHSM) { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let pan = "4457119922390578"
+            let token = try await decryptedToken(server, payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
+            let reply = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            #expect(reply.status == 200 && element("ResponseCode", in: reply.text) == "APPROVED", "\(reply.status) \(reply.text)")
+            let received = try #require(upstream.receivedRadial.first)
+            #expect(received.accountNumber == pan && received.cryptogram == Self.cryptogram)
+            #expect(RelayFixture.cardDataIn(reply.text, accountNumber: pan, cryptogram: Self.cryptogram).isEmpty, "\(reply.text)")
+            try fixture.expectTheHSMKeysCertificateWasPresented()
         }
     }
 

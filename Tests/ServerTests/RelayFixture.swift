@@ -5,6 +5,7 @@ import PKCS11
 import PaywardenServer
 import PaywardenTesting
 import Testing
+import X509
 
 /// A test server whose relay goes to a stand-in upstream (HTTP, or HTTPS under the stand-in's own
 /// CA), for the relay tests of every format.
@@ -80,6 +81,20 @@ struct RelayFixture: Sendable {
         }
         if let hsmKeyIssuer, hsmKeyIssuer !== upstream { try await hsmKeyIssuer.stop() }
         try await upstream.stop()
+    }
+
+    /// The upstream saw the certificate its CA issued for the HSM key's CSR (``ClientCertificate/inHSM``):
+    /// an RSA key (the PEM identity of other tests is P-256), for the relay's subject; and the start
+    /// said where the key is.
+    func expectTheHSMKeysCertificateWasPresented(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let presented = try #require(upstream.clientCertificates.last, sourceLocation: sourceLocation)
+        let certificate = try Certificate(derEncoded: presented)
+        let rsaEncryption: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
+        let spki = try NIOSSLCertificate(bytes: presented, format: .der).extractPublicKey().toSPKIBytes()
+        #expect(spki.indices.contains { Array(spki[$0...].prefix(rsaEncryption.count)) == rsaEncryption }, sourceLocation: sourceLocation)
+        #expect("\(certificate.subject)".contains("Paywarden relay"), sourceLocation: sourceLocation)
+        #expect(server.logs.text.contains("processor upstream client key is in the HSM"), sourceLocation: sourceLocation)
+        #expect(!server.logs.text.contains("TLS client key is a PEM file"), sourceLocation: sourceLocation)
     }
 
     /// What an admin does for an upstream that requires mutual TLS: `keys create --purpose

@@ -38,7 +38,8 @@ public struct MerchantKey: Sendable, Hashable {
         }
         if state == .pending, now.timeIntervalSince(record.createdAt) > 7 * 86_400 {
             let days = Int(now.timeIntervalSince(record.createdAt) / 86_400)
-            warnings.append("pending for \(days) days: import Apple's certificate or destroy the key")
+            let issuer = purpose == .upstream ? "the processor's" : "Apple's"
+            warnings.append("pending for \(days) days: import \(issuer) certificate or destroy the key")
         }
         return warnings
     }

@@ -16,7 +16,7 @@ extension APIError {
                 case .registrationNotFound, .tokenNotFound: .notFound
                 case .registrationExpired, .tokenUnlinked: .gone
                 case .merchantNotAuthorized, .reportGroupInvalid: .forbidden
-                case .invalidAccountNumber, .tokenNotRecurringEligible: .unprocessableContent
+                case .invalidAccountNumber, .tokenNotRecurringEligible, .cryptogramRequired: .unprocessableContent
                 case .invalidRequest: .badRequest
                 case .databaseUnavailable, .hsmUnavailable: .serviceUnavailable
                 case .recordUnreadable: .internalServerError

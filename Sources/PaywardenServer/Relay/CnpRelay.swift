@@ -65,12 +65,16 @@ struct CnpRelay: Sendable {
         switch transaction.paymentSource {
         case .paypage(let paypage):
             do throws(VaultFailure) {
-                let redemption = try await service.redeem(paypage.paypageRegistrationId, key: key, organization: organization)
-                issued = redemption.highValueToken
-                card = try RelayCardData.forwarded(redemption.paymentData, issued: issued, cryptogramRequiredBy: Self.format)
                 // One cryptogram, one authorization: the registration ends before anything is sent,
                 // so a resend of the same ID is 878, never a second authorization.
-                try await service.endRegistration(paypage.paypageRegistrationId, key: key, organization: organization)
+                // What cannot be relayed (an EMV payload) leaves the registration live.
+                let (redemption, _) = try await service.redeemForOneUse(
+                    paypage.paypageRegistrationId, key: key, organization: organization
+                ) { paymentData throws(VaultFailure) in
+                    _ = try RelayCardData.forwarded(paymentData, issued: nil, cryptogramRequiredBy: Self.format)
+                }
+                issued = redemption.highValueToken
+                card = try RelayCardData.forwarded(redemption.paymentData, issued: issued, cryptogramRequiredBy: Self.format)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }

@@ -65,11 +65,14 @@ struct MercuryPayRelay: Sendable {
                             "the MercuryPay upstream takes no cryptogram (relay_mercurypay_cryptogram_field is unset), and a device "
                                 + "account number is not sent without it"))
                 }
-                let redemption = try await service.redeem(request.recordNo, key: key, organization: organization)
-                card = try RelayCardData.forwarded(
-                    redemption.paymentData, issued: redemption.highValueToken, cryptogramRequiredBy: "the MercuryPay upstream")
+                // One cryptogram, one authorization: the registration ends before anything is sent.
+                let format = "the MercuryPay upstream"
+                let (redemption, _) = try await service.redeemForOneUse(request.recordNo, key: key, organization: organization) {
+                    paymentData throws(VaultFailure) in
+                    _ = try RelayCardData.forwarded(paymentData, issued: nil, cryptogramRequiredBy: format)
+                }
+                card = try RelayCardData.forwarded(redemption.paymentData, issued: redemption.highValueToken, cryptogramRequiredBy: format)
                 token = redemption.highValueToken.token
-                try await service.endRegistration(request.recordNo, key: key, organization: organization)
             case .omniToken:
                 // Detokenization, with the scope Paywarden's own detokenize route requires.
                 guard key.scopes.contains(.detokenize) else {

@@ -25,7 +25,9 @@ import Vault
 /// and the `CreditCardAuthRequest` with that token in `PaymentContext` (`isToken="true"`) is
 /// detokenized (audited; the key needs `detokenize` as on the vault's own route) and goes upstream
 /// as the wallet request does, with the held cryptogram and ECI on the first use within 24 hours.
-/// Without one, ``CryptogramlessTokenUse`` decides: an MPAN as a stored credential, a DPAN refused.
+/// Without one, ``StoredCredentialRule`` decides as for every relay, on the token's record before it
+/// is detokenized: an MPAN goes as a stored credential; a DPAN is refused (`cryptogram_required`),
+/// because Radial's request authenticates a DPAN with its cryptogram only.
 ///
 /// Refusals are Radial's `Fault` with Paywarden's stable code at the start of `Description` and
 /// the HTTP status of the same refusal on Paywarden's own API; upstream failures are
@@ -126,12 +128,11 @@ struct RadialRelay: Sendable {
         let card: ForwardedCardData
         do throws(VaultFailure) {
             // Another organisation's token, or none, is unknown here (token_not_found) before anything is taken.
-            let account = try await service.detokenize(token, key: key, organization: organization)
-            let stored = try RelayCardData.forwarded(account)
-            guard stored.resolvedNetwork?.radialTenderType != nil else {
-                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
-            }
+            let facts = try await service.storedTokenFacts(token, organization: organization)
+            // The first use takes the held cryptogram. A card Radial has no tender type for never
+            // authorizes here, so taking its cryptogram before that check below loses nothing.
             if let held = try await service.takeHeldCryptogram(for: token, key: key, organization: organization) {
+                let stored = try RelayCardData.forwarded(try await service.detokenize(token, key: key, organization: organization))
                 let withCryptogram = try RelayCardData.forwarded(held, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
                 // Held under this token's keyed name, so it is this card; anything else is an altered row.
                 guard withCryptogram.accountNumber == stored.accountNumber else {
@@ -139,11 +140,13 @@ struct RadialRelay: Sendable {
                 }
                 card = withCryptogram
             } else {
-                switch CryptogramlessTokenUse.rule(for: account.kind) {
-                case .storedCredential: card = stored
-                case .refused(let code, let message):
-                    return fault(.tokenNotAccepted, "\(code): \(message); nothing was sent", .unprocessableContent)
-                }
+                // Later uses: the rule every relay follows, a DPAN refused before it is detokenized.
+                card = try await StoredCredentialRule.cardData(
+                    forToken: token, use: .customerInitiated, devicePANs: .never("Radial's card-not-present request"), facts: facts,
+                    key: key, organization: organization, service: service)
+            }
+            guard card.resolvedNetwork?.radialTenderType != nil else {
+                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
             }
         } catch {
             return refusal(error)

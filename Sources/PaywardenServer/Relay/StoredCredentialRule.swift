@@ -4,7 +4,7 @@ import Vault
 
 /// The one rule for a Paywarden high-value token relayed without a cryptogram (a later,
 /// stored-credential use), for every relay: MercuryPay's OmniToken, cnpAPI's `token`, Radial's
-/// `isToken="true"`.
+/// `isToken="true"` once its held cryptogram is gone.
 ///
 /// - A merchant token (MPAN) is made for stored-credential use: relayed for any use.
 /// - A device account number (DPAN) is relayed for a one-off payment the cardholder starts
@@ -12,15 +12,39 @@ import Vault
 ///   installment or unscheduled merchant-initiated use and for setting such use up
 ///   (``StoredCredentialUse/merchantInitiated(indicator:)``): Visa stopped accepting device DPANs as
 ///   stored credentials for those on 30 July 2025, and Apple Pay issues merchant tokens for them.
-///   The refusal is `token_not_recurring_eligible`, decided on the token's record before anything is
-///   detokenized, and audited (`use-stored-token`, refused) with the token's reference only.
+///   The refusal is `token_not_recurring_eligible`.
+/// - Where the relay's format authenticates a DPAN with its cryptogram only
+///   (``DevicePANWithoutCryptogram/never(_:)``: Radial, whose card-not-present request carries it in
+///   `SecureVerificationData` and processor-apis.md §3 never sends a DPAN without it), a DPAN's token
+///   without a cryptogram is refused for every use: `cryptogram_required`.
 ///
-/// The kind comes from the vault's record of the token (``VaultService/storedTokenFacts(_:organization:)``),
-/// never from the token's digits.
+/// Every refusal is decided on the token's record before anything is detokenized, and audited
+/// (`use-stored-token`, refused) with the token's reference only. The kind comes from the vault's
+/// record of the token (``VaultService/storedTokenFacts(_:organization:)``), never from its digits.
 enum StoredCredentialRule {
-    /// Throws `token_not_recurring_eligible` when `kind` may not serve `use`.
-    static func check(_ kind: TokenRecord.AccountKind, for use: StoredCredentialUse) throws(VaultFailure) {
-        guard case .merchantInitiated(let indicator) = use, !kind.recurringEligible else { return }
+    /// What a relay's format can send for a device account number without its cryptogram.
+    enum DevicePANWithoutCryptogram: Sendable, Hashable {
+        /// A one-off payment the cardholder starts, as a saved card (cnpAPI, MercuryPay).
+        case customerInitiatedOnly
+        /// Nothing: the format authenticates a DPAN with its cryptogram only; names the format.
+        case never(String)
+    }
+
+    /// Throws `token_not_recurring_eligible` or `cryptogram_required` when `kind` may not serve `use`
+    /// in a format that treats DPANs as `devicePANs` says.
+    static func check(
+        _ kind: TokenRecord.AccountKind, for use: StoredCredentialUse, devicePANs: DevicePANWithoutCryptogram
+    ) throws(VaultFailure) {
+        guard !kind.recurringEligible else { return }
+        if case .never(let format) = devicePANs {
+            throw .vault(
+                VaultError(
+                    .cryptogramRequired,
+                    "the token stands for a device account number, which \(format) authorizes only with the cryptogram of a "
+                        + "decryptblob answered within 24 hours, once; nothing was detokenized or sent. A new Apple Pay payment "
+                        + "(decryptblob or DW.xml) brings a new one"))
+        }
+        guard case .merchantInitiated(let indicator) = use else { return }
         throw .vault(
             VaultError(
                 .tokenNotRecurringEligible,
@@ -33,8 +57,8 @@ enum StoredCredentialRule {
     /// when the relay already looked it up), the rule applied, and only then the token detokenized
     /// (audited as the vault's detokenize is). The caller checks the API key's `detokenize` scope.
     static func cardData(
-        forToken token: String, use: StoredCredentialUse, facts known: StoredTokenFacts? = nil, key: APIKey, organization: String,
-        service: VaultService
+        forToken token: String, use: StoredCredentialUse, devicePANs: DevicePANWithoutCryptogram = .customerInitiatedOnly,
+        facts known: StoredTokenFacts? = nil, key: APIKey, organization: String, service: VaultService
     ) async throws(VaultFailure) -> ForwardedCardData {
         let facts: StoredTokenFacts
         if let known {
@@ -43,7 +67,7 @@ enum StoredCredentialRule {
             facts = try await service.storedTokenFacts(token, organization: organization)
         }
         do {
-            try check(facts.kind, for: use)
+            try check(facts.kind, for: use, devicePANs: devicePANs)
         } catch {
             service.recordRefusedUse(of: facts, key: key, organization: organization, failure: error)
             throw error

@@ -75,6 +75,32 @@ final class VaultService: Sendable {
         }
     }
 
+    /// A redemption for one authorization, the registration ended in the same write (the relays):
+    /// `accept` turns the payload into what is sent, or refuses it and leaves the registration live.
+    /// Audited as `redeem-once`, naming the registration by its reference.
+    func redeemForOneUse<Accepted>(
+        _ id: String, key: APIKey, organization: String, accept: ([UInt8]) throws(VaultFailure) -> Accepted
+    ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
+        // The vault's closure throws the vault's errors; a refusal of another kind is carried out beside it.
+        var refusal: VaultFailure?
+        do throws(VaultFailure) {
+            return try await audited("redeem-once", key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
+                () async throws(VaultError) in
+                try await vault.redeemForOneUse(id, organization: organization) { paymentData throws(VaultError) in
+                    do throws(VaultFailure) {
+                        return try accept(paymentData)
+                    } catch {
+                        refusal = error
+                        if case .vault(let refused) = error { throw refused }
+                        throw VaultError(.invalidRequest, error.message)
+                    }
+                }
+            }
+        } catch {
+            throw refusal ?? error
+        }
+    }
+
     func endRegistration(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) {
         _ = try await audited("end-registration", key: key, organization: organization, naming: { "registration \($0)" }) {
             () async throws(VaultError) in try await vault.endRegistration(id, organization: organization)

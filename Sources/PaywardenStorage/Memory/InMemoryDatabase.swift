@@ -121,6 +121,17 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
+    public func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+        state.withLock { state in
+            guard var record = state.registrations[lookupKey], record.isLive(at: now) else { return nil }
+            record.redemptions += 1
+            record.sealed = nil
+            record.endedAt = now
+            state.registrations[lookupKey] = record
+            return record
+        }
+    }
+
     public func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool {
         state.withLock { state in
             guard var record = state.registrations[lookupKey], record.sealed != nil else { return false }

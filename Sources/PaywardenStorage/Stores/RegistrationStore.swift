@@ -12,6 +12,10 @@ public protocol RegistrationStore: Sendable {
     /// Counts a redemption, atomically, when the registration is live at `now`; returns the row
     /// as it stands afterwards (unchanged when it was not live), nil when unknown.
     func recordRedemption(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord?
+    /// Counts a redemption and ends the registration in one atomic step, when it is live at `now`
+    /// (a single-use redemption: of two racing, one takes it); returns the row as it stands
+    /// afterwards, its payload destroyed, or nil when it was unknown, ended or expired.
+    func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord?
     /// Destroys the payload now and keeps the tombstone; false when unknown or already ended.
     func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool
     /// The active purge: destroys the payloads of registrations expired at `now` (keeping their

@@ -10,6 +10,9 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         /// use, which only a merchant token (MPAN) may serve (Visa, 30 July 2025). A relay refuses it
         /// before anything is detokenized.
         case tokenNotRecurringEligible = "token_not_recurring_eligible"
+        /// A stored token of a DPAN presented without a cryptogram to a relay whose format
+        /// authenticates a DPAN with its cryptogram only (Radial's card-not-present request).
+        case cryptogramRequired = "cryptogram_required"
         case merchantNotAuthorized = "merchant_not_authorized"
         /// eProtect 880: the paypage does not allow the `reportGroup`.
         case reportGroupInvalid = "report_group_invalid"
