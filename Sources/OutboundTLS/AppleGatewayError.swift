@@ -4,7 +4,7 @@
 /// The message is for operators: it never holds a token value, a PAN or key bytes, and Apple's
 /// own `errorMessage` appears in it only truncated and without control characters.
 public struct AppleGatewayError: Error, Sendable, CustomStringConvertible, Equatable {
-    public enum Code: String, Sendable {
+    public enum Code: String, Sendable, CaseIterable {
         /// The validation URL failed the SSRF checks (host, scheme, port, path): HTTP 400 at the API.
         case validationURLRefused = "validation_url_refused"
         /// A field of the request is malformed (display name, initiative, identifiers).

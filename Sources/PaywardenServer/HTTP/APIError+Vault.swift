@@ -10,28 +10,11 @@ extension APIError {
             self.init(error)
         case .rateLimited(let wait, let who):
             self = EProtectController.rateLimited(wait, who)
+        case .vault(let error) where error.code == .recordUnreadable:
+            self = .internalError
         case .vault(let error):
-            let status: HTTPResponse.Status =
-                switch error.code {
-                case .registrationNotFound, .tokenNotFound: .notFound
-                case .registrationExpired, .tokenUnlinked: .gone
-                case .merchantNotAuthorized, .reportGroupInvalid: .forbidden
-                case .invalidAccountNumber, .tokenNotRecurringEligible, .cryptogramRequired: .unprocessableContent
-                case .invalidRequest: .badRequest
-                case .databaseUnavailable, .hsmUnavailable: .serviceUnavailable
-                case .recordUnreadable: .internalServerError
-                }
-            if error.code == .recordUnreadable {
-                self = .internalError
-            } else if error.code == .hsmUnavailable {
-                self.init(status, code: error.code.rawValue, message: Self.hsmUnavailableMessage, headers: [.retryAfter: "1"])
-                detail = error.message
-            } else {
-                self.init(
-                    status, code: error.code.rawValue, message: error.message,
-                    headers: status == .serviceUnavailable ? [.retryAfter: "1"] : [:])
-            }
+            self.init(StableCode(error.code), message: error.message)
         }
-        eProtectCode = EProtectResponseCode(paywardenCode: failure.code).rawValue
+        eProtectCode = EProtectResponseCode(failure.code).rawValue
     }
 }

@@ -7,7 +7,7 @@ import Hummingbird
 /// extra fields where a protocol wants them (the eProtect code beside the stable one).
 public struct APIError: Error, HTTPResponseError, Sendable {
     public let status: HTTPResponse.Status
-    public let code: String
+    public let code: StableCode
     public let message: String
     public var headers: HTTPFields = [:]
     /// The eProtect or cnpAPI response code beside the stable one (vault routes).
@@ -16,49 +16,42 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     /// with the request's id, never sent.
     public var detail: String?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
+    public init(_ status: HTTPResponse.Status, code: StableCode, message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers
     }
 
+    /// `code` answered with its status (``StableCode/httpStatus``); what may pass gets Retry-After.
+    /// The HSM's own words name key ids and PKCS#11 return codes, and an internal failure's name
+    /// files and rows, so they go to the log (`detail`) and the caller gets a fixed sentence.
+    public init(_ code: StableCode, message: String) {
+        let headers: HTTPFields = code.category == .unavailable ? [.retryAfter: "1"] : [:]
+        self.init(code.httpStatus, code: code, message: code.publicMessage(message), headers: headers)
+        if code.publicMessage(message) != message { detail = message }
+    }
+
     /// The response for a refused token: 400 for what cannot be read, 422 for what fails
     /// verification or decryption, 503 when the HSM or the database cannot serve it now.
     public init(_ error: PaymentTokenError) {
-        switch error.code {
-        case .malformedToken, .unsupportedVersion:
-            self.init(.badRequest, code: error.code.rawValue, message: error.message)
-        case .hsmUnavailable:
-            self.init(.serviceUnavailable, code: error.code.rawValue, message: Self.hsmUnavailableMessage, headers: [.retryAfter: "1"])
-            detail = error.message
-        case .overloaded, .databaseUnavailable:
-            self.init(.serviceUnavailable, code: error.code.rawValue, message: error.message, headers: [.retryAfter: "1"])
-        case .merchantNotAuthorized:
-            self.init(.forbidden, code: error.code.rawValue, message: error.message)
-        default:
-            self.init(.unprocessableContent, code: error.code.rawValue, message: error.message)
-        }
+        self.init(StableCode(error.code), message: error.message)
     }
 
-    /// The HSM's own words name key ids and PKCS#11 return codes: for the log, not for callers.
-    static let hsmUnavailableMessage = "the HSM could not complete the operation; retry shortly"
-
     public static func unauthorized(_ message: String) -> APIError {
-        APIError(.unauthorized, code: "unauthorized", message: message, headers: [.wwwAuthenticate: #"Bearer realm="paywarden""#])
+        APIError(.unauthorized, code: .unauthorized, message: message, headers: [.wwwAuthenticate: #"Bearer realm="paywarden""#])
     }
 
     public static func forbidden(_ message: String) -> APIError {
-        APIError(.forbidden, code: "forbidden", message: message)
+        APIError(.forbidden, message: message)
     }
 
     /// A failure that is no request's fault: the log line with the same request id says what it was.
     public static let internalError = APIError(
-        .internalServerError, code: "internal_error", message: "the request failed inside Paywarden; the server log has the details"
-    )
+        .internalServerError, code: .internalError, message: StableCode.internalError.publicMessage(""))
 
     public static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than \(limit) bytes")
+        APIError(.payloadTooLarge, message: "the body is larger than \(limit) bytes")
     }
 
     struct Body: Encodable {
@@ -72,9 +65,44 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = try JSONResponses.encoder.encode(
-            Body(error: .init(code: code, message: message, eProtectCode: eProtectCode)), from: request, context: context)
+            Body(error: .init(code: code.rawValue, message: message, eProtectCode: eProtectCode)), from: request, context: context)
         response.status = status
         response.headers.append(contentsOf: headers)
         return response
+    }
+}
+
+extension StableCode {
+    /// What a caller is told: `message`, except where it would name what only the operator may
+    /// see (the HSM's key ids and PKCS#11 return codes, an internal failure's files and rows),
+    /// which get a fixed sentence while `message` goes to the log under the request's id.
+    public func publicMessage(_ message: String) -> String {
+        switch self {
+        case .hsmUnavailable: "the HSM could not complete the operation; retry shortly"
+        case .internalError: "the request failed inside Paywarden; the server log has the details"
+        default: message
+        }
+    }
+
+    /// The HTTP status each code is answered with, wherever it is answered over HTTP (an upstream's
+    /// failure alone may be 502 or 504 instead: ``UpstreamClient/Failure/status``).
+    public var httpStatus: HTTPResponse.Status {
+        switch self {
+        case .malformedToken, .unsupportedVersion, .invalidRequest, .validationURLRefused: .badRequest
+        case .unauthorized: .unauthorized
+        case .forbidden, .merchantNotAuthorized, .reportGroupInvalid: .forbidden
+        case .registrationNotFound, .tokenNotFound, .unknownMerchant, .eventNotFound: .notFound
+        case .requestTimeout: .requestTimeout
+        case .identityUnavailable, .eventApplied, .eventBusy: .conflict
+        case .registrationExpired, .tokenUnlinked: .gone
+        case .payloadTooLarge: .contentTooLarge
+        case .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow, .replayedTransaction, .unknownPublicKeyHash,
+            .decryptionFailed, .invalidAccountNumber, .tokenNotRecurringEligible, .cryptogramRequired:
+            .unprocessableContent
+        case .rateLimited: .tooManyRequests
+        case .internalError: .internalServerError
+        case .appleRequestRefused, .appleResponseInvalid: .badGateway
+        case .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded: .serviceUnavailable
+        }
     }
 }

@@ -89,13 +89,19 @@ struct CnpController {
     static func responseCode(_ failure: VaultFailure) -> CnpTokenResponseCode {
         let base: CnpTokenResponseCode =
             switch failure.code {
-            case "registration_not_found": CnpTokenResponseCode(code: "877", message: "Invalid paypage registration id")
-            case "registration_expired": CnpTokenResponseCode(code: "878", message: "Expired paypage registration id")
-            case "invalid_account_number": .invalidAccountNumber
-            case "merchant_not_authorized": .merchantNotAuthorized
-            default: .registrationError
+            case .registrationNotFound: CnpTokenResponseCode(code: "877", message: "Invalid paypage registration id")
+            case .registrationExpired: CnpTokenResponseCode(code: "878", message: "Expired paypage registration id")
+            case .invalidAccountNumber: .invalidAccountNumber
+            case .merchantNotAuthorized: .merchantNotAuthorized
+            case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow,
+                .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .unauthorized, .forbidden, .payloadTooLarge,
+                .invalidRequest, .rateLimited, .requestTimeout, .reportGroupInvalid, .tokenNotFound, .tokenUnlinked,
+                .tokenNotRecurringEligible, .cryptogramRequired, .unknownMerchant, .validationURLRefused, .identityUnavailable,
+                .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable,
+                .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
+                .registrationError
             }
-        return CnpTokenResponseCode(code: base.code, message: "\(base.message) (\(failure.code))")
+        return CnpTokenResponseCode(code: base.code, message: "\(base.message) (\(failure.code.rawValue))")
     }
 
     /// `applepayResponse`: the decrypted fields cnpAPI names, without the account number.

@@ -28,7 +28,7 @@ struct DecryptController {
             metrics.decryptRequest(apiKey: keyName, outcome: "ok")
             return VerbatimJSONResponse(key: "paymentData", verbatim: result.paymentData, envelope: DecryptedTokenFacts(result))
         } catch let error as APIError {
-            metrics.decryptRequest(apiKey: keyName, outcome: error.code)
+            metrics.decryptRequest(apiKey: keyName, outcome: error.code.rawValue)
             throw error
         } catch {
             // The body could not be read (the connection went, the read deadline passed).
@@ -43,7 +43,7 @@ struct DecryptController {
         do {
             return try await vault.organizationPolicy(organization).merchantIdentifierHashes
         } catch {
-            guard error.code == PaymentTokenError.Code.merchantNotAuthorized.rawValue else {
+            guard error.code == .merchantNotAuthorized else {
                 var refusal = APIError(error)
                 refusal.eProtectCode = nil
                 throw refusal

@@ -29,7 +29,7 @@ struct EProtectController {
             let code = EProtectResponseCode.failure
             return try reply(
                 EProtectReply(
-                    echo: error.partial, response: code, message: "\(code.message): \(error.message)", paywardenCode: "malformed_token",
+                    echo: error.partial, response: code, message: "\(code.message): \(error.message)", paywardenCode: .malformedToken,
                     now: now))
         }
         let echo = EProtectForm.Echo(id: form.id, orderID: form.orderID, reportGroup: form.reportGroup)
@@ -52,7 +52,7 @@ struct EProtectController {
             // eProtect's words first, then a fixed sentence for Paywarden's code: the caller is
             // anonymous, and the verifier's or the HSM's words name files, keys and return codes.
             // The log has them, under the request's id.
-            context.logger.notice("registration refused", metadata: ["code": "\(error.code)", "detail": "\(error.message)"])
+            context.logger.notice("registration refused", metadata: ["code": "\(error.code.rawValue)", "detail": "\(error.message)"])
             outcome = EProtectReply(
                 echo: echo, response: code, message: "\(code.message): \(Self.reason(error.code))", paywardenCode: error.code, now: now)
         }
@@ -60,19 +60,25 @@ struct EProtectController {
     }
 
     /// What an anonymous caller is told for each refusal: the code's meaning, never its detail.
-    static func reason(_ code: String) -> String {
+    static func reason(_ code: StableCode) -> String {
         switch code {
-        case "merchant_not_authorized": "the paypageId is unknown or disabled, or the token is for a merchant it does not use"
-        case "report_group_invalid": "the reportGroup is not one this paypage allows"
-        case "malformed_token", "unsupported_version": "the token could not be read"
-        case "signature_invalid": "the token's signature does not verify"
-        case "certificate_chain_invalid": "the token's signing certificates do not lead to Apple's root"
-        case "signing_time_out_of_window": "the token was signed too long ago, or in the future"
-        case "replayed_transaction": "the token was used before"
-        case "unknown_public_key_hash": "the token is not encrypted to a key of this service"
-        case "decryption_failed": "the token could not be decrypted"
-        case "invalid_account_number": "the token carries no usable account number"
-        default: "Paywarden cannot register tokens right now; retry shortly"
+        case .merchantNotAuthorized: "the paypageId is unknown or disabled, or the token is for a merchant it does not use"
+        case .reportGroupInvalid: "the reportGroup is not one this paypage allows"
+        case .malformedToken, .unsupportedVersion: "the token could not be read"
+        case .signatureInvalid: "the token's signature does not verify"
+        case .certificateChainInvalid: "the token's signing certificates do not lead to Apple's root"
+        case .signingTimeOutOfWindow: "the token was signed too long ago, or in the future"
+        case .replayedTransaction: "the token was used before"
+        case .unknownPublicKeyHash: "the token is not encrypted to a key of this service"
+        case .decryptionFailed: "the token could not be decrypted"
+        case .invalidAccountNumber: "the token carries no usable account number"
+        // Registration asks nothing else of the caller: the rest is Paywarden's (or its HSM's or
+        // database's) to fix, and the anonymous caller is told only to retry.
+        case .unauthorized, .forbidden, .payloadTooLarge, .invalidRequest, .rateLimited, .requestTimeout, .registrationNotFound,
+            .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired, .unknownMerchant,
+            .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
+            .eventBusy, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
+            "Paywarden cannot register tokens right now; retry shortly"
         }
     }
 
@@ -85,7 +91,7 @@ struct EProtectController {
     static func rateLimited(_ wait: Duration, _ who: String) -> APIError {
         let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
         return APIError(
-            .tooManyRequests, code: "rate_limited", message: "too many registrations from \(who); retry after \(seconds) s",
+            .tooManyRequests, code: .rateLimited, message: "too many registrations from \(who); retry after \(seconds) s",
             headers: [.retryAfter: String(seconds)])
     }
 }

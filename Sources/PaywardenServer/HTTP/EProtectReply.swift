@@ -22,7 +22,7 @@ struct EProtectReply: Encodable, Sendable {
     var paywardenCode: String?
     var expiresAt: String?
 
-    init(echo: EProtectForm.Echo, response: EProtectResponseCode, message: String, paywardenCode: String?, now: Date) {
+    init(echo: EProtectForm.Echo, response: EProtectResponseCode, message: String, paywardenCode: StableCode?, now: Date) {
         let transaction = Self.transactionID()
         litleTxnId = transaction
         vantivTxnId = transaction
@@ -31,7 +31,7 @@ struct EProtectReply: Encodable, Sendable {
         reportGroup = echo.reportGroup
         self.response = response.rawValue
         self.message = message
-        self.paywardenCode = paywardenCode
+        self.paywardenCode = paywardenCode?.rawValue
         responseTime = Self.responseTime(now)
     }
 
@@ -74,25 +74,32 @@ enum EProtectResponseCode: String, Sendable {
     case tokenNotFound = "822"
     case tokenInvalid = "823"
 
-    /// The eProtect code for one of Paywarden's stable codes.
-    init(paywardenCode code: String) {
-        switch code {
-        case "registration_not_found": self = .invalidRegistrationID
-        case "registration_expired": self = .expiredRegistrationID
-        case "merchant_not_authorized": self = .merchantNotAuthorized
-        case "report_group_invalid": self = .reportGroupInvalid
-        case "signature_invalid", "certificate_chain_invalid", "signing_time_out_of_window": self = .signatureVerificationFailed
-        case "invalid_account_number": self = .invalidCardNumber
-        case "token_not_found": self = .tokenNotFound
-        case "token_unlinked": self = .tokenInvalid
-        default: self = .failure
-        }
+    /// The eProtect code for one of Paywarden's stable codes (cnpAPI's token codes for the token
+    /// routes); 889, eProtect's failure, for everything eProtect has no word for.
+    init(_ code: StableCode) {
+        self =
+            switch code {
+            case .registrationNotFound: .invalidRegistrationID
+            case .registrationExpired: .expiredRegistrationID
+            case .merchantNotAuthorized: .merchantNotAuthorized
+            case .reportGroupInvalid: .reportGroupInvalid
+            case .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow: .signatureVerificationFailed
+            case .invalidAccountNumber: .invalidCardNumber
+            case .tokenNotFound: .tokenNotFound
+            case .tokenUnlinked: .tokenInvalid
+            case .malformedToken, .unsupportedVersion, .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .unauthorized,
+                .forbidden, .payloadTooLarge, .invalidRequest, .rateLimited, .requestTimeout, .tokenNotRecurringEligible,
+                .cryptogramRequired, .unknownMerchant, .validationURLRefused, .identityUnavailable, .appleRequestRefused,
+                .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable, .databaseUnavailable,
+                .upstreamUnavailable, .overloaded, .internalError:
+                .failure
+            }
     }
 
     /// The code the eProtect endpoint answers: eProtect's own set (870–889), so a token-level code
     /// such as 820 becomes 889 there, with Paywarden's stable code beside it.
-    init(eProtectFor code: String) {
-        let mapped = EProtectResponseCode(paywardenCode: code)
+    init(eProtectFor code: StableCode) {
+        let mapped = EProtectResponseCode(code)
         switch mapped {
         case .invalidCardNumber, .tokenNotFound, .tokenInvalid: self = .failure
         default: self = mapped

@@ -29,23 +29,23 @@ struct MercuryPayController {
     private func handle(_ operation: MercuryPayOperation, _ request: Request) async throws -> Response {
         guard let key = authenticate(request.headers[.authorization]) else {
             return Self.error(
-                .unauthorized, code: "unauthorized",
+                .unauthorized, code: .unauthorized,
                 "send the API key as HTTP Basic (user: the key's name, password: the key) or as Authorization: Bearer KEY",
                 headers: [.wwwAuthenticate: #"Basic realm="Paywarden", charset="UTF-8""#])
         }
         guard key.scopes.contains(.redeem), let organization = key.organization else {
-            return Self.error(.forbidden, code: "forbidden", "API key \(key.name) needs the redeem scope and an organisation")
+            return Self.error(.forbidden, code: .forbidden, "API key \(key.name) needs the redeem scope and an organisation")
         }
         let body = try await RequestBody.collect(request, limit: maxBodyBytes)
         let parsed: MercuryPayRequest
         do throws(ProcessorMessageError) {
             parsed = try MercuryPayRequest.parse(body, operation: operation)
         } catch {
-            return Self.error(.badRequest, code: "invalid_request", error.message)
+            return Self.error(.badRequest, code: .invalidRequest, error.message)
         }
         guard let relay else {
             return Self.error(
-                .serviceUnavailable, code: "upstream_unavailable",
+                .serviceUnavailable, code: .upstreamUnavailable,
                 "no MercuryPay upstream is configured (relay_mercurypay_upstream); nothing was redeemed or sent",
                 invoiceNo: parsed.invoiceNo)
         }
@@ -75,10 +75,11 @@ struct MercuryPayController {
     }
 
     static func error(
-        _ status: HTTPResponse.Status, code: String, _ message: String, invoiceNo: String? = nil, headers: HTTPFields = [:]
+        _ status: HTTPResponse.Status, code: StableCode, _ message: String, invoiceNo: String? = nil, headers: HTTPFields = [:]
     ) -> Response {
         json(
-            MercuryPayErrorResponse.body(returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: code), status: status,
+            MercuryPayErrorResponse.body(returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: code.rawValue),
+            status: status,
             headers: headers)
     }
 

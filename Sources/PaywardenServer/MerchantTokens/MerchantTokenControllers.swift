@@ -128,26 +128,19 @@ enum JSONRequest {
         do {
             return try JSONDecoder().decode(Value.self, from: Data(body))
         } catch DecodingError.keyNotFound(let key, _) {
-            throw APIError(.badRequest, code: "invalid_request", message: "the body has no \"\(key.stringValue)\"")
+            throw APIError(.invalidRequest, message: "the body has no \"\(key.stringValue)\"")
         } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
             let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw APIError(.badRequest, code: "invalid_request", message: "\"\(field)\" has the wrong type")
+            throw APIError(.invalidRequest, message: "\"\(field)\" has the wrong type")
         } catch {
-            throw APIError(.badRequest, code: "invalid_request", message: "the body is not a JSON object")
+            throw APIError(.invalidRequest, message: "the body is not a JSON object")
         }
     }
 }
 
 extension APIError {
     init(_ failure: MerchantTokenFailure) {
-        var headers: HTTPFields = [:]
-        if failure.status == .serviceUnavailable { headers[.retryAfter] = "5" }
-        if failure.code == "hsm_unavailable" {
-            self.init(failure.status, code: failure.code, message: Self.hsmUnavailableMessage, headers: headers)
-            detail = failure.message
-        } else {
-            self.init(failure.status, code: failure.code, message: failure.message, headers: headers)
-        }
+        self.init(failure.code, message: failure.message)
     }
 }
 

@@ -44,24 +44,24 @@ public final class MerchantTokenService: Sendable {
     /// write, a merchant with no identity key here and more waiting events than the limit.
     func receiveNotification(merchantID: String, eventID: String) async throws(MerchantTokenFailure) -> Bool {
         guard Self.isIdentifier(merchantID, maximumLength: 128), Self.isIdentifier(eventID, maximumLength: 128) else {
-            throw MerchantTokenFailure(.badRequest, code: "invalid_request", "the merchant id or event id is malformed")
+            throw MerchantTokenFailure(.invalidRequest, "the merchant id or event id is malformed")
         }
         guard await isKnownMerchant(merchantID) else {
-            throw MerchantTokenFailure(.notFound, code: "unknown_merchant", "no merchant identity key for this merchant id")
+            throw MerchantTokenFailure(.unknownMerchant, "no merchant identity key for this merchant id")
         }
         guard try await pendingCount() < policy.pendingLimit else {
             // Apple repeating a notification already recorded is still answered 200.
             if (try? await database.event(id: eventID))?.map({ $0.merchantIdentifier == merchantID }) == true { return false }
             metrics?.merchantTokenEvent("refused_over_limit")
             throw MerchantTokenFailure(
-                .serviceUnavailable, code: "overloaded", "\(policy.pendingLimit) merchant-token events are waiting to be fetched")
+                .overloaded, "\(policy.pendingLimit) merchant-token events are waiting to be fetched")
         }
         let record = MerchantTokenEventRecord(id: eventID, merchantIdentifier: merchantID, receivedAt: vault.now)
         let isNew: Bool
         do {
             isNew = try await database.recordEvent(record)
         } catch {
-            throw MerchantTokenFailure(.internalServerError, code: "database_unavailable", "the notification could not be recorded")
+            throw MerchantTokenFailure(.databaseUnavailable, "the notification could not be recorded")
         }
         metrics?.merchantTokenEvent(isNew ? "received" : "repeated")
         if !isNew, let stored = try? await database.event(id: eventID), stored.merchantIdentifier != merchantID {
@@ -127,7 +127,7 @@ public final class MerchantTokenService: Sendable {
             pending.withLock { $0 = (count, now) }
             return count
         } catch {
-            throw MerchantTokenFailure(.internalServerError, code: "database_unavailable", "the notification could not be recorded")
+            throw MerchantTokenFailure(.databaseUnavailable, "the notification could not be recorded")
         }
     }
 
@@ -254,23 +254,23 @@ public final class MerchantTokenService: Sendable {
             throw MerchantTokenFailure(error)
         }
         guard var record = stored else {
-            throw MerchantTokenFailure(.notFound, code: "event_not_found", "no merchant-token event \(eventID) was recorded")
+            throw MerchantTokenFailure(.eventNotFound, "no merchant-token event \(eventID) was recorded")
         }
         guard record.state != .applied else {
-            throw MerchantTokenFailure(.conflict, code: "event_applied", "event \(eventID) was applied already: \(record.effect ?? "")")
+            throw MerchantTokenFailure(.eventApplied, "event \(eventID) was applied already: \(record.effect ?? "")")
         }
         guard !(record.state == .pending && record.effect == Self.inProgress && record.nextAttemptAt > vault.now) else {
             throw MerchantTokenFailure(
-                .conflict, code: "event_busy", "an attempt at event \(eventID) is under way; `merchant-tokens events` shows its outcome")
+                .eventBusy, "an attempt at event \(eventID) is under way; `merchant-tokens events` shows its outcome")
         }
         let expected = record.attempts
         record.state = .pending
         record.nextAttemptAt = vault.now
         guard try await store(record, expectedAttempts: expected) else {
-            throw MerchantTokenFailure(.conflict, code: "event_busy", "another instance is attempting event \(eventID); try again shortly")
+            throw MerchantTokenFailure(.eventBusy, "another instance is attempting event \(eventID); try again shortly")
         }
         guard let outcome = try await process(record) else {
-            throw MerchantTokenFailure(.conflict, code: "event_busy", "another instance is attempting event \(eventID); try again shortly")
+            throw MerchantTokenFailure(.eventBusy, "another instance is attempting event \(eventID); try again shortly")
         }
         writeAudit(
             user: user, action: "merchant-tokens.retry", merchantID: record.merchantIdentifier, result: outcome.state.rawValue,
@@ -342,7 +342,7 @@ public final class MerchantTokenService: Sendable {
     static func checkIdentifiers(merchantID: String, merchantTokenID: String) throws(MerchantTokenFailure) {
         guard isIdentifier(merchantID, maximumLength: 128), isIdentifier(merchantTokenID, maximumLength: 64) else {
             throw MerchantTokenFailure(
-                .badRequest, code: "invalid_request",
+                .invalidRequest,
                 "merchantId (letters, digits, . _ -, at most 128) or merchantTokenId (at most 64 of the same) is malformed")
         }
     }
@@ -355,12 +355,12 @@ public final class MerchantTokenService: Sendable {
             let policy = try await vault.organizationPolicy(organization)
             guard policy.merchantIdentifiers.contains(merchantID) else {
                 throw MerchantTokenFailure(
-                    .forbidden, code: "merchant_not_authorized", "organisation \(organization) has no paypage for merchant \(merchantID)")
+                    .merchantNotAuthorized, "organisation \(organization) has no paypage for merchant \(merchantID)")
             }
             if let merchantTokenID {
                 guard try await vault.organizations(holdingMerchantToken: merchantTokenID).contains(organization) else {
                     throw MerchantTokenFailure(
-                        .notFound, code: "token_not_found", "organisation \(organization) holds no such merchant token")
+                        .tokenNotFound, "organisation \(organization) holds no such merchant token")
                 }
             }
         } catch let error as MerchantTokenFailure {
@@ -368,7 +368,7 @@ public final class MerchantTokenService: Sendable {
         } catch let error as VaultError {
             throw MerchantTokenFailure(error)
         } catch {
-            throw MerchantTokenFailure(.internalServerError, code: "internal_error", "\(error)")
+            throw MerchantTokenFailure(.internalError, "\(error)")
         }
     }
 

@@ -123,7 +123,7 @@ struct CnpRelay: Sendable {
         do throws(VaultFailure) {
             facts = try await service.storedTokenFacts(value, organization: organization)
         } catch {
-            if error.code == VaultError.Code.tokenNotFound.rawValue { return await passthrough(request) }
+            if error.code == .tokenNotFound { return await passthrough(request) }
             return refusal(request, transaction: transaction, failure: error)
         }
         // Turning a token into its card is detokenization: the scope Paywarden's own route requires.
@@ -213,27 +213,35 @@ struct CnpRelay: Sendable {
     private func refusal(_ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, failure: VaultFailure) -> Reply {
         let decline: CnpLocalDecline?
         switch (transaction.paymentSource, failure.code) {
-        case (.paypage, "registration_expired"): decline = .expiredRegistrationId
-        case (.paypage, "registration_not_found"), (.paypage, "invalid_request"): decline = .invalidRegistrationId
-        case (.other("token"), "token_unlinked"): decline = .tokenInvalid
-        case (.other("token"), "token_not_recurring_eligible"): decline = .tokenUseError
+        case (.paypage, .registrationExpired): decline = .expiredRegistrationId
+        case (.paypage, .registrationNotFound), (.paypage, .invalidRequest): decline = .invalidRegistrationId
+        case (.other("token"), .tokenUnlinked): decline = .tokenInvalid
+        case (.other("token"), .tokenNotRecurringEligible): decline = .tokenUseError
+        // Everything else is answered by its category below.
         default: decline = nil
         }
-        let detail: String? = if case .other("token") = transaction.paymentSource { failure.code } else { nil }
+        let detail: String? = if case .other("token") = transaction.paymentSource { failure.code.rawValue } else { nil }
         if let decline,
             let document = try? decline.response(
                 to: request, transactionId: Self.transactionID(), responseTime: service.vault.now, detail: detail)
         {
             return Reply(document: document)
         }
-        if failure.code.hasSuffix("_unavailable") || failure.code == "overloaded" {
+        switch failure.code.category {
+        case .unavailable:
+            logger.warning("a relayed request was refused", metadata: ["code": "\(failure.code.rawValue)", "detail": "\(failure.message)"])
             var document = CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: .notXML)
             document.root.setAttribute(
-                "message", value: "System Error: Paywarden cannot reach its vault or HSM (\(failure.code)); nothing was sent")
+                "message", value: "System Error: Paywarden cannot reach its vault or HSM (\(failure.code.rawValue)); nothing was sent")
             return Reply(document: document, status: .serviceUnavailable)
+        case .failure:
+            logger.error("a relayed request failed", metadata: ["code": "\(failure.code.rawValue)", "detail": "\(failure.message)"])
+        case .refused:
+            break
         }
         let source = transaction.paymentSource.name
-        let status = CnpEnvelopeStatus.schemaValidationFailed("\(source) was refused (\(failure.code)): \(failure.message)")
+        let status = CnpEnvelopeStatus.schemaValidationFailed(
+            "\(source) was refused (\(failure.code.rawValue)): \(failure.code.publicMessage(failure.message))")
         return Reply(document: CnpOnlineResponse.errorEnvelope(dialect: request.dialect, version: request.version, status: status))
     }
 

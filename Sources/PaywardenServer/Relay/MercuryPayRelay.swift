@@ -47,7 +47,7 @@ struct MercuryPayRelay: Sendable {
     func relay(_ request: MercuryPayRequest, key: APIKey, organization: String) async -> Reply {
         // One merchant's credentials serve every request: only the organisations bound to it use them.
         guard organizations.contains(organization) else {
-            return Self.refusal(
+            return refusal(
                 .vault(VaultError(.merchantNotAuthorized, "the organisation is not bound to the MercuryPay upstream's merchant")),
                 invoiceNo: request.invoiceNo)
         }
@@ -85,7 +85,7 @@ struct MercuryPayRelay: Sendable {
                 token = request.recordNo
             }
         } catch {
-            return Self.refusal(error, invoiceNo: request.invoiceNo)
+            return refusal(error, invoiceNo: request.invoiceNo)
         }
         return await forward(request, card: card, token: token)
     }
@@ -101,7 +101,8 @@ struct MercuryPayRelay: Sendable {
 
     static func forbidden(_ message: String, invoiceNo: String?) -> Reply {
         Reply(
-            body: MercuryPayErrorResponse.body(returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: "forbidden"),
+            body: MercuryPayErrorResponse.body(
+                returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: StableCode.forbidden.rawValue),
             status: .forbidden)
     }
 
@@ -125,24 +126,37 @@ struct MercuryPayRelay: Sendable {
     }
 
     /// A registration ID or token that cannot be used, or a vault that cannot answer.
-    static func refusal(_ failure: VaultFailure, invoiceNo: String?) -> Reply {
-        let error = APIError(failure)
+    func refusal(_ failure: VaultFailure, invoiceNo: String?) -> Reply {
+        let code = failure.code
         let documented: MercuryPayErrorResponse.TokenError? =
-            switch failure.code {
-            case "merchant_not_authorized": .merchantNotSetUpForTokens
-            case "hsm_unavailable": .decryptionServiceUnavailable
-            case "database_unavailable", "overloaded": .tokenServiceUnavailable
-            default: nil
+            switch code {
+            case .merchantNotAuthorized: .merchantNotSetUpForTokens
+            case .hsmUnavailable: .decryptionServiceUnavailable
+            case .databaseUnavailable, .overloaded: .tokenServiceUnavailable
+            // MercuryPay documents no return code for these: the stable code says what happened.
+            case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow,
+                .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .unauthorized, .forbidden, .payloadTooLarge,
+                .invalidRequest, .rateLimited, .requestTimeout, .reportGroupInvalid, .invalidAccountNumber, .registrationNotFound,
+                .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired, .unknownMerchant,
+                .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
+                .eventBusy, .upstreamUnavailable, .internalError:
+                nil
             }
+        let message = code.publicMessage(failure.message)
+        if message != failure.message {
+            service.logger.error(
+                "a MercuryPay request was refused", metadata: ["code": "\(code.rawValue)", "detail": "\(failure.message)"])
+        }
         let body = MercuryPayErrorResponse.body(
-            returnCode: documented?.rawValue, textResponse: documented.map { "\($0.textResponse): \(error.message)" } ?? error.message,
-            invoiceNo: invoiceNo, paywardenCode: error.code)
-        return Reply(body: body, status: error.status, headers: error.headers)
+            returnCode: documented?.rawValue, textResponse: documented.map { "\($0.textResponse): \(message)" } ?? message,
+            invoiceNo: invoiceNo, paywardenCode: code.rawValue)
+        return Reply(body: body, status: code.httpStatus, headers: code.category == .unavailable ? [.retryAfter: "1"] : [:])
     }
 
     static func upstreamFailure(_ failure: UpstreamClient.Failure, invoiceNo: String?) -> Reply {
         let body = MercuryPayErrorResponse.body(
-            returnCode: nil, textResponse: failure.explanation, invoiceNo: invoiceNo, paywardenCode: "upstream_unavailable")
+            returnCode: nil, textResponse: failure.explanation, invoiceNo: invoiceNo, paywardenCode: StableCode.upstreamUnavailable.rawValue
+        )
         // No Retry-After: the registration ID or token was spent on this attempt.
         return Reply(body: body, status: failure.status)
     }

@@ -178,14 +178,19 @@ struct RadialRelay: Sendable {
 
     /// A token or vault refusal: Paywarden's code and reason, and its HTTP status.
     private func refusal(_ failure: VaultFailure) -> Reply {
-        let error = APIError(failure)
-        let code: RadialFault.Code =
-            switch error.status {
-            case .serviceUnavailable: .upstreamUnavailable
-            case .internalServerError: .systemError
-            default: .tokenNotAccepted
-            }
-        return fault(code, "\(error.code): \(error.message)", error.status, headers: error.headers)
+        let code = failure.code
+        let fault: RadialFault.Code
+        switch code.category {
+        case .refused: fault = .tokenNotAccepted
+        case .unavailable: fault = .upstreamUnavailable
+        case .failure: fault = .systemError
+        }
+        let message = code.publicMessage(failure.message)
+        if message != failure.message {
+            logger.error("a Radial request was refused", metadata: ["code": "\(code.rawValue)", "detail": "\(failure.message)"])
+        }
+        let headers: HTTPFields = code.category == .unavailable ? [.retryAfter: "1"] : [:]
+        return self.fault(fault, "\(code.rawValue): \(message)", code.httpStatus, headers: headers)
     }
 
     private func upstreamFailure(_ failure: UpstreamClient.Failure) -> Reply {

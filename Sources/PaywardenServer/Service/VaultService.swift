@@ -153,7 +153,7 @@ final class VaultService: Sendable {
     func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: String, failure: VaultFailure) {
         record(
             action: "use-stored-token", key: key, organization: organization, result: "refused",
-            detail: "\(failure.code) token \(facts.reference)")
+            detail: "\(failure.code.rawValue) token \(facts.reference)")
     }
 
     func deleteToken(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) {
@@ -175,7 +175,7 @@ final class VaultService: Sendable {
             record(action: action, key: key, organization: organization, result: "ok", detail: naming(value))
             return value
         } catch {
-            record(action: action, key: key, organization: organization, result: "refused", detail: error.code)
+            record(action: action, key: key, organization: organization, result: "refused", detail: error.code.rawValue)
             throw error
         }
     }
@@ -210,7 +210,7 @@ final class VaultService: Sendable {
             metrics.vault(operation: operation, outcome: "ok", duration: ContinuousClock.now - start)
             return value
         } catch {
-            metrics.vault(operation: operation, outcome: error.code, duration: ContinuousClock.now - start)
+            metrics.vault(operation: operation, outcome: error.code.rawValue, duration: ContinuousClock.now - start)
             throw error
         }
     }
@@ -223,12 +223,12 @@ enum VaultFailure: Error, Sendable {
     /// Over a registration rate limit: retry after the duration.
     case rateLimited(Duration, String)
 
-    /// The stable code.
-    var code: String {
+    /// The stable code, which every protocol's mapping switches on.
+    var code: StableCode {
         switch self {
-        case .token(let error): error.code.rawValue
-        case .vault(let error): error.code.rawValue
-        case .rateLimited: "rate_limited"
+        case .token(let error): StableCode(error.code)
+        case .vault(let error): StableCode(error.code)
+        case .rateLimited: .rateLimited
         }
     }
 
