@@ -43,6 +43,6 @@ struct BearerCredentialTests {
             ("Bearer a b", "a b"),
         ] as [(String, String?)])
     func credential(_ header: String, _ expected: String?) {
-        #expect(APIKeyAuthenticator.bearerCredential(header).map(String.init) == expected)
+        #expect(BearerAPIKeyAuthenticator<PaywardenRequestContext>.bearerCredential(header).map(String.init) == expected)
     }
 }

@@ -232,7 +232,8 @@ public struct PaywardenServer: Sendable {
         let decrypt = DecryptController(
             service: decryption, vault: vaultService, metrics: metrics, maxBodyBytes: configuration.maxBodyBytes)
         router.group("/v1/payment-tokens")
-            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .decrypt))
+            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
+            .add(middleware: APIScopeRequirement(scope: .decrypt))
             .post("/decrypt", use: decrypt.decrypt)
         addVaultRoutes(to: router)
         addMerchantTokenRoutes(to: router)
@@ -245,11 +246,13 @@ public struct PaywardenServer: Sendable {
         router.get("/v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}", use: notifications.notify)
         let session = PaymentSessionController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
         router.group("/v1/apple-pay")
-            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .session))
+            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
+            .add(middleware: APIScopeRequirement(scope: .session))
             .post("/payment-session", use: session.create)
         let calls = MerchantTokensController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
         router.group("/v1/merchant-tokens")
-            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .merchantTokens))
+            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
+            .add(middleware: APIScopeRequirement(scope: .merchantTokens))
             .post("/unlink", use: calls.unlink)
             .post("/notification-url", use: calls.updateNotificationURL)
     }
@@ -262,13 +265,15 @@ public struct PaywardenServer: Sendable {
         router.post("/eProtect/paypage", use: eProtect.register)
         let controller = VaultController(service: vaultService)
         router.group("/v1/registrations")
-            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .redeem))
+            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
+            .add(middleware: APIScopeRequirement(scope: .redeem))
             .post("/redeem", use: controller.redeemFromBody)
             .post("/end", use: controller.endRegistrationFromBody)
             .post("/{id}/redeem", use: controller.redeem)
             .delete("/{id}", use: controller.endRegistration)
         router.group("/v1/tokens")
-            .add(middleware: APIKeyAuthenticator(registry: configuration.apiKeys, scope: .detokenize))
+            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
+            .add(middleware: APIScopeRequirement(scope: .detokenize))
             .post("/detokenize", use: controller.detokenizeFromBody)
             .post("/delete", use: controller.deleteTokenFromBody)
             .post("/{token}/detokenize", use: controller.detokenize)
@@ -278,24 +283,29 @@ public struct PaywardenServer: Sendable {
         }
         let cnp = CnpController(
             service: vaultService, registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: cnpRelay)
-        router.post("/vap/communicator/online", use: cnp.online)
-        router.post("/cnpAPI", use: cnp.online)
+        // The processors' formats answer a missing or wrong key in their own shapes: the
+        // authenticators identify, and each controller authorises.
+        let bearer = BearerAPIKeyAuthenticator<PaywardenRequestContext>(registry: configuration.apiKeys)
+        router.group().add(middleware: bearer)
+            .post("/vap/communicator/online", use: cnp.online)
+            .post("/cnpAPI", use: cnp.online)
         let mercuryPayRelay = relay.mercuryPay.map {
             MercuryPayRelay(
                 service: vaultService, upstream: $0, fields: configuration.relay.mercuryPayFields,
                 organizations: configuration.relay.mercuryPayOrganizations)
         }
-        let mercuryPay = MercuryPayController(
-            registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: mercuryPayRelay)
-        router.post(RouterPath(MercuryPayOperation.saleByRecordNo.path), use: mercuryPay.saleByRecordNo)
-        router.post(RouterPath(MercuryPayOperation.authorizeByRecordNo.path), use: mercuryPay.authorizeByRecordNo)
+        let mercuryPay = MercuryPayController(maxBodyBytes: configuration.maxBodyBytes, relay: mercuryPayRelay)
+        router.group().add(middleware: bearer).add(middleware: BasicAPIKeyAuthenticator(registry: configuration.apiKeys))
+            .post(RouterPath(MercuryPayOperation.saleByRecordNo.path), use: mercuryPay.saleByRecordNo)
+            .post(RouterPath(MercuryPayOperation.authorizeByRecordNo.path), use: mercuryPay.authorizeByRecordNo)
         let radial = RadialController(
             relay: RadialRelay(
                 service: vaultService, upstream: relay.radial, storeIDs: configuration.relay.radialStoreIDs,
                 apiKey: configuration.relay.radialAPIKey, logger: logger),
-            registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes)
-        router.post("/v1.0/stores/{StoreID}/payments/decryptblob", use: radial.decryptBlob)
-        router.post("/v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml", use: radial.authorize)
+            maxBodyBytes: configuration.maxBodyBytes)
+        router.group("/v1.0/stores/{StoreID}/payments").add(middleware: bearer)
+            .post("/decryptblob", use: radial.decryptBlob)
+            .post("/creditcard/auth/DW.xml", use: radial.authorize)
     }
 
     private func operationsRouter() -> Router<PaywardenRequestContext> {

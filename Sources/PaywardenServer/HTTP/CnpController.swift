@@ -30,7 +30,7 @@ struct CnpController {
         } catch {
             return Self.xml(CnpOnlineResponse.errorEnvelope(answering: body, refusing: error))
         }
-        guard let key = authenticate(parsed, header: request.headers[.authorization]), key.scopes.contains(.redeem),
+        guard let key = authenticate(parsed, context: context, header: request.headers[.authorization]), key.scopes.contains(.redeem),
             let organization = key.organization
         else {
             return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: .invalidCredentials))
@@ -75,13 +75,12 @@ struct CnpController {
         return response
     }
 
-    /// The key named by `<authentication>`, when its password is that key and any Bearer header agrees.
-    private func authenticate(_ request: CnpOnlineRequest, header: String?) -> APIKey? {
+    /// The last authenticator of the chain, the one in the body: the key `<authentication>` names,
+    /// when its password is that key; and when an Authorization header was sent, the key the
+    /// Bearer authenticator found in it must be the same one (a header it could not read refuses).
+    private func authenticate(_ request: CnpOnlineRequest, context: PaywardenRequestContext, header: String?) -> APIKey? {
         guard let key = registry.authenticate(request.password), key.name == request.user else { return nil }
-        if let header {
-            guard let presented = APIKeyAuthenticator.bearerCredential(header), registry.authenticate(presented)?.name == key.name
-            else { return nil }
-        }
+        if header != nil, context.identity?.name != key.name { return nil }
         return key
     }
 

@@ -15,10 +15,10 @@ struct DecryptController {
     let maxBodyBytes: Int
 
     func decrypt(_ request: Request, context: PaywardenRequestContext) async throws -> VerbatimJSONResponse<DecryptedTokenFacts> {
-        let keyName = context.apiKey?.name ?? "unknown"
+        let keyName = context.identity?.name ?? "unknown"
         do {
             let body = try await RequestBody.collect(request, limit: maxBodyBytes)
-            let merchants = try await merchantIdentifierHashes(for: context.apiKey?.organization)
+            let merchants = try await merchantIdentifierHashes(for: context.identity?.organization)
             let result: DecryptedPaymentToken
             do {
                 result = try await service.decrypt(body, merchantIdentifierHashes: merchants)

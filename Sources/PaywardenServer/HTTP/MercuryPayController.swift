@@ -13,21 +13,21 @@ import ProcessorMessages
 /// for its organisation, which must own the registration ID or token. Every answer, refusals
 /// included, is MercuryPay's JSON shape (``MercuryPayErrorResponse`` for errors).
 struct MercuryPayController {
-    let registry: APIKeyRegistry
     let maxBodyBytes: Int
     /// The MercuryPay upstream, when one is configured.
     let relay: MercuryPayRelay?
 
     func saleByRecordNo(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        try await handle(.saleByRecordNo, request)
+        try await handle(.saleByRecordNo, request, identity: context.identity)
     }
 
     func authorizeByRecordNo(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        try await handle(.authorizeByRecordNo, request)
+        try await handle(.authorizeByRecordNo, request, identity: context.identity)
     }
 
-    private func handle(_ operation: MercuryPayOperation, _ request: Request) async throws -> Response {
-        guard let key = authenticate(request.headers[.authorization]) else {
+    /// `identity`: the key the Bearer or Basic authenticator found, nil when none was valid.
+    private func handle(_ operation: MercuryPayOperation, _ request: Request, identity: APIKey?) async throws -> Response {
+        guard let key = identity else {
             return Self.error(
                 .unauthorized, code: .unauthorized,
                 "send the API key as HTTP Basic (user: the key's name, password: the key) or as Authorization: Bearer KEY",
@@ -51,27 +51,6 @@ struct MercuryPayController {
         }
         let reply = await relay.relay(parsed, key: key, organization: organization)
         return Self.json(reply.body, status: reply.status, headers: reply.headers)
-    }
-
-    /// The key named by HTTP Basic (its name and the key) or presented as a Bearer token.
-    private func authenticate(_ header: String?) -> APIKey? {
-        guard let header, let space = header.firstIndex(of: " ") else { return nil }
-        let scheme = header[..<space].lowercased()
-        let credentials = header[space...].trimmingCharacters(in: .whitespaces)
-        switch scheme {
-        case "bearer":
-            return registry.authenticate(credentials)
-        case "basic":
-            guard let decoded = Data(base64Encoded: credentials).flatMap({ String(data: $0, encoding: .utf8) }),
-                let colon = decoded.firstIndex(of: ":")
-            else { return nil }
-            guard let key = registry.authenticate(decoded[decoded.index(after: colon)...]), key.name == decoded[..<colon] else {
-                return nil
-            }
-            return key
-        default:
-            return nil
-        }
     }
 
     static func error(

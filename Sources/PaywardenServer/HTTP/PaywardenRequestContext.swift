@@ -1,11 +1,13 @@
 import Foundation
 import Hummingbird
+import HummingbirdAuth
 import NIOCore
 
-/// Per-request state: the authenticated API key, once the authenticator has run.
-public struct PaywardenRequestContext: RequestContext {
+/// Per-request state: the API key an authenticator identified the caller by (hummingbird-auth's
+/// identity), nil until one has, or when none could.
+public struct PaywardenRequestContext: AuthRequestContext {
     public var coreContext: CoreRequestContextStorage
-    public var apiKey: APIKey?
+    public var identity: APIKey?
     /// The connection's peer: what per-client rate limits count by.
     public let remoteAddress: SocketAddress?
 

@@ -15,7 +15,6 @@ import ProcessorMessages
 /// it). The store ID goes into the upstream's path, so it must be a plain identifier.
 struct RadialController {
     let relay: RadialRelay
-    let registry: APIKeyRegistry
     let maxBodyBytes: Int
 
     func decryptBlob(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
@@ -67,9 +66,7 @@ struct RadialController {
 
     /// The key, its scope and organisation, the store ID, then the body.
     private func admit(_ request: Request, context: PaywardenRequestContext, scope: APIScope) async throws -> Admission {
-        guard let header = request.headers[.authorization], let presented = APIKeyAuthenticator.bearerCredential(header),
-            let key = registry.authenticate(presented)
-        else {
+        guard let key = context.identity else {
             var reply = relay.fault(.unauthorized, "unauthorized: send an API key as Authorization: Bearer KEY", .unauthorized)
             reply.headers[.wwwAuthenticate] = "Bearer"
             return .refused(reply)

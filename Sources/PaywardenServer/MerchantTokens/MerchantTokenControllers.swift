@@ -111,7 +111,7 @@ struct PaymentSessionController {
 /// merchant-token and payment-session routes all act for one organisation).
 enum OrganizationKey {
     static func require(_ context: PaywardenRequestContext, for what: String) throws -> (APIKey, String) {
-        guard let key = context.apiKey else { throw APIError.unauthorized("send an API key as Authorization: Bearer KEY") }
+        guard let key = context.identity else { throw APIError.unauthorized("send an API key as Authorization: Bearer KEY") }
         guard let organization = key.organization else {
             throw APIError.forbidden(
                 "API key \(key.name) has no organisation; \(what) need NAME:SHA256HEX:SCOPES:ORGANIZATION (paywarden apikeys create "

@@ -1,26 +1,16 @@
 import Hummingbird
+import HummingbirdAuth
 
-/// Requires `Authorization: Bearer KEY` with a configured key that has `scope`: 401 without a
-/// valid key, 403 with a key that lacks the scope.
-struct APIKeyAuthenticator: RouterMiddleware {
-    typealias Context = PaywardenRequestContext
-
+/// Identifies the caller by `Authorization: Bearer KEY`: the configured key it names becomes the
+/// request's identity. It only identifies (hummingbird-auth's ``AuthenticatorMiddleware``): a
+/// request without a valid key goes on without one, and what needs one refuses it there
+/// (``APIScopeRequirement`` on the JSON routes, each relay's controller in its own format).
+struct BearerAPIKeyAuthenticator<Context: AuthRequestContext<APIKey>>: AuthenticatorMiddleware {
     let registry: APIKeyRegistry
-    let scope: APIScope
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let header = request.headers[.authorization], let presented = Self.bearerCredential(header) else {
-            throw APIError.unauthorized("send an API key as Authorization: Bearer KEY")
-        }
-        guard let key = registry.authenticate(presented) else {
-            throw APIError.unauthorized("the API key is not valid")
-        }
-        guard key.scopes.contains(scope) else {
-            throw APIError.forbidden("API key \(key.name) lacks the \(scope.rawValue) scope")
-        }
-        var context = context
-        context.apiKey = key
-        return try await next(request, context)
+    func authenticate(request: Request, context: Context) async throws -> APIKey? {
+        guard let header = request.headers[.authorization], let presented = Self.bearerCredential(header) else { return nil }
+        return registry.authenticate(presented)
     }
 
     /// The credential of `Bearer CREDENTIAL` (the scheme in any case, RFC 9110 §11.1), without the
