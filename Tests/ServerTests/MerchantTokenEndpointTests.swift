@@ -101,7 +101,7 @@ struct MerchantTokenEndpointTests {
     func settled(_ server: TestServer, event: String, seconds: Double = 20) async throws -> MerchantTokenEventRecord? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if let record = try await server.server.vault.database.event(id: event), record.state != .pending { return record }
+            if let record = try await server.server.database.database.event(id: event), record.state != .pending { return record }
             try await Task.sleep(for: .milliseconds(100))
         }
         return nil
@@ -138,7 +138,7 @@ struct MerchantTokenEndpointTests {
             #expect(try await notify(server, event: "evt-unlink-1").status == 200)
             try await Task.sleep(for: .milliseconds(600))
             #expect(eventFetches(fixture.apple, event: "evt-unlink-1").count == 1)
-            #expect(try await server.server.vault.database.event(id: "evt-unlink-1")?.attempts == 1)
+            #expect(try await server.server.database.database.event(id: "evt-unlink-1")?.attempts == 1)
 
             // Neither the account number, the token nor the registration ID reached the log.
             let logs = server.logs.text
@@ -151,7 +151,7 @@ struct MerchantTokenEndpointTests {
             let server = fixture.server
             let (token, _) = try await vaultedMerchantToken(server)
             // The payload's own metadata is on the token from its registration.
-            let registered = try #require(try await server.server.vault.database.token(token, organization: "example"))
+            let registered = try #require(try await server.server.database.database.token(token, organization: "example"))
             #expect(String(decoding: registered.merchantTokenMetadata ?? [], as: UTF8.self).contains("https://example.test/art.png"))
             fixture.apple.setEvent(
                 "evt-meta", merchantID: Self.merchantID,
@@ -164,7 +164,7 @@ struct MerchantTokenEndpointTests {
             #expect(try await notify(server, event: "evt-new-kind").status == 200)
             let meta = try #require(try await settled(server, event: "evt-meta"))
             #expect(meta.state == .applied && meta.effect?.contains("metadata recorded on 1") == true, "\(meta.effect ?? "nil")")
-            let record = try #require(try await server.server.vault.database.token(token, organization: "example"))
+            let record = try #require(try await server.server.database.database.token(token, organization: "example"))
             // The event's card metadata replaced the payload's; the card art it did not mention stayed.
             let metadata = String(decoding: record.merchantTokenMetadata ?? [], as: UTF8.self)
             #expect(metadata.contains("4242") && !metadata.contains("1488") && metadata.contains("art.png"), "\(metadata)")
@@ -188,10 +188,10 @@ struct MerchantTokenEndpointTests {
             try await fixture.apple.stop()
             #expect(try await notify(server, event: "evt-down").status == 200)
             // The first attempt ends once the connection has been tried for the connect timeout.
-            var waiting = try #require(try await server.server.vault.database.event(id: "evt-down"))
+            var waiting = try #require(try await server.server.database.database.event(id: "evt-down"))
             for _ in 0..<150 where waiting.lastError == nil {
                 try await Task.sleep(for: .milliseconds(100))
-                waiting = try #require(try await server.server.vault.database.event(id: "evt-down"))
+                waiting = try #require(try await server.server.database.database.event(id: "evt-down"))
             }
             #expect(waiting.state == .pending && waiting.attempts >= 1 && waiting.lastError?.hasPrefix("upstream_unavailable") == true)
             try await fixture.apple.restart()
@@ -220,7 +220,7 @@ struct MerchantTokenEndpointTests {
             // A forwarded address is not believed from a peer that is not a configured proxy.
             let spoofed = try await notify(fixture.server, event: "evt-1", headers: [("X-Forwarded-For", "17.58.0.9")])
             #expect(spoofed.status == 403)
-            #expect(try await fixture.server.server.vault.database.event(id: "evt-1") == nil)
+            #expect(try await fixture.server.server.database.database.event(id: "evt-1") == nil)
         }
         // Behind a configured proxy (loopback), the right-most address that is not a proxy counts.
         try await withFixture(sources: ["17.58.0.0/18"], proxies: ["127.0.0.1/32"], pendingLimit: 2) { fixture in
@@ -292,8 +292,8 @@ struct MerchantTokenEndpointTests {
             let unlinked = try await server.send(.POST, "/v1/merchant-tokens/unlink", body: body, apiKey: fixture.webKey)
             let count = try json(unlinked)["tokensUnlinked"] as? Int
             #expect(unlinked.status == 200 && count == 1, "\(unlinked.text)")
-            #expect(try await vault.database.token(token, organization: "example")?.state == .unlinked)
-            #expect(try await vault.database.token(other.token, organization: "other")?.state == .active)
+            #expect(try await server.server.database.database.token(token, organization: "example")?.state == .unlinked)
+            #expect(try await server.server.database.database.token(other.token, organization: "other")?.state == .active)
             #expect(try await vault.detokenize(other.token, organization: "other").accountNumber.revealed == Self.pan)
         }
     }

@@ -384,7 +384,7 @@ struct OpenAPIVaultTests {
         try await client.expect(Self.detokenize, "/v1/tokens/\(tokenA)/detokenize", key: server.redeemOnlyKey, 403, "forbidden")
         try await client.expect(
             Self.detokenize, "/v1/tokens/4111111111111111/detokenize", key: vault, 404, "token_not_found", eProtect: "822")
-        let database = server.server.vault.database
+        let database = server.server.database.database
         let row = try #require(try await database.token(tokenA, organization: "example"))
         _ = try await database.updateToken(tokenA, organization: "example", state: .unlinked, sealed: nil, at: Date())
         try await client.expect(Self.detokenize, "/v1/tokens/\(tokenA)/detokenize", key: vault, 410, "token_unlinked", eProtect: "823")

@@ -31,7 +31,7 @@ struct MerchantTokenAdmin {
         hsm options: HSMOptions,
         _ body: @Sendable (_ service: MerchantTokenService, _ vault: Vault, _ audit: VaultAudit) async throws -> Void
     ) async throws {
-        try await VaultAdmin(name, mutates: mutates).run(hsm: options) { vault, settings, audit, keyRecords in
+        try await VaultAdmin(name, mutates: mutates).run(hsm: options) { vault, settings, audit, database in
             let configuration: MerchantTokenConfiguration
             do throws(ConfigurationError) {
                 configuration = try MerchantTokenConfiguration(settings: settings.merchantTokens)
@@ -39,11 +39,12 @@ struct MerchantTokenAdmin {
                 throw CommandFailure(.misconfiguration, error.message)
             }
             let hsm = vault.keyring.hsm
-            let keys = MerchantKeyStore(hsm: hsm, records: keyRecords)
+            let keys = MerchantKeyStore(hsm: hsm, records: database)
             let logger = Logger(label: "paywarden")
             let gateway = AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.gateway, logger: logger)
             let service = MerchantTokenService(
-                gateway: gateway, vault: vault, keys: keys, policy: configuration.eventPolicy, metrics: nil, audit: nil, logger: logger)
+                gateway: gateway, vault: vault, events: database, keys: keys, policy: configuration.eventPolicy, metrics: nil, audit: nil,
+                logger: logger)
             do {
                 try await body(service, vault, audit)
             } catch let failure as MerchantTokenFailure {
@@ -119,10 +120,10 @@ struct MerchantTokenEvents: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await MerchantTokenAdmin(name: "merchant-tokens.events", mutates: false).run(hsm: hsmOptions) { _, vault, audit in
+        try await MerchantTokenAdmin(name: "merchant-tokens.events", mutates: false).run(hsm: hsmOptions) { service, _, audit in
             let records: [MerchantTokenEventRecord]
             do throws(StorageError) {
-                records = try await vault.database.events(
+                records = try await service.events.events(
                     state: state.flatMap(MerchantTokenEventRecord.State.init(rawValue:)), limit: limit)
             } catch {
                 throw CommandFailure(error)

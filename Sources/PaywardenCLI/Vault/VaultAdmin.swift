@@ -24,11 +24,11 @@ struct VaultAdmin {
         try await run(hsm: options) { vault, settings, audit, _ in try await body(vault, settings, audit) }
     }
 
-    /// The same, with the database's merchant-key records for commands that also read keys.
+    /// The same, with the database for commands that also read merchant-key records or events.
     func run(
         hsm options: HSMOptions,
         _ body:
-            @Sendable (_ vault: Vault, _ settings: PaywardenSettings, _ audit: VaultAudit, _ keyRecords: any KeyRecordStore)
+            @Sendable (_ vault: Vault, _ settings: PaywardenSettings, _ audit: VaultAudit, _ database: any PaywardenDatabase)
             async throws -> Void
     ) async throws {
         let audit = VaultAudit()
@@ -46,7 +46,7 @@ struct VaultAdmin {
                 let keyring = VaultKeyring(hsm: hsm)
                 try await keyring.refresh()
                 try await body(
-                    Vault(database: connection.database, keyring: keyring, policy: policy), settings, audit, connection.keyRecords)
+                    Vault(database: connection.database, keyring: keyring, policy: policy), settings, audit, connection.database)
             }
             return audit.detail
         }

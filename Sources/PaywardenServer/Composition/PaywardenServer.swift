@@ -102,7 +102,7 @@ public struct PaywardenServer: Sendable {
         }
         let merchantTokens = MerchantTokenService(
             gateway: AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger),
-            vault: vaultCore, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
+            vault: vaultCore, events: database.database, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
             audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger)
         let merchantTokenEvents = MerchantTokenEventService(
             merchantTokens: merchantTokens, database: databaseHealth, pollInterval: configuration.merchantTokens.pollInterval)

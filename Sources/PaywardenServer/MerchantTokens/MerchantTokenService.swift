@@ -13,6 +13,8 @@ import Vault
 public final class MerchantTokenService: Sendable {
     public let gateway: AppleGatewayClient
     let vault: Vault
+    /// The outbox of Apple's events: recorded, claimed, settled and purged here.
+    public let events: any EventStore
     let keys: MerchantKeyStore
     let metrics: ServerMetrics?
     let audit: AuditLog?
@@ -23,19 +25,18 @@ public final class MerchantTokenService: Sendable {
     private let woken = Mutex(false)
 
     public init(
-        gateway: AppleGatewayClient, vault: Vault, keys: MerchantKeyStore, policy: MerchantTokenEventPolicy, metrics: ServerMetrics?,
-        audit: AuditLog?, logger: Logger
+        gateway: AppleGatewayClient, vault: Vault, events: any EventStore, keys: MerchantKeyStore, policy: MerchantTokenEventPolicy,
+        metrics: ServerMetrics?, audit: AuditLog?, logger: Logger
     ) {
         self.gateway = gateway
         self.vault = vault
+        self.events = events
         self.keys = keys
         self.policy = policy
         self.metrics = metrics
         self.audit = audit
         self.logger = logger
     }
-
-    var database: any PaywardenDatabase { vault.database }
 
     // MARK: Notifications
 
@@ -51,7 +52,7 @@ public final class MerchantTokenService: Sendable {
         }
         guard try await pendingCount() < policy.pendingLimit else {
             // Apple repeating a notification already recorded is still answered 200.
-            if (try? await database.event(id: eventID))?.map({ $0.merchantIdentifier == merchantID }) == true { return false }
+            if (try? await events.event(id: eventID))?.map({ $0.merchantIdentifier == merchantID }) == true { return false }
             metrics?.merchantTokenEvent("refused_over_limit")
             throw MerchantTokenFailure(
                 .overloaded, "\(policy.pendingLimit) merchant-token events are waiting to be fetched")
@@ -59,12 +60,12 @@ public final class MerchantTokenService: Sendable {
         let record = MerchantTokenEventRecord(id: eventID, merchantIdentifier: merchantID, receivedAt: vault.now)
         let isNew: Bool
         do {
-            isNew = try await database.recordEvent(record)
+            isNew = try await events.recordEvent(record)
         } catch {
             throw MerchantTokenFailure(.databaseUnavailable, "the notification could not be recorded")
         }
         metrics?.merchantTokenEvent(isNew ? "received" : "repeated")
-        if !isNew, let stored = try? await database.event(id: eventID), stored.merchantIdentifier != merchantID {
+        if !isNew, let stored = try? await events.event(id: eventID), stored.merchantIdentifier != merchantID {
             // Apple's event ids are unique; one arriving for a second merchant is worth a look, not a second fetch.
             metrics?.merchantTokenEvent("id_for_another_merchant")
             logger.warning(
@@ -123,7 +124,7 @@ public final class MerchantTokenService: Sendable {
             return cached
         }
         do {
-            let count = try await database.eventCount(state: .pending)
+            let count = try await events.eventCount(state: .pending)
             pending.withLock { $0 = (count, now) }
             return count
         } catch {
@@ -138,7 +139,7 @@ public final class MerchantTokenService: Sendable {
         let before = vault.now.addingTimeInterval(-policy.eventRetention)
         var deleted = 0
         for _ in 0..<10 {
-            guard let batch = try? await database.deleteSettledEvents(before: before, limit: 500) else { break }
+            guard let batch = try? await events.deleteSettledEvents(before: before, limit: 500) else { break }
             deleted += batch
             if batch < 500 { break }
         }
@@ -151,7 +152,7 @@ public final class MerchantTokenService: Sendable {
     func processDueEvents(limit: Int = 20) async -> Int {
         let due: [MerchantTokenEventRecord]
         do {
-            due = try await database.dueEvents(at: vault.now, limit: limit)
+            due = try await events.dueEvents(at: vault.now, limit: limit)
         } catch {
             logger.warning("merchant-token events could not be read", metadata: ["error": "\(error)"])
             return 0
@@ -239,7 +240,7 @@ public final class MerchantTokenService: Sendable {
 
     private func store(_ record: MerchantTokenEventRecord, expectedAttempts: Int) async throws(MerchantTokenFailure) -> Bool {
         do {
-            return try await database.updateEvent(record, expectedAttempts: expectedAttempts)
+            return try await events.updateEvent(record, expectedAttempts: expectedAttempts)
         } catch {
             throw MerchantTokenFailure(error)
         }
@@ -249,7 +250,7 @@ public final class MerchantTokenService: Sendable {
     public func retry(eventID: String, user: String) async throws(MerchantTokenFailure) -> MerchantTokenEventRecord {
         let stored: MerchantTokenEventRecord?
         do {
-            stored = try await database.event(id: eventID)
+            stored = try await events.event(id: eventID)
         } catch {
             throw MerchantTokenFailure(error)
         }
