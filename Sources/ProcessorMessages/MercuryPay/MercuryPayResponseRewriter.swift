@@ -1,5 +1,5 @@
 /// Rewrites the upstream's credit sale response for the client: `RecordNo` carries the high-value
-/// token (processor-apis.md §2: "The transaction response includes the new OmniToken, which is
+/// token (docs/processors.md, "MercuryPay": "The transaction response includes the new OmniToken, which is
 /// returned in the RecordNo field"), `AcctNo` is masked, and the account number and cryptogram appear
 /// nowhere. On a decline or error no token is returned ("in the event of a decline/error response,
 /// no token is generated"), and the upstream's own RecordNo is removed.
