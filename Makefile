@@ -45,7 +45,7 @@ run: build
 	  .build/release/paywarden hsm status; \
 	  echo; echo "API key (development): $$(cat "$(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key")"; \
 	  echo "  curl -H \"Authorization: Bearer \$$(cat $(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key)\" --data @token.json http://$${PAYWARDEN_LISTEN:-127.0.0.1:8080}/v1/payment-tokens/decrypt"; \
-	  echo "  import merchant keys first: .build/release/paywarden keys create|import …  (see README)"; echo; \
+	  echo "  import merchant keys first: .build/release/paywarden keys create|import …  (see docs/operations.md)"; echo; \
 	  exec .build/release/paywarden serve
 
 # Every suite on SoftHSM, then the suites that touch an HSM again on NSS softokn, a second

@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Module layout and dependency rules: README.md, "Architecture".
+// Module layout and dependency rules: docs/architecture.md.
 
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 let cryptoExtras = Target.Dependency.product(name: "_CryptoExtras", package: "swift-crypto")
@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "Vault", dependencies: ["PKCS11", "ApplePay", "KeyCustody", "PaywardenStorage", "PaywardenPrimitives", crypto, logging]),
         // Apple's servers over mutual TLS signed by the HSM-held identity key: merchant-token events,
-        // unlink, metadata updates and payment sessions, behind a host allow-list (merchant-tokens.md §3).
+        // unlink, metadata updates and payment sessions, behind a host allow-list (docs/apple-pay.md, "Apple's hosts").
         .target(
             name: "OutboundTLS",
             dependencies: [

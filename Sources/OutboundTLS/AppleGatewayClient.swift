@@ -8,7 +8,7 @@ import PKCS11
 import Synchronization
 
 /// Calls to Apple's Apple Pay gateway over mutual TLS, authenticated with the merchant's
-/// identity certificate whose key stays in the HSM (merchant-tokens.md §3, §5, §6).
+/// identity certificate whose key stays in the HSM (docs/apple-pay.md, "Merchant tokens").
 ///
 /// Every call chooses the merchant's newest valid identity certificate, checks what it sends,
 /// never follows a redirect, caps what it reads and maps every outcome to an

@@ -1,11 +1,11 @@
 import Foundation
 
-/// The hosts Paywarden may open a mutual-TLS connection to (merchant-tokens.md §3, §6).
+/// The hosts Paywarden may open a mutual-TLS connection to (docs/apple-pay.md, "Apple's hosts").
 ///
 /// A validation URL comes from a browser, so everything about it is hostile until checked:
 /// https only, a host on the list, no IP literal, no user info, no other port.
 public struct AppleGatewayHostPolicy: Sendable {
-    /// merchant-tokens.md §3's list.
+    /// Apple's list (docs/apple-pay.md, "Apple's hosts").
     public static let appleHosts: [String] = [
         "apple-pay-gateway.apple.com",
         "apple-pay-gateway-nc-pod*.apple.com",

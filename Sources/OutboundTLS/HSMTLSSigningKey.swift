@@ -5,8 +5,8 @@ import NIOSSL
 import PKCS11
 import Synchronization
 
-/// A TLS client key in the HSM as swift-nio-ssl sees it (the Apple identity key, merchant-tokens.md
-/// §5, and a processor upstream's client key): the handshake's signature is made by the HSM, so
+/// A TLS client key in the HSM as swift-nio-ssl sees it (the Apple identity key, docs/apple-pay.md,
+/// "The identity key", and a processor upstream's client key): the handshake's signature is made by the HSM, so
 /// the private key never leaves it.
 ///
 /// TLS 1.2 signs with RSA PKCS#1 v1.5; TLS 1.3 needs RSA-PSS, offered only when the HSM has it.

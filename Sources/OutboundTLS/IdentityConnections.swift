@@ -86,7 +86,7 @@ final class IdentityConnections: Sendable {
         tls.minimumTLSVersion = .tlsv12
         // TLS 1.3 client authentication with an RSA key is RSA-PSS or nothing.
         tls.maximumTLSVersion = signingKey.supportsTLS13 ? .tlsv13 : .tlsv12
-        // Apple's list for TLS 1.2 (merchant-tokens.md §5); TLS 1.3's suites are all acceptable.
+        // Apple's list for TLS 1.2 (docs/apple-pay.md, "The identity key"); TLS 1.3's suites are all acceptable.
         tls.cipherSuites =
             "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
         tls.certificateChain = [.certificate(certificate)]

@@ -1,4 +1,4 @@
-/// Apple's `MerchantTokenEventResponse` (merchant-tokens.md §3), decoded with strict bounds:
+/// Apple's `MerchantTokenEventResponse` (docs/apple-pay.md, "Fetching an event"), decoded with strict bounds:
 /// whatever Apple (or whoever answers in its name) sends, nothing unbounded reaches the vault.
 public struct MerchantTokenEventDetails: Sendable, Equatable {
     public enum Kind: String, Sendable {

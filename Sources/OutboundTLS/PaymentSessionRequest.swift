@@ -1,4 +1,4 @@
-/// A merchant-validation request (merchant-tokens.md §6), checked before anything leaves: the
+/// A merchant-validation request (docs/apple-pay.md, "Merchant validation"), checked before anything leaves: the
 /// fields come from a merchant's page and go to Apple as they are.
 public struct PaymentSessionRequest: Sendable {
     public enum Initiative: String, Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The processor relay's upstreams (processor-apis.md §4): one per message format, each a base
+/// The processor relay's upstreams (docs/processors.md, "Upstreams"): one per message format, each a base
 /// URL with optional extra trust roots; the cnpAPI and MercuryPay upstreams also take the format's
 /// own credentials (a user and a password file). Plain HTTP is accepted only to a loopback host; a URL
 /// carrying credentials, an unreadable file or half a credential pair refuses the start.

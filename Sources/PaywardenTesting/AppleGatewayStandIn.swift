@@ -8,7 +8,7 @@ import SwiftASN1
 import Synchronization
 import X509
 
-/// A stand-in for Apple's Apple Pay gateway (merchant-tokens.md §3): real HTTPS on loopback
+/// A stand-in for Apple's Apple Pay gateway (docs/apple-pay.md, "Fetching an event"): real HTTPS on loopback
 /// that requires a client certificate issued by the given CA, as Apple requires a Merchant
 /// Identity certificate from WWDR. It serves the merchant-token routes and merchant
 /// validation, records every request with its TLS details, and fails, redirects or goes down

@@ -9,8 +9,8 @@ import SwiftASN1
 import Synchronization
 import X509
 
-/// A stand-in for a processor's authorization engine (the relay's upstream, processor-apis.md §1
-/// to §3): real HTTP, or HTTPS with a certificate for "localhost" from a CA of its own, on
+/// A stand-in for a processor's authorization engine (the relay's upstream,
+/// docs/processors.md): real HTTP, or HTTPS with a certificate for "localhost" from a CA of its own, on
 /// loopback. It parses every cnpAPI request it receives with the strict parser (and every
 /// MercuryPay one under `/PaymentsAPI/`, ``ReceivedMercuryPayRequest``, and every Radial one under
 /// `/v1.0/stores/`, ``ReceivedRadialRequest``), records it with what it found

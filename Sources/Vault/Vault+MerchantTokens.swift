@@ -1,7 +1,7 @@
 import Foundation
 import PaywardenStorage
 
-/// What Apple's merchant-token events do to the vault (merchant-tokens.md §4): an unlinked
+/// What Apple's merchant-token events do to the vault (docs/apple-pay.md, "What an event does"): an unlinked
 /// merchant token's tokens stop working and are destroyed after a retention period; updated
 /// metadata is kept beside them. The event queue itself (fetching, retrying) is the server's.
 extension Vault {

@@ -200,12 +200,12 @@ struct SettingsTests {
         _ = try await PaywardenSettings.load(environment: ["PAYWARDEN_CONFIG": path])
     }
 
-    /// The README's settings table names every setting.
-    @Test func theREADMENamesEverySetting() throws {
+    /// The operations guide's settings table names every setting.
+    @Test func theOperationsGuideNamesEverySetting() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let guide = try String(contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
         for setting in SettingCatalog.all {
-            #expect(readme.contains("`\(setting.environmentName)`"), "README.md does not document \(setting.environmentName)")
+            #expect(guide.contains("`\(setting.environmentName)`"), "docs/operations.md does not document \(setting.environmentName)")
         }
     }
 

@@ -17,7 +17,7 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// Fixed seeds and fixed iteration counts (3,000 random, 2,500 mutated inputs: about 2 s in a debug
 /// build), so the suite stays well under the repository's 10 s budget and never fuzzes open-ended;
-/// long campaigns run under libFuzzer instead (`make fuzz`, README.md "Tests and benchmarks").
+/// long campaigns run under libFuzzer instead (`make fuzz`, docs/testing.md, "Fuzzing").
 @Suite("Fuzzing entry point")
 struct FuzzingTests {
     static let fixtures = [

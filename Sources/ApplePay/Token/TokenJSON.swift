@@ -3,7 +3,7 @@
 /// numbers, arrays and literals only checked.
 ///
 /// Foundation's `JSONSerialization` built a dictionary of `Any` per token and bridged every
-/// string: about a tenth of a decryption's CPU on Linux (README, "Performance"). This reader
+/// string: about a tenth of a decryption's CPU on Linux (docs/operations.md, "Performance"). This reader
 /// accepts no more than it did and refuses more: anything but UTF-8 (it detected UTF-16 and
 /// UTF-32) and a byte order mark, trailing commas, nesting past 64 levels, and a member name
 /// repeated in one object (a reader that keeps the first and one that keeps the last would see

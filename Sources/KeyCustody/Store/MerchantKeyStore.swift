@@ -532,7 +532,7 @@ public final class MerchantKeyStore: Sendable {
     }
 
     /// What a key may do in service. `create` adds sign for the key's own CSR and takes it back
-    /// after; keys created before that change keep CKA_SIGN (see the README).
+    /// after; keys created before that change keep CKA_SIGN (docs/operations.md, "Key custody").
     static func usage(purpose: KeyPurpose, algorithm: KeyAlgorithmChoice) -> KeyUsage {
         switch (purpose, algorithm) {
         case (.processing, .ec): [.derive]  // ECDH for tokens

@@ -10,7 +10,7 @@ protocol ExpiringRun: AnyObject, Sendable {
 
 /// One timer for every HSM deadline in the process. A dispatch timer per operation cost a timer
 /// entry and, ten seconds later, a thread wake-up per request, on the cores the HSM needs
-/// (README, "Performance"). Runs are kept per timeout in arrival order, which for one timeout is
+/// (docs/operations.md, "Performance"). Runs are kept per timeout in arrival order, which for one timeout is
 /// deadline order, so only the front of each line is ever looked at; runs that finished are
 /// dropped from the front as new ones arrive, and the one timer is moved to the earliest front.
 // Unchecked: the dispatch timer is not marked Sendable, but a dispatch source may be scheduled from

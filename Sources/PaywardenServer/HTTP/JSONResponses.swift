@@ -56,7 +56,7 @@ extension JSONResponses {
 
 /// An envelope on a hot path that writes its own members, exactly as ``JSONResponses/encoder``
 /// would (sorted names, the same escaping): `JSONEncoder` cost about 12 µs per decrypt response
-/// on Linux (README, "Performance"). Tests hold the two encodings to the same bytes.
+/// on Linux (docs/operations.md, "Performance"). Tests hold the two encodings to the same bytes.
 protocol SelfEncodingEnvelope: Encodable {
     func writeMembers(to writer: inout JSONMemberWriter)
 }

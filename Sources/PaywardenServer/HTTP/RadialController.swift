@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 import ProcessorMessages
 
-/// Radial's routes (processor-apis.md §3), answered in Radial's XML, refusals as its `Fault`:
+/// Radial's routes (docs/processors.md, "Radial"), answered in Radial's XML, refusals as its `Fault`:
 /// - `POST /v1.0/stores/{StoreID}/payments/decryptblob`: a `DecryptBlobRequest` decrypted here
 ///   (scope `decrypt`);
 /// - `POST /v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml`: a digital-wallet

@@ -4,7 +4,7 @@ import Logging
 import ProcessorMessages
 import Vault
 
-/// The cnpAPI relay (processor-apis.md §1): an `authorization` or `sale` whose payment source is a
+/// The cnpAPI relay (docs/processors.md, "cnpAPI"): an `authorization` or `sale` whose payment source is a
 /// `paypage` registration ID or an `applepay` token gets the card data in its place (the DPAN,
 /// expiry and cryptogram, Worldpay's merchant-decrypted form) and goes to the upstream once; the
 /// upstream's reply comes back with the high-value token in `tokenResponse` and account numbers

@@ -4,7 +4,7 @@ import Logging
 import ProcessorMessages
 import Vault
 
-/// The MercuryPay relay (processor-apis.md §2): a `SaleByRecordNo` or `AuthorizeByRecordNo` whose
+/// The MercuryPay relay (docs/processors.md, "MercuryPay"): a `SaleByRecordNo` or `AuthorizeByRecordNo` whose
 /// `RecordNo` is a registration ID (`TokenType` RegistrationID or RegistrationId) or a high-value
 /// token (`OmniToken`) goes to the upstream once as MercuryPay's keyed sale or pre-authorization,
 /// `AcctNo` and `ExpDate` in place of `RecordNo` and `TokenType`; an approval comes back with the

@@ -5,7 +5,7 @@ import PaywardenPrimitives
 import ProcessorMessages
 import Vault
 
-/// Radial (processor-apis.md §3): the decrypt API answered here, and the digital-wallet
+/// Radial (docs/processors.md, "Radial"): the decrypt API answered here, and the digital-wallet
 /// authorization relayed.
 ///
 /// `DecryptBlobRequest`: the token is verified and decrypted for the API key's organisation, a

@@ -15,7 +15,7 @@ import Vault
 ///   The refusal is `token_not_recurring_eligible`.
 /// - Where the relay's format authenticates a DPAN with its cryptogram only
 ///   (``DevicePANWithoutCryptogram/never(_:)``: Radial, whose card-not-present request carries it in
-///   `SecureVerificationData` and processor-apis.md §3 never sends a DPAN without it), a DPAN's token
+///   `SecureVerificationData` and docs/processors.md, "Radial", never sends a DPAN without it), a DPAN's token
 ///   without a cryptogram is refused for every use: `cryptogram_required`.
 ///
 /// Every refusal is decided on the token's record before anything is detokenized, and audited

@@ -23,7 +23,7 @@ public struct CnpApplePay: Sendable, Hashable {
         self.version = version
     }
 
-    /// The token as Apple's `paymentData` JSON (apple-pay.md §2), for the Apple Pay module to verify.
+    /// The token as Apple's `paymentData` JSON (docs/apple-pay.md, "The token"), for the Apple Pay module to verify.
     public var paymentDataJSON: [UInt8] {
         var header: [ProcessorJSON.Member] = []
         if let applicationData { header.append(.init("applicationData", .string(applicationData))) }

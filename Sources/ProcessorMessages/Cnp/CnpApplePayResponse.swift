@@ -4,7 +4,7 @@
 /// paymentDataType?, onlinePaymentCryptogram?, eciIndicator?).
 ///
 /// `applicationPrimaryAccountNumber` is deliberately absent from this type: Worldpay's example omits
-/// it (vault.md §5), so the DPAN can never be put on the wire through here. The cryptogram is
+/// it (docs/vault.md, "cnpAPI registerTokenRequest"), so the DPAN can never be put on the wire through here. The cryptogram is
 /// masked in ``description``.
 public struct CnpApplePayResponse: Sendable, Hashable, CustomStringConvertible {
     public var applicationExpirationDate: String?

@@ -2,8 +2,8 @@ import Foundation
 
 /// Hard declines Paywarden answers itself, without calling the upstream, when an `authorization` or
 /// `sale` names a registration ID it cannot redeem (Worldpay lists both as hard declines with these
-/// `response`/`message` values, vault.md §2, eProtect codes), or a Paywarden token it will not use
-/// so (cnpAPI's token codes, vault.md §4).
+/// `response`/`message` values; docs/vault.md, "Error codes"), or a Paywarden token it will not use
+/// so (cnpAPI's token codes, docs/vault.md, "High-value tokens").
 public enum CnpLocalDecline: String, Sendable, Hashable, CaseIterable {
     /// 877: unknown, malformed (fails MOD 10+1), or another organisation's registration ID.
     case invalidRegistrationId = "877"

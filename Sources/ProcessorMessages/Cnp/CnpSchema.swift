@@ -31,8 +31,8 @@ enum CnpSchema {
 
     // MARK: applepayType / applepayHeaderType (cnpTransaction_v12.10.xsd)
 
-    /// `applepay/data`: the XSD says maxLength 2000, which fits every EC_v1 3DSecure token. vault.md §2
-    /// asks for room for EMV payloads "with a clear cap": 8192 characters is four times the XSD and
+    /// `applepay/data`: the XSD says maxLength 2000, which fits every EC_v1 3DSecure token. EMV payloads get room
+    /// with a clear cap (docs/vault.md, "cnpAPI registerTokenRequest"): 8192 characters is four times the XSD and
     /// still well under the 16 KiB text-node cap.
     static let applePayDataMaximum = 8192
     static let applePaySignatureMaximum = 10_000

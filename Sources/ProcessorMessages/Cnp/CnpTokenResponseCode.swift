@@ -1,4 +1,4 @@
-/// cnpAPI token response codes (vault.md §4, Worldpay's token response code table), with the
+/// cnpAPI token response codes (docs/vault.md, "High-value tokens"; Worldpay's token response code table), with the
 /// message cnpAPI pairs with each. 801 and 802's wording is Worldpay's (seed 002 shows 801's); the
 /// error codes' wording follows the same table's descriptions.
 public struct CnpTokenResponseCode: Sendable, Hashable, CustomStringConvertible {

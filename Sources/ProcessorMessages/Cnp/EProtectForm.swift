@@ -85,7 +85,7 @@ public struct EProtectForm: Sendable {
                 partial: echo)
         }
         // The token eProtect's fields spell, as JSON for the token reader: written directly, as
-        // JSONSerialization took a sixth of a registration's CPU (README, "Performance").
+        // JSONSerialization took a sixth of a registration's CPU (docs/operations.md, "Performance").
         var json: [UInt8] = [UInt8(ascii: "{")]
         json.reserveCapacity(body.count + 160)
         func member(_ name: String, _ field: String, first: Bool = false) {

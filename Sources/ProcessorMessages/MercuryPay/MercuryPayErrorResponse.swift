@@ -1,5 +1,5 @@
 /// MercuryPay's error shape: `CmdStatus` "Error", a `DSIXReturnCode`, a `TextResponse`
-/// (processor-apis.md §2), `ResponseOrigin` "Server" (the answer comes from Paywarden, not the card
+/// (docs/processors.md, "MercuryPay"), `ResponseOrigin` "Server" (the answer comes from Paywarden, not the card
 /// processor), and the request's `InvoiceNo` echoed when known. No RecordNo: no token on an error.
 public enum MercuryPayErrorResponse {
     public enum TokenError: String, Sendable, Hashable, CaseIterable {
@@ -25,7 +25,7 @@ public enum MercuryPayErrorResponse {
     /// `returnCode` nil leaves `DSIXReturnCode` out: MercuryPay's public material gives no code for
     /// most of Paywarden's own refusals (an unknown registration ID, a malformed request), and a
     /// made-up one would send a client's error handling down the wrong path. `paywardenCode`, when
-    /// given, is Paywarden's stable error code (product.md) in `PaywardenErrorCode`.
+    /// given, is Paywarden's stable error code (docs/vault.md, "Error codes") in `PaywardenErrorCode`.
     public static func body(
         returnCode: String?, textResponse: String, invoiceNo: String? = nil, paywardenCode: String? = nil
     ) -> ProcessorJSON {

@@ -7,8 +7,8 @@
 /// - InvoiceNo: 1–10 characters; MercuryPay's samples use short numbers ("1", "291", "123456") and the
 ///   only public length found for this API family is 10 (Mntry/Pay CREDIT.md, "InvoiceNo String 10");
 /// - OperatorID: 1–50; MercuryPay's own sample sends 31 characters ("REST Node.js GitHub Sample Code");
-/// - RecordNo: a registration ID up to 512 characters (cnpAPI string512Type, vault.md §3), an
-///   OmniToken 13–19 digits (Format T and D keep the PAN's length, vault.md §4).
+/// - RecordNo: a registration ID up to 512 characters (cnpAPI string512Type, docs/vault.md, "Registration IDs"), an
+///   OmniToken 13–19 digits (Format T and D keep the PAN's length, docs/vault.md, "High-value tokens").
 public struct MercuryPayLimits: Sendable, Hashable {
     public var invoiceNoMaximum: Int
     public var operatorIDMaximum: Int

@@ -24,7 +24,7 @@ public enum MercuryPayOperation: String, Sendable, Hashable, CaseIterable {
 }
 
 /// `TokenType` (developer.vantiv.com DOC-1532: RegistrationID, OmniToken, MToken). Both spellings of
-/// RegistrationID are accepted (processor-apis.md §2). MToken, MercuryPay's own token, is refused: it
+/// RegistrationID are accepted (docs/processors.md, "MercuryPay"). MToken, MercuryPay's own token, is refused: it
 /// is not Paywarden's to detokenize.
 public enum MercuryPayTokenType: String, Sendable, Hashable, CaseIterable {
     case registrationID = "RegistrationID"

@@ -1,7 +1,7 @@
 /// Rewrites the upstream's credit sale response for the client: `RecordNo` carries the high-value
-/// token (processor-apis.md §2: "The transaction response includes the new OmniToken, which is
-/// returned in the RecordNo field"), `AcctNo` is masked, and the account number and cryptogram appear
-/// nowhere. On a decline or error no token is returned ("in the event of a decline/error response,
+/// token (Vantiv's token guide, quoted in docs/processors.md, "MercuryPay": "The transaction response
+/// includes the new OmniToken, which is returned in the RecordNo field"), `AcctNo` is masked, and the
+/// account number and cryptogram appear nowhere. On a decline or error no token is returned ("in the event of a decline/error response,
 /// no token is generated"), and the upstream's own RecordNo is removed.
 public enum MercuryPayResponseRewriter {
     public static func clientResponse(

@@ -19,7 +19,7 @@ public struct RadialApplePayBlob: Sendable, Hashable {
         self.signature = signature
     }
 
-    /// The token as Apple's `paymentData` JSON (apple-pay.md §2), for the Apple Pay module.
+    /// The token as Apple's `paymentData` JSON (docs/apple-pay.md, "The token"), for the Apple Pay module.
     public var paymentDataJSON: [UInt8] {
         CnpApplePay(
             data: data, ephemeralPublicKey: ephemeralPublicKey, publicKeyHash: publicKeyHash,

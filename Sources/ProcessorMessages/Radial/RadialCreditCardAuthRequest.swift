@@ -1,5 +1,5 @@
 /// A `CreditCardAuthRequest` for `/payments/creditcard/auth/DW.xml`, validated against seed 003's
-/// element table (processor-apis.md §3) and the 1.0 schema, in one of two shapes:
+/// element table (docs/processors.md, "Radial") and the 1.0 schema, in one of two shapes:
 /// - the digital-wallet request: an Apple Pay token in `WalletPaymentInformation`, then `OrderId`;
 /// - the card-not-present request the app builds from `decryptblob`'s answer: `PaymentContext`
 ///   {`OrderId`, `PaymentAccountUniqueId isToken="true"` (Paywarden's high-value token)}, then an

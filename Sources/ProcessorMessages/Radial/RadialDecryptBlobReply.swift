@@ -16,7 +16,7 @@
 ///     </DecryptBlobReply>
 ///
 /// The reply goes to the app that asked (seed 003: "iOS makes a Decrypt Request API call"), and the
-/// client never sees a DPAN or a cryptogram (processor-apis.md): so there is no field for either, the
+/// client never sees a DPAN or a cryptogram (docs/processors.md): so there is no field for either, the
 /// account is the high-value token with `isToken="true"`, exactly as a `CreditCardAuthReply` names it.
 public struct RadialDecryptBlobReply: Sendable, Hashable {
     public var token: String

@@ -1,4 +1,4 @@
-/// `DecryptBlobRequest` (seed 003, processor-apis.md §3): `AlgorithmVersion`, `EncryptionHeader`
+/// `DecryptBlobRequest` (seed 003, docs/processors.md, "Radial"): `AlgorithmVersion`, `EncryptionHeader`
 /// {`EphemeralPublicKey`, `TransactionId`, `PublicKeyHash`}, `Version`, `Data`, `Signature`.
 ///
 /// Radial publishes no schema for it, so the order of the children is not enforced; each must be

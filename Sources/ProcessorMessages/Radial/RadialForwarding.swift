@@ -1,5 +1,5 @@
 /// Turns a digital-wallet `CreditCardAuthRequest` into the card-not-present one the upstream
-/// receives (processor-apis.md §3, Paywarden's design), following the 1.0 sequence of
+/// receives (docs/processors.md, "Radial", Paywarden's design), following the 1.0 sequence of
 /// Payment-Service-CreditCardAuth-1.0.xsd:
 ///
 ///     PaymentContext {OrderId, PaymentAccountUniqueId isToken="false"}, ExpirationDate (gYearMonth),

@@ -1,4 +1,4 @@
-/// Where a Radial `CreditCardAuthRequest` takes its card from (seed 003, processor-apis.md §3).
+/// Where a Radial `CreditCardAuthRequest` takes its card from (seed 003, docs/processors.md, "Radial").
 public enum RadialPaymentSource: Sendable, Hashable {
     /// An Apple Pay token in `WalletPaymentInformation` (the digital-wallet request, DW.xml).
     case wallet(RadialApplePayBlob)

@@ -1,6 +1,6 @@
 /// Rewrites the upstream's `CreditCardAuthReply` for the client: `PaymentContext/PaymentAccountUniqueId`
-/// becomes the high-value token with `isToken="true"` (processor-apis.md §3: "the token, never the
-/// PAN"), an `EncryptedPaymentAccountUniqueId` is replaced the same way, and the forwarded account
+/// becomes the high-value token with `isToken="true"` (docs/processors.md, "Radial": the token,
+/// never the PAN), an `EncryptedPaymentAccountUniqueId` is replaced the same way, and the forwarded account
 /// number and cryptogram appear nowhere else. Everything else (ResponseCode, AVS/CVV codes,
 /// AmountAuthorized, TenderType, Extension, xsd:any additions) is kept.
 public enum RadialReplyRewriter {

@@ -3,7 +3,7 @@
 ///   `Payment-Datatypes-1.0.xsd`, `Checkout-Datatypes-1.0.xsd`, `Checkout/schema/Checkout-Service-Fault-1.0.xsd`;
 /// - docs.radial.com "Digital Wallet Authorization Request" (DW.xml sample with WalletPaymentInformation)
 ///   and "Card Not Present Authorization Request" (VC.xml sample);
-/// - processor-apis.md §3 (seed 003's element table: the lengths below).
+/// - docs/processors.md, "Radial" (seed 003's element table: the lengths below).
 enum RadialSchema {
     static let namespaceURI = "http://api.gsicommerce.com/schema/checkout/1.0"
 
@@ -21,8 +21,8 @@ enum RadialSchema {
     static let nameRange = 1...64
     /// Phone numbers: no schema length; 20 characters of digits and `+ - ( ) .` and spaces is Paywarden's cap.
     static let phoneRange = 1...20
-    /// PhysicalAddressType: Line1 required, Line2–4 optional, 1–70 each; City 1–40 (processor-apis.md
-    /// §3; the 1.0 XSD said 35); MainDivision 1–35; CountryCode 2–40; PostalCode 1–15.
+    /// PhysicalAddressType: Line1 required, Line2–4 optional, 1–70 each; City 1–40 (docs/processors.md,
+    /// "Radial"; the 1.0 XSD said 35); MainDivision 1–35; CountryCode 2–40; PostalCode 1–15.
     static let addressLineRange = 1...70
     static let cityRange = 1...40
     static let mainDivisionRange = 1...35
