@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import NIOCore
+import Vault
 
 /// `POST /v1/payment-tokens/decrypt`: a `PKPaymentToken` or its `paymentData` in, the
 /// decrypted payload exactly as Apple sent it out, with where it came from. A key with an
@@ -9,8 +10,8 @@ import NIOCore
 /// name), as the vault routes do; a key without one opens any configured merchant's. Every call
 /// is counted per API key and outcome.
 struct DecryptController {
-    let service: DecryptionService
-    let vault: VaultService
+    let service: any PaymentTokenDecrypting
+    let vault: any OrganizationPolicies
     let metrics: ServerMetrics
     let maxBodyBytes: Int
 
@@ -115,3 +116,18 @@ enum RequestBody {
         }
     }
 }
+
+/// What the decrypt route needs of the decryption: the token's bytes in, the verified and
+/// decrypted token out, for the merchants the caller may open (nil: any). ``DecryptionService``
+/// in the server; a stand-in in the router-level tests.
+protocol PaymentTokenDecrypting: Sendable {
+    func decrypt(_ body: [UInt8], merchantIdentifierHashes: Set<String>?) async throws(PaymentTokenError) -> DecryptedPaymentToken
+}
+
+/// An organisation's policy (its merchants, its token format), as its paypages make it.
+protocol OrganizationPolicies: Sendable {
+    func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy
+}
+
+extension DecryptionService: PaymentTokenDecrypting {}
+extension VaultService: OrganizationPolicies {}
