@@ -1,38 +1,12 @@
 import Synchronization
 
-/// The cached handles of the token's keys, by id, for one module generation.
-struct KeyHandles {
-    private(set) var privateKeys: [KeyIdentifier: KeyObject] = [:]
-    private(set) var secretKeys: [KeyIdentifier: SecretKeyObject] = [:]
-
-    /// After a listing: private keys as found; secret keys are still valid (same generation).
-    mutating func replacePrivateKeys(with keys: [KeyObject]) {
-        privateKeys.removeAll(keepingCapacity: true)
-        for key in keys { privateKeys[key.id] = key }
-    }
-
-    /// After a recycle: every handle of the old generation is void.
-    mutating func replaceAll(privateKeys keys: [KeyObject]) {
-        replacePrivateKeys(with: keys)
-        secretKeys.removeAll(keepingCapacity: true)
-    }
-
-    mutating func remember(_ key: KeyObject) { privateKeys[key.id] = key }
-    mutating func remember(_ key: SecretKeyObject) { secretKeys[key.id] = key }
-
-    mutating func forget(_ id: KeyIdentifier) {
-        privateKeys.removeValue(forKey: id)
-        secretKeys.removeValue(forKey: id)
-    }
-}
-
 extension HSM {
     /// Every private key in the token, read afresh (another instance may have changed them);
     /// the handle cache is replaced with what was found.
     public func keys() async throws(PKCS11Error) -> [KeyObject] {
         let listing = try await withSession { [self] session throws(PKCS11Error) in
             let listing = try session.privateKeys()
-            handles.withLock { $0.replacePrivateKeys(with: listing.keys) }  // inside the job: same generation
+            state.withLock { $0.replacePrivateKeys(with: listing.keys) }  // inside the job: same generation
             return listing
         }
         try await keysListed(listing)
@@ -48,11 +22,8 @@ extension HSM {
     }
 
     public func keysListed(_ ids: Set<KeyIdentifier>) async throws(PKCS11Error) {
-        let gone = listedKeys.withLock { known in
-            defer { known = ids }
-            return known.subtracting(ids)
-        }
-        guard !gone.isEmpty, sessionKeyCopiesMayExist.load(ordering: .relaxed) else { return }
+        let gone = state.withLock { $0.listed(ids) }
+        guard !gone.isEmpty else { return }
         logger.info("keys left the token; recycling to end their session copies", metadata: ["keys": "\(gone.map(\.hex).sorted())"])
         try await recycle()
     }
@@ -75,16 +46,16 @@ extension HSM {
     /// The cached key, or the one found with `session` (then cached). Only called inside pool
     /// jobs, so the handle belongs to the current generation.
     private func cachedPrivateKey(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> KeyObject {
-        if let key = handles.withLock({ $0.privateKeys[id] }) { return key }
+        if let key = state.withLock({ $0.handles.privateKeys[id] }) { return key }
         guard let key = try session.privateKey(id: id) else { throw .keyNotFound(id) }
         remember(key)
         return key
     }
 
     private func cachedSecretKey(_ id: KeyIdentifier, _ session: Session) throws(PKCS11Error) -> SecretKeyObject {
-        if let key = handles.withLock({ $0.secretKeys[id] }) { return key }
+        if let key = state.withLock({ $0.handles.secretKeys[id] }) { return key }
         guard let key = try session.secretKey(id: id) else { throw .keyNotFound(id) }
-        handles.withLock { $0.remember(key) }
+        remember(key)
         return key
     }
 
@@ -109,7 +80,7 @@ extension HSM {
     ) async throws(PKCS11Error) -> R {
         var retried = false
         while true {
-            let observed = generation.load(ordering: .acquiring)
+            let observed = currentGeneration
             do {
                 try await reestablishIfLoggedOut(observed)
                 return try await pool.run(deadline: configuration.operationTimeout, job)
@@ -128,11 +99,14 @@ extension HSM {
     }
 
     func remember(_ key: KeyObject) {
-        handles.withLock { $0.remember(key) }
-        listedKeys.withLock { _ = $0.insert(key.id) }
+        state.withLock { $0.remember(key) }
+    }
+
+    func remember(_ key: SecretKeyObject) {
+        state.withLock { $0.remember(key) }
     }
 
     func forget(_ id: KeyIdentifier) {
-        handles.withLock { $0.forget(id) }
+        state.withLock { $0.forget(id) }
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import Synchronization
 
 extension HSM {
     // MARK: Key administration
@@ -27,7 +28,7 @@ extension HSM {
     public func destroyKeyPair(_ id: KeyIdentifier) async throws(PKCS11Error) -> Int {
         forget(id)
         let destroyed = try await withSession { session throws(PKCS11Error) in try session.destroyKeyPair(id: id) }
-        if destroyed > 0 && sessionKeyCopiesMayExist.load(ordering: .relaxed) {
+        if destroyed > 0 && state.withLock({ $0.sessionKeyCopiesMayExist }) {
             // The key is gone whatever happens here; a failed recycle is the maintenance's to retry.
             do { try await recycle() } catch { logger.error("recycle after destroying a key failed", metadata: ["error": "\(error)"]) }
         }
@@ -88,7 +89,7 @@ extension HSM {
         _ session: Session, _ key: KeyObject, _ operation: (ObjectHandle) throws(PKCS11Error) -> R
     ) throws(PKCS11Error) -> R {
         guard usesSessionKeyCopies else { return try operation(key.handle) }
-        if !sessionKeyCopiesMayExist.load(ordering: .relaxed) { sessionKeyCopiesMayExist.store(true, ordering: .relaxed) }
+        state.withLock { $0.sessionKeyCopyUsed() }
         do {
             return try operation(try session.keyCopy(of: key))
         } catch {

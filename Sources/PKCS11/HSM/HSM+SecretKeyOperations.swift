@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A data key protected by a key-encrypting key, with the path that protected it: a record keeps
 /// both, so a token whose probe later picks another path still opens what the first one wrapped.
 public struct WrappedDataKey: Sendable, Hashable {
@@ -17,7 +19,7 @@ extension HSM {
     public func generateSecretKey(_ specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
         try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
             let key = try session.generateSecretKey(specification, omitting: capabilities.unknownAttributes)
-            handles.withLock { $0.remember(key) }
+            remember(key)
             return key
         }
     }
@@ -26,7 +28,7 @@ extension HSM {
     public func importSecretKey(_ value: [UInt8], as specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
         try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
             let key = try session.importSecretKey(value, as: specification, omitting: capabilities.unknownAttributes)
-            handles.withLock { $0.remember(key) }
+            remember(key)
             return key
         }
     }

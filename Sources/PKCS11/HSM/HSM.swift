@@ -19,23 +19,9 @@ public final class HSM: Sendable {
 
     let pool: SessionPool
     private let location: TokenLocation
-    private let anchor: Mutex<Session?>
-    /// Handles by key id, valid for the module generation they were read in. Replaced inside
-    /// a recycle, and only read inside pool jobs, which never run during one.
-    let handles = Mutex(KeyHandles())
-    private let recycleCount = Atomic<Int>(0)
-    private let closed = Atomic<Bool>(false)
-    /// Bumped by every recycle, while no job runs; handles read in one generation are never
-    /// used in another (tokens renumber objects after `C_Initialize`).
-    let generation = Atomic<Int>(0)
-    /// Set when a decryption used a session key copy; cleared by a recycle that restarts the
-    /// module, which ends them all.
-    let sessionKeyCopiesMayExist = Atomic<Bool>(false)
-    /// The ids of the token's keys at the last listing (or found since), to notice keys that go.
-    let listedKeys = Mutex<Set<KeyIdentifier>>([])
-    /// False after a recycle failed to log in again: sessions opened now would see no private
-    /// keys, so operations re-establish the HSM first (as the ``loginGuard`` allows).
-    private let loggedIn = Atomic<Bool>(true)
+    /// The login, its anchor session, the key handles and their generation: one lock, so what
+    /// changes together is changed in one transition (see ``HSMState``).
+    let state: Mutex<HSMState>
     /// Paces re-establishment after failures, and never presents a refused PIN twice.
     let loginGuard = LoginGuard()
     let logger: Logger
@@ -51,14 +37,12 @@ public final class HSM: Sendable {
         case .off: usesSessionKeyCopies = false
         case .auto: usesSessionKeyCopies = opened.token.manufacturer.hasPrefix("SoftHSM")
         }
-        self.anchor = Mutex(opened.anchor.session)
+        self.state = Mutex(HSMState(anchor: opened.anchor, keys: opened.keys))
         self.logger = logger
         let location = opened.location
         self.pool = SessionPool(workers: configuration.workers, maxPending: configuration.maxPendingOperations) { () throws(PKCS11Error) in
             try Session(module: location.module, slot: location.slot)
         }
-        handles.withLock { $0.replacePrivateKeys(with: opened.keys) }
-        listedKeys.withLock { $0 = Set(opened.keys.map(\.id)) }
     }
 
     /// Opens the token described by `configuration`. Fails with a misconfiguration error that
@@ -118,19 +102,16 @@ public final class HSM: Sendable {
 
     /// Finishes queued work, closes every session and finalizes the module.
     public func close() async {
-        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        guard case .close(let anchor) = state.withLock({ $0.close() }) else { return }
         _ = try? await DedicatedThread.run(name: "pkcs11-close") { [self] in
             pool.shutdown()
-            anchor.withLock { session in
-                session?.close()
-                session = nil
-            }
+            anchor?.session.close()  // after the queued work, which may need the login it holds
             module.finalize()
         }
     }
 
     /// How many times the module has been recycled.
-    public var recycles: Int { recycleCount.load(ordering: .relaxed) }
+    public var recycles: Int { state.withLock { $0.recycles } }
 
     /// Operations waiting for a worker.
     public var pendingOperations: Int { pool.pending }
@@ -151,7 +132,7 @@ public final class HSM: Sendable {
     public func withSession<R: Sendable>(
         retryingAfterLostLogin: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
-        let observed = generation.load(ordering: .acquiring)
+        let observed = currentGeneration
         try await reestablishIfLoggedOut(observed)
         do {
             return try await pool.run(deadline: configuration.operationTimeout, body)
@@ -162,7 +143,7 @@ public final class HSM: Sendable {
     }
 
     /// Whether the HSM is logged in (a failed re-establishment leaves it logged out).
-    public var isLoggedIn: Bool { loggedIn.load(ordering: .relaxed) }
+    public var isLoggedIn: Bool { state.withLock { $0.isLoggedIn } }
 
     /// Why re-establishing the HSM is held back now, if it is (see ``LoginGuard``).
     public var loginGuardHold: LoginGuard.Hold? { loginGuard.hold }
@@ -172,9 +153,12 @@ public final class HSM: Sendable {
 
     /// Re-establishes the HSM before an operation when the last recycle left it logged out.
     func reestablishIfLoggedOut(_ observed: Int) async throws(PKCS11Error) {
-        guard !loggedIn.load(ordering: .relaxed) else { return }
+        guard state.withLock({ $0.needsReestablishment }) else { return }
         try await recycle(ifStillAt: observed)
     }
+
+    /// The generation of the key handles now, for ``recycle(ifStillAt:)``.
+    var currentGeneration: Int { state.withLock { $0.generation } }
 
     /// Runs `body` as a task on the worker threads, where its HSM calls run inline on the
     /// worker's session (no thread hop per call), admitted against ``HSMConfiguration/maxPendingOperations``.
@@ -233,19 +217,17 @@ public final class HSM: Sendable {
         try loginGuard.admitLogin(pin: pin)
         do {
             let done = try await pool.exclusive { [self] () throws(PKCS11Error) -> Bool in
-                if let observed, generation.load(ordering: .acquiring) != observed { return false }
+                if let observed, currentGeneration != observed { return false }
                 // Admitted before an attempt queued ahead of this one failed: that failure's pause
                 // holds here too, or every request waiting on a lost HSM would make an attempt of its own.
                 try loginGuard.admitAttempt()
-                let keys: [KeyObject]
-                let restarted: Bool
+                let reestablished: Reestablished
                 do throws(PKCS11Error) {
-                    (keys, restarted) = try reestablish(pin: pin)
+                    reestablished = try reestablish(pin: pin)
                 } catch {
                     // Recorded while still exclusive, so the attempt queued next sees the new
-                    // generation and the pause. The old handles are void whatever happened.
-                    generation.add(1, ordering: .releasing)
-                    handles.withLock { $0.replaceAll(privateKeys: []) }
+                    // generation and the pause.
+                    state.withLock { $0.reestablishmentFailed() }
                     loginGuard.failed(error, pin: pin)
                     logger.error(
                         "HSM module recycle failed",
@@ -253,18 +235,16 @@ public final class HSM: Sendable {
                     throw error
                 }
                 // Still exclusive: no job can see a handle of the old generation from here on.
-                generation.add(1, ordering: .releasing)
-                loggedIn.store(true, ordering: .relaxed)
-                if restarted { sessionKeyCopiesMayExist.store(false, ordering: .relaxed) }
                 // What the module leaked is free now and serves the next allocations. It is not
                 // handed back (malloc_trim): that lengthened each recycle from about 8 to 14 ms,
                 // and the pages faulted back in afterwards, raising p99 at half load from about
                 // 7 to 13 ms, for about 1 MB less RSS.
-                handles.withLock { $0.replaceAll(privateKeys: keys) }
+                state.withLock {
+                    $0.reestablished(anchor: reestablished.anchor, keys: reestablished.keys, restarted: reestablished.restarted)
+                }
                 // Recorded while still exclusive, as a failure is: an attempt queued next that
                 // fails must not have its pause, or its refused PIN, erased by this success.
                 loginGuard.succeeded()
-                recycleCount.add(1, ordering: .relaxed)
                 return true
             }
             guard done else { return nil }
@@ -279,37 +259,34 @@ public final class HSM: Sendable {
     }
 
     /// Re-initialises the module (or renews the login when another HSM shares it), logs in on a
-    /// new anchor session and lists the private keys. Runs while the pool is exclusive.
-    private func reestablish(pin: [UInt8]) throws(PKCS11Error) -> (keys: [KeyObject], restarted: Bool) {
-        try anchor.withLock { (session) throws(PKCS11Error) -> ([KeyObject], Bool) in
-            let old = session
-            session = nil
-            loggedIn.store(false, ordering: .relaxed)
-            // When another HSM in this process shares the module, it is not restarted:
-            // the login is renewed and the old sessions are closed instead.
-            let restarted: Bool
-            do throws(PKCS11Error) {
-                restarted = try module.reinitialize()
-            } catch {
-                pool.endWorkerSessions(moduleRestarted: true)  // the module's state is unknown: forget them
-                old?.abandon()
-                throw error
-            }
-            pool.endWorkerSessions(moduleRestarted: restarted)
-            defer { if !restarted { old?.close() } }  // after the new login: the token stays logged in
-            if restarted { old?.abandon() }
-            location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
-            let fresh = try location.logIn(pin: pin)
-            session = fresh
-            return (try fresh.privateKeys().keys, restarted)
+    /// new anchor session and lists the private keys. Runs while the pool is exclusive; the
+    /// state is told the outcome by the caller.
+    private func reestablish(pin: [UInt8]) throws(PKCS11Error) -> Reestablished {
+        let old = try state.withLock { (state) throws(PKCS11Error) -> SessionTransfer? in try state.beginReestablishment() }?.session
+        // When another HSM in this process shares the module, it is not restarted:
+        // the login is renewed and the old sessions are closed instead.
+        let restarted: Bool
+        do throws(PKCS11Error) {
+            restarted = try module.reinitialize()
+        } catch {
+            pool.endWorkerSessions(moduleRestarted: true)  // the module's state is unknown: forget them
+            old?.abandon()
+            throw error
         }
+        pool.endWorkerSessions(moduleRestarted: restarted)
+        defer { if !restarted { old?.close() } }  // after the new login: the token stays logged in
+        if restarted { old?.abandon() }
+        location.slot = try module.slot(forTokenLabel: configuration.tokenLabel)
+        let fresh = try location.logIn(pin: pin)
+        return Reestablished(anchor: SessionTransfer(session: fresh), keys: try fresh.privateKeys().keys, restarted: restarted)
     }
 
     /// Checks that the token is reachable and the login holds: the slot must still hold the
     /// token (SoftHSM, for one, answers searches with nothing once its store is gone), and a
     /// worker's session must see the user logged in. Throws a re-login error otherwise.
     public func checkHealth() async throws(PKCS11Error) {
-        guard anchor.withLock({ $0 != nil }) else {
+        // A check that meets a recycle waits for it in the pool's queue, as every job does.
+        guard !state.withLock({ $0.hasNoLogin }) else {
             throw PKCS11Error(code: .returnValue(.userNotLoggedIn), category: .relogin, message: "the HSM has no logged-in session")
         }
         let location = self.location
@@ -350,9 +327,11 @@ final class TokenLocation: Sendable {
     }
 }
 
-/// Carries the anchor session from the opening thread to the HSM, which then owns it.
-private struct SessionTransfer: @unchecked Sendable {
-    let session: Session
+/// What a successful re-establishment hands to the state.
+private struct Reestablished {
+    let anchor: SessionTransfer
+    let keys: [KeyObject]
+    let restarted: Bool
 }
 
 private struct Opened: Sendable {

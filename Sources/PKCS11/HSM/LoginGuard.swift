@@ -61,7 +61,7 @@ public final class LoginGuard: Sendable {
         throw PKCS11Error(
             code: .returnValue(.pinIncorrect), category: .misconfiguration, function: "C_Login",
             message: "the token refused this PIN before; it is not presented again (HSMs that count failures lock the PIN). "
-                + "Correct the PIN file or PAYWARDEN_PIN: the next attempt uses the new one")
+                + "Correct the PIN at its source: the next attempt reads it again and uses the new one")
     }
 
     /// Records a failed attempt and when the next may be made.

@@ -81,7 +81,8 @@ public struct PaywardenServer: Sendable {
         let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)
         let keys = MerchantKeyStore(hsm: hsm, records: database.keyRecords, certificateIssuers: configuration.certificateIssuers)
         let decryption = DecryptionService(
-            hsm: hsm, store: keys, configuration: configuration, metrics: metrics, database: databaseHealth, logger: logger)
+            hsm: hsm, store: keys, configuration: configuration, metrics: metrics, database: databaseHealth,
+            readiness: HSMReadiness(metrics: metrics, logger: logger), logger: logger)
         let maintenance = HSMMaintenanceService(
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )

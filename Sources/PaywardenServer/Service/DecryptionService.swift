@@ -27,14 +27,15 @@ public final class DecryptionService: Sendable {
     private let replayCache: LedgerReplayCache
     private let inFlight = Atomic<Int>(0)
     private let decryptions = Atomic<Int>(0)
-    /// False while the HSM cannot be used (lost, being re-established).
-    let hsmAvailable = Atomic<Bool>(true)
+    /// Read only: the maintenance service decides whether the HSM can be used.
+    let readiness: HSMReadiness
 
     init(
         hsm: HSM, store: MerchantKeyStore, configuration: ServerConfiguration, metrics: ServerMetrics, database: DatabaseHealthService,
-        logger: Logger
+        readiness: HSMReadiness, logger: Logger
     ) {
         self.hsm = hsm
+        self.readiness = readiness
         self.keys = HSMPaymentKeys(hsm: hsm)
         self.store = store
         self.metrics = metrics
@@ -55,7 +56,7 @@ public final class DecryptionService: Sendable {
     /// - Parameter merchantIdentifierHashes: the merchants whose keys may open it (the vault's
     ///   organisation check); nil for the decrypt endpoint, where any configured key may.
     func decrypt(_ body: [UInt8], merchantIdentifierHashes: Set<String>? = nil) async throws(PaymentTokenError) -> DecryptedPaymentToken {
-        guard hsmAvailable.load(ordering: .relaxed) else {
+        guard readiness.admitsDecryptions else {
             throw PaymentTokenError(.hsmUnavailable, "the HSM is unavailable; Paywarden is re-establishing the session, retry shortly")
         }
         // Without the replay ledger no token is decrypted; say so at once rather than after a timeout.

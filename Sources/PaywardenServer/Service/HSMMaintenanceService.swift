@@ -14,7 +14,8 @@ final class HSMMaintenanceService: Service, Sendable {
     let metrics: ServerMetrics
     let refreshInterval: Duration
     let logger: Logger
-    private let ready = Atomic<Bool>(false)
+    /// Whether the HSM can be used: decided here only, read by the decrypt path too.
+    let hsmReadiness: HSMReadiness
     /// The keys reported unreadable at the last listing, to log each once.
     private let unreadable = Mutex<Set<String>>([])
     /// When the last successful health check began: faults from before it are already answered.
@@ -29,13 +30,14 @@ final class HSMMaintenanceService: Service, Sendable {
 
     init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
+        self.hsmReadiness = decryption.readiness
         self.metrics = metrics
         self.refreshInterval = refreshInterval
         self.logger = logger
     }
 
     /// Whether the HSM is logged in and the key map loaded.
-    var isReady: Bool { ready.load(ordering: .relaxed) }
+    var isReady: Bool { hsmReadiness.isReady }
 
     /// What `/readyz` reports: a stable code when not ready; the operator's explanation (which can
     /// name files, modules and settings) goes to the log only, since the route needs no API key.
@@ -174,16 +176,7 @@ final class HSMMaintenanceService: Service, Sendable {
     }
 
     private func setReady(_ value: Bool, reason: String?) {
-        let was = ready.exchange(value, ordering: .relaxed)
-        decryption.hsmAvailable.store(value, ordering: .relaxed)
-        metrics.setReady(value)
-        if was != value {
-            if value {
-                logger.info("ready: HSM logged in, key map loaded")
-            } else {
-                logger.error("not ready: the HSM cannot be used", metadata: ["reason": "\(reason ?? "")"])
-            }
-        }
+        hsmReadiness.update(ready: value, reason: reason)
     }
 
     private func recycle(after decryptions: Int) async {
