@@ -12,14 +12,14 @@ enum RelayCardData {
     static func forwarded(
         _ payment: DecryptedPayment?, issued: IssuedToken?, cryptogramRequiredBy format: String?
     ) throws(VaultFailure) -> ForwardedCardData {
-        guard let number = payment?.applicationPrimaryAccountNumber, let expiry = payment?.applicationExpirationDate else {
+        guard let payment, let number = payment.applicationPrimaryAccountNumber, let expiry = payment.applicationExpirationDate else {
             throw .vault(VaultError(.invalidAccountNumber, "the decrypted payload has no account number or expiry"))
         }
-        let cryptogram = payment?.credential.onlinePaymentCryptogram
+        let cryptogram = payment.credential.onlinePaymentCryptogram
         if let format, cryptogram == nil {
             throw .vault(VaultError(.invalidRequest, "the payment is not 3-D Secure: \(format) carries a cryptogram only"))
         }
-        let eci = payment?.credential.eciIndicator
+        let eci = payment.credential.eciIndicator
         do {
             return try ForwardedCardData(
                 accountNumber: number.revealed, expirationYYMMDD: expiry, cryptogram: cryptogram?.revealed,
