@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import PaywardenStorage
 
@@ -77,16 +78,13 @@ extension Vault {
     }
 
     /// `update`'s top-level sections (`cardArt`, `cardMetadata`) over `current`'s, as canonical
-    /// JSON; `update` alone when `current` is absent or either is not a JSON object.
+    /// JSON (the form a payload's metadata is stored in); `update` alone when `current` is absent or
+    /// either is not a JSON object. Read by the strict reader the tokens use.
     static func mergedMetadata(_ current: [UInt8]?, with update: [UInt8]) -> [UInt8] {
-        guard let current, var merged = (try? JSONSerialization.jsonObject(with: Data(current))) as? [String: Any],
-            let sections = (try? JSONSerialization.jsonObject(with: Data(update))) as? [String: Any]
-        else { return update }
-        merged.merge(sections) { _, new in new }
-        guard let data = try? JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+        guard let current, let stored = CanonicalJSONObject(json: current), let sections = CanonicalJSONObject(json: update) else {
             return update
         }
-        return Array(data)
+        return stored.merging(sections).bytes
     }
 
     static let unlinkedPurgeBatch = 500

@@ -9,7 +9,7 @@ extension Vault {
     /// Stores `token` (already verified and decrypted) for `paypage`'s organisation and returns a
     /// new registration ID for it.
     public func register(_ token: DecryptedPaymentToken, paypage: PaypageRecord) async throws(VaultError) -> Registration {
-        let facts = try AccountFacts(paymentData: token.paymentData)
+        let facts = try AccountFacts(payment: token.payment)
         let contents = try SealedCoding.encode(RegistrationContents(token))
         // The keys the HSM has now, not those the maintenance loop last read (it pauses while the
         // database is down): a rotated-out key is destroyed a grace of at least two refresh
@@ -56,19 +56,20 @@ extension Vault {
     }
 
     /// Redeems a registration for one use and ends it in the same write: a relay's authorization,
-    /// where one cryptogram authorizes once. `accept` sees the payload before anything is written;
-    /// what it refuses (a payment the upstream cannot carry) leaves the registration live and
-    /// uncounted. Of two uses racing, one ends the registration and the other gets 878, though
-    /// both may have issued (the same) high-value token. One look-up and one write where
-    /// ``redeem(_:organization:)`` then ``endRegistration(_:organization:)`` take two of each.
+    /// where one cryptogram authorizes once. `accept` sees the payload (read once, here, and for it
+    /// to return so the caller need not read it again) before anything is written; what it refuses
+    /// (a payment the upstream cannot carry) leaves the registration live and uncounted. Of two
+    /// uses racing, one ends the registration and the other gets 878, though both may have issued
+    /// (the same) high-value token. One look-up and one write where ``redeem(_:organization:)``
+    /// then ``endRegistration(_:organization:)`` take two of each.
     public func redeemForOneUse<Accepted>(
-        _ presented: String, organization: String, accept: ([UInt8]) throws(VaultError) -> Accepted
+        _ presented: String, organization: String, accept: (DecryptedPayment?) throws(VaultError) -> Accepted
     ) async throws(VaultError) -> (redemption: Redemption, accepted: Accepted) {
         let found = try await liveRegistration(presented, organization: organization)
         let (contents, policy) = try await open(found)
-        let paymentData = Array(contents.paymentData)
-        let accepted = try accept(paymentData)
-        let issued = try await issueToken(for: try AccountFacts(paymentData: paymentData), policy: policy)
+        let payment = DecryptedPayment(json: Array(contents.paymentData))
+        let accepted = try accept(payment)
+        let issued = try await issueToken(for: try AccountFacts(payment: payment), policy: policy)
         guard
             let taken = try await storage({ () async throws(StorageError) in
                 try await database.takeRegistration(lookupKey: found.lookupKey, now: now)

@@ -29,6 +29,9 @@ struct CardDataTests {
         let cases: [(String, String, String?, String?, String)] = [
             ("4761-7390-0101-0010", "301231", nil, nil, "accountNumber"),
             ("47617390", "301231", nil, nil, "accountNumber"),
+            // The vault's rule, 13 to 19 digits: nothing shorter is ever issued or forwarded.
+            ("476173900101", "301231", nil, nil, "accountNumber"),
+            ("47617390010100100000", "301231", nil, nil, "accountNumber"),
             (TestCards.pan, "3012", nil, nil, "expirationYYMMDD"),
             (TestCards.pan, "301331", nil, nil, "expirationYYMMDD"),
             (TestCards.pan, "301231", "not base64!", nil, "cryptogram"),

@@ -24,8 +24,8 @@ extension VaultTests {
                 _ = try await vault.redeemForOneUse(id, organization: "beta") { _ throws(VaultError) in () }
             }
 
-            let (redemption, seen) = try await vault.redeemForOneUse(id, organization: "alpha") { paymentData throws(VaultError) in
-                paymentData
+            let (redemption, seen) = try await vault.redeemForOneUse(id, organization: "alpha") { payment throws(VaultError) in
+                payment?.json
             }
             #expect(redemption.paymentData == payload && seen == payload)
             #expect(redemption.redemptions == 1, "the refused use was counted: \(redemption.redemptions)")

@@ -1,9 +1,12 @@
 import Foundation
 
-/// A decrypted token: the payload exactly as Apple sent it, and where it came from.
+/// A decrypted token: the payload exactly as Apple sent it, read once, and where it came from.
 public struct DecryptedPaymentToken: Sendable {
     /// The decrypted JSON, byte for byte: unknown fields are never dropped.
     public let paymentData: [UInt8]
+    /// The payload's fields, read when it was decrypted so no caller reads the bytes again; nil when
+    /// the payload is not a JSON object (the decrypt endpoint still answers it as it is).
+    public let payment: DecryptedPayment?
     public let version: PaymentTokenVersion
     public let transactionID: String
     public let publicKeyHash: String
@@ -17,6 +20,7 @@ public struct DecryptedPaymentToken: Sendable {
         keyID: String, merchantIdentifierHash: String
     ) {
         self.paymentData = paymentData
+        self.payment = DecryptedPayment(json: paymentData)
         self.version = version
         self.transactionID = transactionID
         self.publicKeyHash = publicKeyHash

@@ -2,9 +2,9 @@ import Crypto
 import X509
 
 /// The libFuzzer entry points' bodies for the Apple Pay parsers that read bytes from outside:
-/// the token JSON and, inside it, the BER CMS signature with its certificates and signer. Thrown
-/// errors are the expected outcome for nearly all inputs; a trap (crash, precondition, stack
-/// overflow, hang) is a bug.
+/// the token JSON (and the decrypted payload, read by the same reader) and, inside it, the BER
+/// CMS signature with its certificates and signer. Thrown errors are the expected outcome for
+/// nearly all inputs; a trap (crash, precondition, stack overflow, hang) is a bug.
 ///
 /// The harnesses (`Fuzz/Harnesses`, built by `scripts/fuzz.sh` with `-sanitize=fuzzer,address`)
 /// call these, and `FuzzCorpusTests` replays the committed corpus and every crash reproducer
@@ -13,6 +13,9 @@ public enum ApplePayFuzzing {
     /// A payment token as a client posts it: JSON, then everything read from its fields before a
     /// key is touched (the CMS signature, the ephemeral public key, the signed content).
     public static func token(_ bytes: [UInt8]) {
+        // A decrypted payload is read by the same reader: its typed form, metadata written back, masking.
+        _ = DecryptedPayment(json: bytes)?.merchantTokenMetadata?.bytes
+        _ = PaymentDataMasking.masked(bytes)
         guard let token = try? PaymentToken(json: bytes) else { return }
         _ = token.signedContent
         _ = token.transactionIDHex

@@ -1,25 +1,28 @@
-/// The strict JSON reader behind ``PaymentToken/init(json:)``: RFC 8259 over UTF-8, the whole
-/// document checked (every value, also the members the token ignores), objects and strings kept,
-/// numbers, arrays and literals only checked.
+/// The strict JSON reader behind ``PaymentToken/init(json:)`` and ``DecryptedPayment/init(json:)``:
+/// RFC 8259 over UTF-8, the whole document checked (every value, also the members the reader's
+/// caller ignores) and kept, numbers as their text (a payload's amounts are passed on as written).
 ///
-/// Foundation's `JSONSerialization` built a dictionary of `Any` per token and bridged every
+/// Foundation's JSON reader built a dictionary of `Any` per token and bridged every
 /// string: about a tenth of a decryption's CPU on Linux (docs/operations.md, "Performance"). This reader
 /// accepts no more than it did and refuses more: anything but UTF-8 (it detected UTF-16 and
 /// UTF-32) and a byte order mark, trailing commas, nesting past 64 levels, and a member name
 /// repeated in one object (a reader that keeps the first and one that keeps the last would see
 /// different tokens).
 struct TokenJSON {
-    /// A member's value, as far as the token needs it.
-    indirect enum Value {
+    /// A member's value.
+    indirect enum Value: Sendable {
         /// The string's characters as UTF-8, escapes decoded.
         case string([UInt8])
         case object(Object)
-        /// A number, array, `true`, `false` or `null`: checked, not kept.
-        case other
+        /// The number as written (RFC 8259 syntax, checked): never converted, so never rounded.
+        case number([UInt8])
+        case array([Value])
+        case bool(Bool)
+        case null
     }
 
     /// An object's members in document order; names are unique.
-    struct Object {
+    struct Object: Sendable {
         var members: [(name: [UInt8], value: Value)] = []
 
         subscript(name: StaticString) -> Value? {
@@ -82,17 +85,23 @@ struct TokenJSON {
             guard let byte = peek else { throw error("expected a value") }
             switch byte {
             case UInt8(ascii: "{"): return .object(try object(depth: depth + 1))
-            case UInt8(ascii: "["):
-                try array(depth: depth + 1)
-                return .other
+            case UInt8(ascii: "["): return .array(try array(depth: depth + 1))
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true")
-            case UInt8(ascii: "f"): try literal("false")
-            case UInt8(ascii: "n"): try literal("null")
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                let start = position
+                try number()
+                return .number(Array(UnsafeBufferPointer(rebasing: bytes[start..<position])))
             default: throw error("expected a value")
             }
-            return .other
         }
 
         mutating func object(depth: Int) throws(SyntaxError) -> Object {
@@ -123,9 +132,11 @@ struct TokenJSON {
         /// More members than any object of a token has.
         static let namesComparedOneByOne = 16
 
-        mutating func array(depth: Int) throws(SyntaxError) {
+        mutating func array(depth: Int) throws(SyntaxError) -> [Value] {
             position += 1  // [
-            try items(closing: UInt8(ascii: "]")) { reader throws(SyntaxError) in _ = try reader.value(depth: depth) }
+            var elements: [Value] = []
+            try items(closing: UInt8(ascii: "]")) { reader throws(SyntaxError) in elements.append(try reader.value(depth: depth)) }
+            return elements
         }
 
         /// The members or elements up to `closing`, each read by `item`, separated by commas; none

@@ -62,8 +62,7 @@ struct TokenDecrypt: AsyncParsableCommand {
         if reveal {
             paymentData = result.paymentData
         } else {
-            let masked = PaymentDataMasking.masked(result.paymentData) ?? [:]
-            paymentData = Array(try JSONSerialization.data(withJSONObject: masked, options: [.sortedKeys, .withoutEscapingSlashes]))
+            paymentData = PaymentDataMasking.masked(result.paymentData) ?? Array("{}".utf8)
         }
         let facts = DecryptedTokenFacts(result)
         if json {

@@ -63,7 +63,7 @@ struct CnpController {
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
                 issued = try await service.issueToken(for: decrypted, policy: policy)
-                response.applePay = Self.applePayResponse(decrypted.paymentData)
+                response.applePay = Self.applePayResponse(decrypted.payment)
             }
             response.response = issued.isNew ? .registered : .previouslyRegistered
             response.token = issued.token
@@ -103,22 +103,15 @@ struct CnpController {
         return CnpTokenResponseCode(code: base.code, message: "\(base.message) (\(failure.code.rawValue))")
     }
 
-    /// `applepayResponse`: the decrypted fields cnpAPI names, without the account number.
-    static func applePayResponse(_ paymentData: [UInt8]) -> CnpApplePayResponse? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(paymentData)) as? [String: Any] else { return nil }
-        let inner = object["paymentData"] as? [String: Any]
-        func text(_ value: Any?) -> String? {
-            switch value {
-            case let string as String: string
-            case let number as NSNumber: number.stringValue
-            default: nil
-            }
-        }
+    /// `applepayResponse`: the decrypted fields cnpAPI names, without the account number; nil when
+    /// the payload was not a JSON object.
+    static func applePayResponse(_ payment: DecryptedPayment?) -> CnpApplePayResponse? {
+        guard let payment else { return nil }
         return CnpApplePayResponse(
-            applicationExpirationDate: text(object["applicationExpirationDate"]), currencyCode: text(object["currencyCode"]),
-            transactionAmount: text(object["transactionAmount"]), cardholderName: text(object["cardholderName"]),
-            deviceManufacturerIdentifier: text(object["deviceManufacturerIdentifier"]), paymentDataType: text(object["paymentDataType"]),
-            onlinePaymentCryptogram: text(inner?["onlinePaymentCryptogram"]), eciIndicator: text(inner?["eciIndicator"]))
+            applicationExpirationDate: payment.applicationExpirationDate, currencyCode: payment.currencyCode,
+            transactionAmount: payment.transactionAmount, cardholderName: payment.cardholderName,
+            deviceManufacturerIdentifier: payment.deviceManufacturerIdentifier, paymentDataType: payment.paymentDataType,
+            onlinePaymentCryptogram: payment.credential.onlinePaymentCryptogram?.revealed, eciIndicator: payment.credential.eciIndicator)
     }
 
     static func xml(_ document: ProcessorXML.Document, status: HTTPResponse.Status = .ok) -> Response {

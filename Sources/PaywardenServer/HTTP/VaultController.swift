@@ -104,8 +104,8 @@ struct VaultController {
         init(_ context: PaywardenRequestContext, _ request: Request, member: Member) async throws {
             let (key, organization) = try OrganizationKey.require(context, for: "vault routes")
             let body = try await RequestBody.collect(request, limit: Self.maxBodyBytes)
-            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
-            guard let value = object?[member.rawValue] as? String, !value.isEmpty else {
+            // Read by the strict reader the tokens use: a secret's body is refused on a repeated member.
+            guard let value = CanonicalJSONObject(json: body)?.string(member.rawValue), !value.isEmpty else {
                 throw APIError(
                     VaultFailure.vault(
                         VaultError(.invalidRequest, "the body must be a JSON object whose \(member.rawValue) is a non-empty string")))

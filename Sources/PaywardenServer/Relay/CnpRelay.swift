@@ -68,13 +68,14 @@ struct CnpRelay: Sendable {
                 // One cryptogram, one authorization: the registration ends before anything is sent,
                 // so a resend of the same ID is 878, never a second authorization.
                 // What cannot be relayed (an EMV payload) leaves the registration live.
-                let (redemption, _) = try await service.redeemForOneUse(
+                let (redemption, payment) = try await service.redeemForOneUse(
                     paypage.paypageRegistrationId, key: key, organization: organization
-                ) { paymentData throws(VaultFailure) in
-                    _ = try RelayCardData.forwarded(paymentData, issued: nil, cryptogramRequiredBy: Self.format)
+                ) { payment throws(VaultFailure) in
+                    _ = try RelayCardData.forwarded(payment, issued: nil, cryptogramRequiredBy: Self.format)
+                    return payment
                 }
                 issued = redemption.highValueToken
-                card = try RelayCardData.forwarded(redemption.paymentData, issued: issued, cryptogramRequiredBy: Self.format)
+                card = try RelayCardData.forwarded(payment, issued: issued, cryptogramRequiredBy: Self.format)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
@@ -83,9 +84,9 @@ struct CnpRelay: Sendable {
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
                 // What cannot be relayed (an EMV payload) is refused before a token is issued for it.
-                _ = try RelayCardData.forwarded(decrypted.paymentData, issued: nil, cryptogramRequiredBy: Self.format)
+                _ = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: Self.format)
                 issued = try await service.issueToken(for: decrypted, policy: policy)
-                card = try RelayCardData.forwarded(decrypted.paymentData, issued: issued, cryptogramRequiredBy: Self.format)
+                card = try RelayCardData.forwarded(decrypted.payment, issued: issued, cryptogramRequiredBy: Self.format)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }

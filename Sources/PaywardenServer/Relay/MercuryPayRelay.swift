@@ -67,11 +67,12 @@ struct MercuryPayRelay: Sendable {
                 }
                 // One cryptogram, one authorization: the registration ends before anything is sent.
                 let format = "the MercuryPay upstream"
-                let (redemption, _) = try await service.redeemForOneUse(request.recordNo, key: key, organization: organization) {
-                    paymentData throws(VaultFailure) in
-                    _ = try RelayCardData.forwarded(paymentData, issued: nil, cryptogramRequiredBy: format)
+                let (redemption, payment) = try await service.redeemForOneUse(request.recordNo, key: key, organization: organization) {
+                    payment throws(VaultFailure) in
+                    _ = try RelayCardData.forwarded(payment, issued: nil, cryptogramRequiredBy: format)
+                    return payment
                 }
-                card = try RelayCardData.forwarded(redemption.paymentData, issued: redemption.highValueToken, cryptogramRequiredBy: format)
+                card = try RelayCardData.forwarded(payment, issued: redemption.highValueToken, cryptogramRequiredBy: format)
                 token = redemption.highValueToken.token
             case .omniToken:
                 // Detokenization, with the scope Paywarden's own detokenize route requires.

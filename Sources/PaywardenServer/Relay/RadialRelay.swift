@@ -58,11 +58,11 @@ struct RadialRelay: Sendable {
         do throws(VaultFailure) {
             let policy = try await service.organizationPolicy(organization)
             let decrypted = try await service.decrypt(Array(request.blob.paymentDataJSON), policy: policy)
-            let card = try RelayCardData.forwarded(decrypted.paymentData, issued: nil, cryptogramRequiredBy: nil)
+            let card = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: nil)
             let issued = try await service.issueToken(for: decrypted, policy: policy)
             // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
             if card.cryptogram != nil { try await service.holdCryptogram(of: decrypted, for: issued, organization: organization) }
-            let fields = CnpController.applePayResponse(decrypted.paymentData)
+            let fields = CnpController.applePayResponse(decrypted.payment)
             let network = ProcessorMessages.CardNetwork(cnpCode: issued.network.rawValue) ?? card.resolvedNetwork
             let reply = RadialDecryptBlobReply(
                 token: issued.token, expirationYYMMDD: card.expirationYYMMDD, tenderType: network?.radialTenderType,
@@ -103,12 +103,12 @@ struct RadialRelay: Sendable {
             let policy = try await service.organizationPolicy(organization)
             let decrypted = try await service.decrypt(Array(wallet.paymentDataJSON), policy: policy)
             // What cannot be relayed is refused before a token is issued for it.
-            let unissued = try RelayCardData.forwarded(decrypted.paymentData, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
+            let unissued = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
             guard unissued.resolvedNetwork?.radialTenderType != nil else {
                 throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
             }
             issued = try await service.issueToken(for: decrypted, policy: policy)
-            card = try RelayCardData.forwarded(decrypted.paymentData, issued: issued, cryptogramRequiredBy: Self.cryptogramForm)
+            card = try RelayCardData.forwarded(decrypted.payment, issued: issued, cryptogramRequiredBy: Self.cryptogramForm)
         } catch {
             return refusal(error)
         }

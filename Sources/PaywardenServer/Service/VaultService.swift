@@ -79,16 +79,16 @@ final class VaultService: Sendable {
     /// `accept` turns the payload into what is sent, or refuses it and leaves the registration live.
     /// Audited as `redeem-once`, naming the registration by its reference.
     func redeemForOneUse<Accepted>(
-        _ id: String, key: APIKey, organization: String, accept: ([UInt8]) throws(VaultFailure) -> Accepted
+        _ id: String, key: APIKey, organization: String, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
         // The vault's closure throws the vault's errors; a refusal of another kind is carried out beside it.
         var refusal: VaultFailure?
         do throws(VaultFailure) {
             return try await audited("redeem-once", key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
                 () async throws(VaultError) in
-                try await vault.redeemForOneUse(id, organization: organization) { paymentData throws(VaultError) in
+                try await vault.redeemForOneUse(id, organization: organization) { payment throws(VaultError) in
                     do throws(VaultFailure) {
-                        return try accept(paymentData)
+                        return try accept(payment)
                     } catch {
                         refusal = error
                         if case .vault(let refused) = error { throw refused }
@@ -111,7 +111,7 @@ final class VaultService: Sendable {
     func issueToken(for token: DecryptedPaymentToken, policy: OrganizationPolicy) async throws(VaultFailure) -> IssuedToken {
         try await measured("issue_token") { () async throws(VaultFailure) in
             try await vaulted { () async throws(VaultError) in
-                try await vault.issueToken(for: try AccountFacts(paymentData: token.paymentData), policy: policy)
+                try await vault.issueToken(for: try AccountFacts(payment: token.payment), policy: policy)
             }
         }
     }

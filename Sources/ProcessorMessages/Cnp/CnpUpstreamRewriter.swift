@@ -171,14 +171,14 @@ public enum CnpUpstreamRewriter {
         }
         var cardElement = source.makeChild("card")
         cardElement.appendChild(source.makeChild("type", text: type))
-        cardElement.appendChild(source.makeChild("number", text: card.accountNumber))
+        cardElement.appendChild(source.makeChild("number", text: card.accountNumber.revealed))
         cardElement.appendChild(source.makeChild("expDate", text: card.expirationMMYY))
         if let cvv = source.firstChild(named: "cardValidationNum", namespaceURI: namespace) { cardElement.appendChild(cvv) }
         element.children[sourceIndex] = .element(cardElement)
         guard walletPayment else { return }
 
         element.withFirstChild(named: "orderSource", namespaceURI: namespace) { $0.setText("applepay") }
-        guard let cryptogram = card.cryptogram else { return }
+        guard let cryptogram = card.cryptogram?.revealed else { return }
         try placeCryptogram(cryptogram, in: &element, after: sourceIndex, template: source, namespace: namespace)
     }
 

@@ -31,8 +31,8 @@ struct ReplyCardDataScrubber {
     init(format: ProcessorMessageError.Format, card: ForwardedCardData?) {
         self.format = format
         self.card = card
-        accountDigits = card.map { card in card.accountNumber.unicodeScalars.map { $0.value - 0x30 } } ?? []
-        cryptogramScalars = card?.cryptogram.map { $0.unicodeScalars.map(\.value) } ?? []
+        accountDigits = card.map { card in card.accountNumber.revealed.unicodeScalars.map { $0.value - 0x30 } } ?? []
+        cryptogramScalars = card?.cryptogram.map { $0.revealed.unicodeScalars.map(\.value) } ?? []
     }
 
     // MARK: XML
@@ -149,7 +149,9 @@ struct ReplyCardDataScrubber {
     static let maximumRounds = 3
 
     /// Masks a value that is, whitespace aside, 12–19 digits with at most single spaces or dashes
-    /// between them: an account number in a field that holds one, whoever's it is.
+    /// between them: an account number in a field that holds one, whoever's it is. One digit
+    /// shorter than ``PrimaryAccountNumber/lengths`` on purpose: a reply is the upstream's, and a
+    /// card number there may be a network's shortest (Maestro's 12), which is masked, never refused.
     private func maskAnyAccountNumber(_ result: inout [Unicode.Scalar?]) {
         let present = result.indices.filter { result[$0] != nil }
         guard let first = present.first(where: { !Self.isWhitespace(result[$0]!) }),

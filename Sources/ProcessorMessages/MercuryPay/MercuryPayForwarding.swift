@@ -59,10 +59,12 @@ public enum MercuryPayForwarding {
                 + [options.cryptogramField, options.eciField, options.accountSource.map { _ in "AccountSource" }].compactMap { $0 })
         var members = original.filter { !replaced.contains($0.key) }
         let insertAt = original[..<recordIndex].filter { !replaced.contains($0.key) }.count
-        var added: [ProcessorJSON.Member] = [.init("AcctNo", .string(card.accountNumber)), .init("ExpDate", .string(card.expirationMMYY))]
+        var added: [ProcessorJSON.Member] = [
+            .init("AcctNo", .string(card.accountNumber.revealed)), .init("ExpDate", .string(card.expirationMMYY)),
+        ]
         if let field = options.accountSource { added.append(.init("AccountSource", .string(field))) }
         var cryptogramSent = false
-        if let field = options.cryptogramField, let cryptogram = card.cryptogram {
+        if let field = options.cryptogramField, let cryptogram = card.cryptogram?.revealed {
             added.append(.init(field, .string(cryptogram)))
             cryptogramSent = true
         }

@@ -28,7 +28,7 @@ public enum MercuryPayResponseRewriter {
             body.removeMember("RecordNo")
         }
         if let acctNo = upstream["AcctNo"]?.stringValue {
-            let masked = card.map { CardNumberMasking.lastFour($0.accountNumber) } ?? maskedEcho(acctNo)
+            let masked = card.map { CardNumberMasking.lastFour($0.accountNumber.revealed) } ?? maskedEcho(acctNo)
             body.setMember("AcctNo", .string(masked))
         }
         try scrubber.refuseUnmaskable(body)

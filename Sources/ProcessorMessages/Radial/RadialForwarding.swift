@@ -55,7 +55,7 @@ public enum RadialForwarding {
 
         var context = template.makeChild("PaymentContext")
         context.appendChild(template.makeChild("OrderId", text: request.orderId))
-        var account = template.makeChild("PaymentAccountUniqueId", text: card.accountNumber)
+        var account = template.makeChild("PaymentAccountUniqueId", text: card.accountNumber.revealed)
         account.setAttribute("isToken", value: "false")
         context.appendChild(account)
         let insertAt = min(firstIndex, root.children.count)
@@ -67,7 +67,7 @@ public enum RadialForwarding {
             root.insertChild(.element(template.makeChild("isRequestToCorrectCVVOrAVSError", text: "false")), at: shipping + 1)
             flagIndex = shipping + 1
         }
-        if let cryptogram = card.cryptogram {
+        if let cryptogram = card.cryptogram?.revealed {
             root.removeChildren(named: "SecureVerificationData", namespaceURI: namespace)
             var data = template.makeChild("SecureVerificationData")
             data.appendChild(template.makeChild("AuthenticationAvailable", text: "Y"))

@@ -1,3 +1,5 @@
+import PaywardenPrimitives
+
 /// The OmniToken formats (Vantiv DOC-1583), both MOD 10+1 and keeping the account number's first
 /// six and last four digits; the digits between are random.
 public enum HighValueTokenFormat: String, Sendable, Hashable, CaseIterable, Codable {
@@ -6,8 +8,8 @@ public enum HighValueTokenFormat: String, Sendable, Hashable, CaseIterable, Coda
     /// "Minimum 16A 1": 16 digits for an account number of 16 or fewer, else its length.
     case d = "D"
 
-    /// Account numbers the formats are defined for (ISO/IEC 7812: 13 to 19 digits).
-    public static let accountNumberLengths = 13...19
+    /// Account numbers the formats are defined for: the one rule, ``PrimaryAccountNumber/lengths``.
+    public static let accountNumberLengths = PrimaryAccountNumber.lengths
 
     /// The token length for an account number of `length` digits.
     public func tokenLength(forAccountNumberLength length: Int) -> Int {

@@ -1,4 +1,4 @@
-import Foundation
+import ApplePay
 import PaywardenPrimitives
 import PaywardenStorage
 
@@ -26,33 +26,32 @@ public struct AccountFacts: Sendable {
         self.merchantTokenMetadata = merchantTokenIdentifier == nil ? nil : merchantTokenMetadata
     }
 
-    /// Reads the facts from Apple's decrypted JSON; `.invalidAccountNumber` when the account
-    /// number is missing or not 13–19 digits (the message never holds it).
+    /// Reads the facts from Apple's decrypted JSON; `.invalidAccountNumber` when it is not a JSON
+    /// object, or as ``init(payment:)``.
     public init(paymentData: [UInt8]) throws(VaultError) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(paymentData)) as? [String: Any] else {
-            throw VaultError(.invalidAccountNumber, "the decrypted payload is not a JSON object")
-        }
-        guard let number = object["applicationPrimaryAccountNumber"] as? String, let digits = Luhn.digits(number),
-            HighValueTokenFormat.accountNumberLengths.contains(digits.count)
-        else {
-            throw VaultError(.invalidAccountNumber, "the payload's applicationPrimaryAccountNumber is missing or not 13 to 19 digits")
-        }
-        guard let expiry = object["applicationExpirationDate"] as? String, expiry.count == 6, Luhn.digits(expiry) != nil else {
-            throw VaultError(.invalidAccountNumber, "the payload's applicationExpirationDate is missing or not YYMMDD")
-        }
-        let merchantToken = (object["merchantTokenIdentifier"] as? String).flatMap { $0.isEmpty ? nil : $0 }
-        self.init(
-            accountNumber: number, expirationDate: expiry, merchantTokenIdentifier: merchantToken,
-            merchantTokenMetadata: Self.metadata(object["merchantTokenMetadata"]))
+        try self.init(payment: DecryptedPayment(json: paymentData))
     }
 
-    /// The metadata object as canonical JSON, bounded so a payload cannot grow every token row.
-    private static func metadata(_ value: Any?) -> [UInt8]? {
-        guard let object = value as? [String: Any],
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
-            data.count <= 8 * 1024
-        else { return nil }
-        return Array(data)
+    /// The facts of a payload already read; `.invalidAccountNumber` when it was not a JSON object,
+    /// or the account number is missing or not of ``PrimaryAccountNumber/lengths`` (the message never
+    /// holds it).
+    public init(payment: DecryptedPayment?) throws(VaultError) {
+        guard let payment else { throw VaultError(.invalidAccountNumber, "the decrypted payload is not a JSON object") }
+        guard let number = payment.applicationPrimaryAccountNumber?.revealed, let digits = Luhn.digits(number),
+            PrimaryAccountNumber.lengths.contains(digits.count)
+        else {
+            throw VaultError(
+                .invalidAccountNumber,
+                "the payload's applicationPrimaryAccountNumber is missing or not \(PrimaryAccountNumber.lengthsDescription) digits")
+        }
+        guard let expiry = payment.applicationExpirationDate, expiry.count == 6, Luhn.digits(expiry) != nil else {
+            throw VaultError(.invalidAccountNumber, "the payload's applicationExpirationDate is missing or not YYMMDD")
+        }
+        // Canonical, and bounded so a payload cannot grow every token row.
+        let metadata = payment.merchantTokenMetadata?.bytes
+        self.init(
+            accountNumber: number, expirationDate: expiry, merchantTokenIdentifier: payment.merchantTokenIdentifier,
+            merchantTokenMetadata: metadata.flatMap { $0.count <= 8 * 1024 ? $0 : nil })
     }
 }
 
@@ -60,31 +59,4 @@ extension TokenRecord.AccountKind {
     /// Visa stopped accepting device DPANs for recurring and card-on-file use on 30 July 2025;
     /// merchant tokens are made for it.
     public var recurringEligible: Bool { self == .merchantPAN }
-}
-
-/// The payment network by BIN, as eProtect's `type` names it (`VI MC AX DI JC DC`; `""` unknown).
-public enum CardNetwork: String, Sendable, Hashable {
-    case visa = "VI"
-    case mastercard = "MC"
-    case americanExpress = "AX"
-    case discover = "DI"
-    case jcb = "JC"
-    case dinersClub = "DC"
-    case unknown = ""
-
-    public init(bin: String) {
-        let two = Int(bin.prefix(2)) ?? -1
-        let three = Int(bin.prefix(3)) ?? -1
-        let four = Int(bin.prefix(4)) ?? -1
-        let six = Int(bin.prefix(6)) ?? -1
-        switch true {
-        case bin.hasPrefix("4"): self = .visa
-        case (51...55).contains(two), (222_100...272_099).contains(six): self = .mastercard
-        case two == 34 || two == 37: self = .americanExpress
-        case four == 6011, two == 65, (644...649).contains(three), (622_126...622_925).contains(six): self = .discover
-        case (3528...3589).contains(four): self = .jcb
-        case two == 36 || two == 38 || (300...305).contains(three): self = .dinersClub
-        default: self = .unknown
-        }
-    }
 }

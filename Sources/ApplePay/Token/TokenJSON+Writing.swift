@@ -1,0 +1,47 @@
+import PaywardenPrimitives
+
+extension TokenJSON.Value {
+    /// The value as canonical JSON: members sorted by name (byte order, which for the ASCII names
+    /// Apple uses is the order Foundation's `.sortedKeys` gives), no whitespace, `/` unescaped,
+    /// numbers as written. Stored metadata is compared and merged in this form, so two writes of
+    /// the same value are the same bytes.
+    func writeCanonical(to output: inout [UInt8]) {
+        switch self {
+        case .string(let text): JSONString.append(String(decoding: text, as: UTF8.self), to: &output)
+        case .number(let text): output.append(contentsOf: text)
+        case .bool(let value): output.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
+        case .null: output.append(contentsOf: Array("null".utf8))
+        case .array(let elements):
+            output.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                element.writeCanonical(to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let object):
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.sorted(by: { $0.name.lexicographicallyPrecedes($1.name) }).enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                JSONString.append(String(decoding: member.name, as: UTF8.self), to: &output)
+                output.append(UInt8(ascii: ":"))
+                member.value.writeCanonical(to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A string's text, or nil for any other value.
+    var text: String? {
+        guard case .string(let bytes) = self else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A string's text or a number as written: for the fields Apple has sent both ways
+    /// (`transactionAmount` is a number at the top level and a string in an authentication response).
+    var textOrNumber: String? {
+        switch self {
+        case .string(let bytes), .number(let bytes): String(decoding: bytes, as: UTF8.self)
+        default: nil
+        }
+    }
+}
