@@ -106,7 +106,7 @@ public enum SettingCatalog {
         "event_loop_threads", .integer(1...256), default: .value("1"), exposure: .environmentOnly,
         "NIO event loops, which also run every task outside the HSM workers (read before anything else starts)")
 
-    // MARK: Vault
+    // MARK: CardVault
     public static let eProtectRatePerPaypage = Setting(
         "eprotect_rate_per_paypage", .integer(1...1_000_000), default: .value("200"),
         "registrations per second one paypageId may post (bursts of twice that); beyond it, 429 with Retry-After")

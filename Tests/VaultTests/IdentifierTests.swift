@@ -9,7 +9,7 @@ struct IdentifierTests {
         }
         for card in ["4457119922390123", "4111111111111111", "5555555555554444", "378282246310005", "6011111111111117"] {
             #expect(Luhn.isValid(card) && !Luhn.isModTenPlusOne(card), "\(card)")
-            #expect(!Vault.isWellFormedToken(card))
+            #expect(!CardVault.isWellFormedToken(card))
         }
         #expect(!Luhn.isModTenPlusOne("") && !Luhn.isModTenPlusOne("12a4") && !Luhn.isModTenPlusOne("１２"))
     }

@@ -165,7 +165,7 @@ extension VaultTests {
     @Test func anOldLookupKeyWaitsForTheRegistrationsItHashed() async throws {
         try await withEnvironment(policy: VaultPolicy(retiredKeyGrace: 0, keyRefreshInterval: 3600)) { environment in
             let stale = environment.vault
-            let current = Vault(
+            let current = CardVault(
                 database: environment.database, keyring: VaultKeyring(hsm: environment.hsm), policy: VaultPolicy(retiredKeyGrace: 0))
             try await current.keyring.refresh()
             let old = try current.keyring.current(.fingerprint)

@@ -19,7 +19,7 @@ struct VaultTests {
         let token: TestToken
         let hsm: HSM
         let database: SQLDatabase<SQLiteDriver>
-        let vault: Vault
+        let vault: CardVault
         let clock = MovableClock()
 
         /// `device` puts the fault-injecting module between the vault and SoftHSM.
@@ -32,7 +32,7 @@ struct VaultTests {
             database = try SQLiteDriver.open(path: directory + "/vault.sqlite")
             _ = try await database.migrate()
             let clock = self.clock
-            vault = Vault(database: database, keyring: VaultKeyring(hsm: hsm), policy: policy, clock: { clock.now })
+            vault = CardVault(database: database, keyring: VaultKeyring(hsm: hsm), policy: policy, clock: { clock.now })
             _ = try await vault.keyring.createMissing()
             for (id, organization, format) in [("paypageA", "alpha", HighValueTokenFormat.t), ("paypageB", "beta", .d)] {
                 _ = try await vault.createPaypage(

@@ -29,7 +29,7 @@ struct MerchantTokenAdmin {
 
     func run(
         hsm options: HSMOptions,
-        _ body: @Sendable (_ service: MerchantTokenService, _ vault: Vault, _ audit: VaultAudit) async throws -> Void
+        _ body: @Sendable (_ service: MerchantTokenService, _ vault: CardVault, _ audit: VaultAudit) async throws -> Void
     ) async throws {
         try await VaultAdmin(name, mutates: mutates).run(hsm: options) { vault, settings, audit, database in
             let configuration: MerchantTokenConfiguration

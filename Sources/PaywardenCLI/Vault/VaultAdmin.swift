@@ -6,7 +6,7 @@ import Synchronization
 import Vault
 
 /// Runs one vault command as an ``AdminAction`` (the admin lock when it mutates, one audit record
-/// whatever the outcome, failures reported) with a ``Vault`` over the HSM and the database.
+/// whatever the outcome, failures reported) with a ``CardVault`` over the HSM and the database.
 struct VaultAdmin {
     let name: String
     let mutates: Bool
@@ -19,7 +19,8 @@ struct VaultAdmin {
     /// `body` notes what to audit on `audit` as it goes, so a failure part-way still records what
     /// changed before it.
     func run(
-        hsm options: HSMOptions, _ body: @Sendable (_ vault: Vault, _ settings: PaywardenSettings, _ audit: VaultAudit) async throws -> Void
+        hsm options: HSMOptions,
+        _ body: @Sendable (_ vault: CardVault, _ settings: PaywardenSettings, _ audit: VaultAudit) async throws -> Void
     ) async throws {
         try await run(hsm: options) { vault, settings, audit, _ in try await body(vault, settings, audit) }
     }
@@ -28,7 +29,7 @@ struct VaultAdmin {
     func run(
         hsm options: HSMOptions,
         _ body:
-            @Sendable (_ vault: Vault, _ settings: PaywardenSettings, _ audit: VaultAudit, _ database: any PaywardenDatabase)
+            @Sendable (_ vault: CardVault, _ settings: PaywardenSettings, _ audit: VaultAudit, _ database: any PaywardenDatabase)
             async throws -> Void
     ) async throws {
         let audit = VaultAudit()
@@ -46,7 +47,7 @@ struct VaultAdmin {
                 let keyring = VaultKeyring(hsm: hsm)
                 try await keyring.refresh()
                 try await body(
-                    Vault(database: connection.database, keyring: keyring, policy: policy), settings, audit, connection.database)
+                    CardVault(database: connection.database, keyring: keyring, policy: policy), settings, audit, connection.database)
             }
             return audit.detail
         }

@@ -173,7 +173,7 @@ struct VaultRotateKey: AsyncParsableCommand {
 
     /// One rotation, printing its progress unless `quiet` (`--json` prints only the report).
     struct Rotation {
-        let vault: Vault
+        let vault: CardVault
         let purpose: VaultKeyPurpose
         let settings: PaywardenSettings
         let audit: VaultAudit

@@ -87,7 +87,7 @@ public struct PaywardenServer: Sendable {
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )
         let keyring = VaultKeyring(hsm: hsm)
-        let vaultCore = Vault(
+        let vaultCore = CardVault(
             database: database.database, keyring: keyring, policy: configuration.vaultPolicy, clock: configuration.vaultClock)
         let vault = VaultService(
             vault: vaultCore, decryption: decryption, metrics: metrics, audit: configuration.auditLogPath.map(AuditLog.init(path:)),
@@ -168,7 +168,7 @@ public struct PaywardenServer: Sendable {
     }
 
     /// The vault this server serves (paypages, registrations, tokens), for admin work in process.
-    public var vault: Vault { vaultService.vault }
+    public var vault: CardVault { vaultService.vault }
 
     /// Merchant-token events and the calls to Apple, for admin work in process.
     public var merchantTokenService: MerchantTokenService { merchantTokens }

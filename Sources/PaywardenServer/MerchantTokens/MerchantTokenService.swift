@@ -12,7 +12,7 @@ import Vault
 /// controllers, the background service and the CLI all go through it.
 public final class MerchantTokenService: Sendable {
     public let gateway: AppleGatewayClient
-    let vault: Vault
+    let vault: CardVault
     /// The outbox of Apple's events: recorded, claimed, settled and purged here.
     public let events: any EventStore
     let keys: MerchantKeyStore
@@ -25,7 +25,7 @@ public final class MerchantTokenService: Sendable {
     private let woken = Mutex(false)
 
     public init(
-        gateway: AppleGatewayClient, vault: Vault, events: any EventStore, keys: MerchantKeyStore, policy: MerchantTokenEventPolicy,
+        gateway: AppleGatewayClient, vault: CardVault, events: any EventStore, keys: MerchantKeyStore, policy: MerchantTokenEventPolicy,
         metrics: ServerMetrics?, audit: AuditLog?, logger: Logger
     ) {
         self.gateway = gateway

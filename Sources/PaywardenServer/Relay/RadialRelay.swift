@@ -21,7 +21,7 @@ import Vault
 ///
 /// Seed 003's sequence ("iOS application uses the decrypted payment data to create a
 /// CreditCardAuthRequest … processes the request as a regular card not present transaction"):
-/// `decryptblob` holds the decrypted payload sealed (``Vault/holdCryptogram(of:for:organization:)``),
+/// `decryptblob` holds the decrypted payload sealed (``CardVault/holdCryptogram(of:for:organization:)``),
 /// and the `CreditCardAuthRequest` with that token in `PaymentContext` (`isToken="true"`) is
 /// detokenized (audited; the key needs `detokenize` as on the vault's own route) and goes upstream
 /// as the wallet request does, with the held cryptogram and ECI on the first use within 24 hours.

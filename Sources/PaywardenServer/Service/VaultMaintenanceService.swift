@@ -9,13 +9,13 @@ import Vault
 /// destroying each key nothing uses any more. Each step is idempotent, so instances sharing a
 /// database and HSM may run it at once.
 final class VaultMaintenanceService: Service, Sendable {
-    let vault: Vault
+    let vault: CardVault
     let database: DatabaseHealthService
     let metrics: ServerMetrics
     let interval: Duration
     let logger: Logger
 
-    init(vault: Vault, database: DatabaseHealthService, metrics: ServerMetrics, interval: Duration, logger: Logger) {
+    init(vault: CardVault, database: DatabaseHealthService, metrics: ServerMetrics, interval: Duration, logger: Logger) {
         self.vault = vault
         self.database = database
         self.metrics = metrics

@@ -9,13 +9,13 @@ import Vault
 /// service and its replay ledger), redemption, detokenization and deletion, each counted by
 /// outcome, the sensitive ones audited.
 final class VaultService: Sendable {
-    let vault: Vault
+    let vault: CardVault
     let decryption: DecryptionService
     let metrics: ServerMetrics
     let audit: AuditLog?
     let logger: Logger
 
-    init(vault: Vault, decryption: DecryptionService, metrics: ServerMetrics, audit: AuditLog?, logger: Logger) {
+    init(vault: CardVault, decryption: DecryptionService, metrics: ServerMetrics, audit: AuditLog?, logger: Logger) {
         self.vault = vault
         self.decryption = decryption
         self.metrics = metrics

@@ -4,7 +4,7 @@ import PaywardenPrimitives
 import PaywardenStorage
 
 /// Paypages: the merchant configuration the admin CLI manages.
-extension Vault {
+extension CardVault {
     /// Creates a paypage. Every paypage of an organisation issues the same token format: tokens are
     /// static per account number and organisation, so one organisation cannot have two shapes.
     public func createPaypage(

@@ -6,7 +6,7 @@ import PaywardenStorage
 
 /// The vault: registration IDs, high-value tokens and paypages, every payload sealed under the
 /// HSM's vault keys. Speaks to the stores' protocols only; the HTTP layer and the CLI call it.
-public final class Vault: Sendable {
+public final class CardVault: Sendable {
     /// The stores' protocols, the vault's own: callers outside it go through its methods, and the
     /// composition root hands other services (the merchant-token outbox) the stores they need.
     let database: any PaywardenDatabase

@@ -8,7 +8,7 @@ import PaywardenStorage
 /// (24 hours), and the purge, the re-wrap job and the HMAC key's retirement treat it as one. It is
 /// found by a keyed hash of the token instead of a registration ID, and redeemed once: the use that
 /// ends the row owns the cryptogram, a later or concurrent one finds none.
-extension Vault {
+extension CardVault {
     /// Stands for a paypage in the held payload's row and seal: none was involved (the Radial
     /// decrypt API), and no paypage can have this id (paypage ids are letters and digits only).
     public static let heldCryptogramPaypageID = "(radial-decryptblob)"

@@ -5,7 +5,7 @@ import PaywardenPrimitives
 import PaywardenStorage
 
 /// Registration IDs: made from a token decrypted at registration, redeemed by their organisation.
-extension Vault {
+extension CardVault {
     /// Stores `token` (already verified and decrypted) for `paypage`'s organisation and returns a
     /// new registration ID for it.
     public func register(_ token: DecryptedPaymentToken, paypage: PaypageRecord) async throws(VaultError) -> Registration {

@@ -5,7 +5,7 @@ import PaywardenStorage
 /// What Apple's merchant-token events do to the vault (docs/apple-pay.md, "What an event does"): an unlinked
 /// merchant token's tokens stop working and are destroyed after a retention period; updated
 /// metadata is kept beside them. The event queue itself (fetching, retrying) is the server's.
-extension Vault {
+extension CardVault {
     /// Applies a fetched event to the tokens standing for `merchantTokenID`:
     /// `UNLINK` unlinks them; `UPDATED_METADATA` and `UPDATED_CARD_ART` with metadata record it on
     /// them; anything else (`UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`, an unknown type, an update

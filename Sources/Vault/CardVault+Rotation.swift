@@ -4,7 +4,7 @@ import PaywardenStorage
 /// Key rotation: a new key becomes current at once; a job moves what older keys protect onto it
 /// (data keys re-wrapped, never the data re-encrypted; fingerprints recomputed), and an older key
 /// is destroyed once nothing uses it.
-extension Vault {
+extension CardVault {
     /// One step of the re-wrap job for every purpose: at most `batch` rows each. Returns what
     /// moved and which keys were destroyed.
     public func rotationStep(batch: Int = 500) async throws(VaultError) -> RotationStep {

@@ -3,7 +3,7 @@ import PaywardenPrimitives
 import PaywardenStorage
 
 /// High-value tokens: one per account number per organisation, found by a keyed fingerprint.
-extension Vault {
+extension CardVault {
     /// The organisation's token for the account in `facts`: the existing one (802) or a new one (801).
     public func issueToken(for facts: AccountFacts, policy: OrganizationPolicy) async throws(VaultError) -> IssuedToken {
         let organization = policy.organization
