@@ -48,14 +48,16 @@ extension CardVault {
             guard record.organization == organization, record.paypageID == Self.heldCryptogramPaypageID, record.isLive(at: now),
                 let sealed = record.sealed
             else { return nil }
-            // Ending it is the claim: of two uses racing, one ends it and the other gets no cryptogram.
-            guard try await storage({ () async throws(StorageError) in try await database.endRegistration(lookupKey: lookupKey, at: now) })
-            else { return nil }
+            // Opened before it is claimed: an HSM that cannot open it now leaves it for a retry,
+            // where opening it after the claim would have spent it on a failure.
             let sealKey = try await self.key(.registrations, id: sealed.keyID)
             let context = SealContext(
                 kind: .registration, organization: organization, recordID: lookupKey, paypageID: Self.heldCryptogramPaypageID)
             let contents = try SealedCoding.decode(
                 RegistrationContents.self, try await sealer.open(sealed, with: sealKey, context: context))
+            // Ending it is the claim: of two uses racing, one ends it and the other gets no cryptogram.
+            guard try await storage({ () async throws(StorageError) in try await database.endRegistration(lookupKey: lookupKey, at: now) })
+            else { return nil }
             return Array(contents.paymentData)
         }
         return nil

@@ -24,6 +24,24 @@ struct DecryptedPaymentTests {
         #expect(!shown.contains("4111111111111111") && !shown.contains("AgAAAAAABk4DWZ4C28yUQAAAAAA="), "\(shown)")
     }
 
+    /// The payload's bytes hold the account number and the cryptogram in clear: neither a
+    /// description, a debug description nor `dump` shows them, of the payload or of its token.
+    @Test func printingThePayloadOrItsTokenShowsNoCardData() throws {
+        let pan = "4111111111111111"
+        let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
+        let bytes = PaymentPayloads.threeDSecure(pan: pan, cryptogram: cryptogram)
+        let payment = try #require(DecryptedPayment(json: bytes))
+        let token = DecryptedPaymentToken(
+            paymentData: bytes, version: .ecV1, transactionID: "ab", publicKeyHash: "h", signingTime: Date(), keyID: "k",
+            merchantIdentifierHash: "m")
+        var dumped = ""
+        dump(payment, to: &dumped)
+        dump(token, to: &dumped)
+        for text in ["\(payment)", String(reflecting: payment), "\(token)", String(reflecting: token), dumped] {
+            #expect(!text.contains(pan) && !text.contains(cryptogram) && !text.contains("52, 49, 49, 49"), "\(text)")
+        }
+    }
+
     @Test func emv() throws {
         let payment = try #require(DecryptedPayment(json: PaymentPayloads.emv()))
         guard case .emv(let data, let pin) = payment.credential else {

@@ -1,7 +1,8 @@
 import PaywardenPrimitives
 
 /// One submerchant's entry in a multi-merchant payment's `authenticationResponses`
-/// (apple-platform.md §2.2): its cryptogram, for the amount authorised to it.
+/// (Apple's payment token format for multi-merchant payments): its cryptogram, for the amount
+/// authorised to it.
 public struct AuthenticationResponse: Sendable {
     /// 64 hex characters: a digest Apple derives, not the identifier the coordinator sent.
     public let merchantIdentifier: String?

@@ -1,6 +1,7 @@
 import PaywardenPrimitives
 
-/// A decrypted payload (apple-pay.md §5, apple-platform.md §2.2), read once from the bytes by the
+/// A decrypted payload (docs/apple-pay.md, "The decrypted payload"; Apple's "Payment token format
+/// reference" and, for multi-merchant payments, `authenticationResponses`), read once from the bytes by the
 /// strict reader the tokens use, for everything that acts on it: the vault, the relays and cnpAPI's
 /// `applepayResponse`. The bytes are kept as Apple sent them: the decrypt endpoint answers them
 /// verbatim and the vault seals them, so a field Paywarden does not know is never dropped.

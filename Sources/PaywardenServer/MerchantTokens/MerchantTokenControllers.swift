@@ -141,6 +141,9 @@ enum JSONRequest {
 extension APIError {
     init(_ failure: MerchantTokenFailure) {
         self.init(failure.code, message: failure.message)
+        // The outbox over its limit drains at the pace of Apple's answers, seconds rather than the
+        // milliseconds an in-flight limit takes: a caller told 1 s would only be refused again.
+        if failure.code == .overloaded { headers[.retryAfter] = "5" }
     }
 }
 

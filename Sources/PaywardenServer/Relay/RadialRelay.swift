@@ -22,9 +22,9 @@ import Vault
 /// Seed 003's sequence ("iOS application uses the decrypted payment data to create a
 /// CreditCardAuthRequest … processes the request as a regular card not present transaction"):
 /// `decryptblob` holds the decrypted payload sealed (``CardVault/holdCryptogram(of:for:organization:)``),
-/// and the `CreditCardAuthRequest` with that token in `PaymentContext` (`isToken="true"`) is
-/// detokenized (audited; the key needs `detokenize` as on the vault's own route) and goes upstream
-/// as the wallet request does, with the held cryptogram and ECI on the first use within 24 hours.
+/// and the `CreditCardAuthRequest` with that token in `PaymentContext` (`isToken="true"`) takes it
+/// (audited; the key needs `detokenize` as on the vault's own route) and goes upstream as the
+/// wallet request does, with the held card, cryptogram and ECI on the first use within 24 hours.
 /// Without one, ``StoredCredentialRule`` decides as for every relay, on the token's record before it
 /// is detokenized: an MPAN goes as a stored credential; a DPAN is refused (`cryptogram_required`),
 /// because Radial's request authenticates a DPAN with its cryptogram only.
@@ -129,16 +129,14 @@ struct RadialRelay: Sendable {
         do throws(VaultFailure) {
             // Another organisation's token, or none, is unknown here (token_not_found) before anything is taken.
             let facts = try await service.storedTokenFacts(token, organization: organization)
-            // The first use takes the held cryptogram. A card Radial has no tender type for never
-            // authorizes here, so taking its cryptogram before that check below loses nothing.
+            // The first use takes the held cryptogram, and nothing that can fail for a while (the HSM,
+            // the database) comes after the take: a failure there would spend the one cryptogram on
+            // a request the client is told to retry. The held payload is this token's card (sealed
+            // under a context naming the token's keyed look-up, it opens in no other row), so it is
+            // not detokenized again; the take is audited (`take-held-cryptogram`). A card Radial has
+            // no tender type for never authorizes here, so the check below loses nothing either.
             if let held = try await service.takeHeldCryptogram(for: token, key: key, organization: organization) {
-                let stored = try RelayCardData.forwarded(try await service.detokenize(token, key: key, organization: organization))
-                let withCryptogram = try RelayCardData.forwarded(held, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
-                // Held under this token's keyed name, so it is this card; anything else is an altered row.
-                guard withCryptogram.accountNumber == stored.accountNumber else {
-                    throw .vault(VaultError(.recordUnreadable, "the payload held for a token seals another account number"))
-                }
-                card = withCryptogram
+                card = try RelayCardData.forwarded(held, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
             } else {
                 // Later uses: the rule every relay follows, a DPAN refused before it is detokenized.
                 card = try await StoredCredentialRule.cardData(
