@@ -20,7 +20,8 @@ extension DecryptedPayment: CustomStringConvertible, CustomDebugStringConvertibl
 
 extension DecryptedPaymentToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public var description: String {
-        "DecryptedPaymentToken(\(version.rawValue), transaction \(transactionID), key \(keyID), payload: <\(paymentData.count) bytes hidden>)"
+        let payload = "<\(paymentData.count) bytes hidden>"
+        return "DecryptedPaymentToken(\(version.rawValue), transaction \(transactionID), key \(keyID), payload: \(payload))"
     }
 
     public var debugDescription: String { description }
