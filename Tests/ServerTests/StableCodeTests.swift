@@ -15,6 +15,24 @@ struct StableCodeTests {
         for code in AppleGatewayError.Code.allCases { #expect(StableCode(code).rawValue == code.rawValue, "\(code)") }
     }
 
+    /// Each module's own category says what StableCode's does: a code cannot be "retry later" in the
+    /// vault and a refusal at the HTTP layer.
+    @Test func eachModulesCategoryAgreesWithTheStableCodes() {
+        for code in PaymentTokenError.Code.allCases {
+            let category = PaymentTokenError(code, "").category
+            #expect(StableCode(code).category == (category == .unavailable ? .unavailable : .refused), "\(code)")
+        }
+        for code in VaultError.Code.allCases {
+            let expected: StableCode.Category =
+                switch VaultError(code, "").category {
+                case .refused: .refused
+                case .unavailable: .unavailable
+                case .corrupt: .failure
+                }
+            #expect(StableCode(code).category == expected, "\(code)")
+        }
+    }
+
     /// openapi.json's `StableCode` is what the JSON routes answer; the rest are named only by a
     /// relay's reply (MercuryPay's `PaywardenErrorCode`, Radial's `Description`, cnpAPI's message)
     /// or by the merchant-token event commands.

@@ -19,6 +19,24 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
         case merchantNotAuthorized = "merchant_not_authorized"
     }
 
+    /// What a caller does about it: refuse the token, or let the caller retry it later.
+    public enum Category: String, Sendable, Hashable {
+        /// The token is at fault (unreadable, unverifiable, replayed, not for a key here): no retry helps.
+        case refused
+        /// The HSM or the replay ledger cannot serve now, or too many are in flight: the same token may
+        /// succeed later, its transaction id not spent.
+        case unavailable
+    }
+
+    public var category: Category {
+        switch code {
+        case .hsmUnavailable, .overloaded, .databaseUnavailable: .unavailable
+        case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow,
+            .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .merchantNotAuthorized:
+            .refused
+        }
+    }
+
     public let code: Code
     public let message: String
 

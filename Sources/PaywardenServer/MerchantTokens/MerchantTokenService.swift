@@ -188,8 +188,7 @@ public final class MerchantTokenService: Sendable {
         } catch let error as AppleGatewayError {
             failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: Self.isWorthRetrying(error))
         } catch let error as VaultError {
-            let retryable = error.code == .databaseUnavailable || error.code == .hsmUnavailable
-            failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: retryable)
+            failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: error.category == .unavailable)
         } catch {
             failed(&outcome, reason: "\(error)", retryable: true)
         }

@@ -198,7 +198,7 @@ final class VaultService: Sendable {
         do {
             return try await body()
         } catch {
-            if error.code == .recordUnreadable { logger.error("vault record unreadable", metadata: ["reason": "\(error.message)"]) }
+            if error.category == .corrupt { logger.error("vault record unreadable", metadata: ["reason": "\(error.message)"]) }
             throw .vault(error)
         }
     }

@@ -28,6 +28,26 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case recordUnreadable = "internal_error"
     }
 
+    /// What a caller does about it, as ``StorageError`` and the HSM layer's errors say it.
+    public enum Category: String, Sendable, Hashable {
+        /// The request or what it names is at fault: refuse it; the same request cannot succeed.
+        case refused
+        /// The database or the HSM cannot serve now: answer 503 and let the caller retry.
+        case unavailable
+        /// A stored record does not open (altered, moved, its key gone): tell the operator.
+        case corrupt
+    }
+
+    public var category: Category {
+        switch code {
+        case .databaseUnavailable, .hsmUnavailable: .unavailable
+        case .recordUnreadable: .corrupt
+        case .registrationNotFound, .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired,
+            .merchantNotAuthorized, .reportGroupInvalid, .invalidAccountNumber, .invalidRequest:
+            .refused
+        }
+    }
+
     public let code: Code
     public let message: String
 
