@@ -27,8 +27,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     /// The HSM's own words name key ids and PKCS#11 return codes, and an internal failure's name
     /// files and rows, so they go to the log (`detail`) and the caller gets a fixed sentence.
     public init(_ code: StableCode, message: String) {
-        let headers: HTTPFields = code.category == .unavailable ? [.retryAfter: "1"] : [:]
-        self.init(code.httpStatus, code: code, message: code.publicMessage(message), headers: headers)
+        self.init(code.httpStatus, code: code, message: code.publicMessage(message), headers: code.retryHeaders)
         if code.publicMessage(message) != message { detail = message }
     }
 
@@ -73,6 +72,9 @@ public struct APIError: Error, HTTPResponseError, Sendable {
 }
 
 extension StableCode {
+    /// The headers every format's refusal of this code carries: Retry-After for what may pass.
+    public var retryHeaders: HTTPFields { category == .unavailable ? [.retryAfter: "1"] : [:] }
+
     /// What a caller is told: `message`, except where it would name what only the operator may
     /// see (the HSM's key ids and PKCS#11 return codes, an internal failure's files and rows),
     /// which get a fixed sentence while `message` goes to the log under the request's id.

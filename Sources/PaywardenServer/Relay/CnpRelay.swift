@@ -65,17 +65,10 @@ struct CnpRelay: Sendable {
         switch transaction.paymentSource {
         case .paypage(let paypage):
             do throws(VaultFailure) {
-                // One cryptogram, one authorization: the registration ends before anything is sent,
-                // so a resend of the same ID is 878, never a second authorization.
-                // What cannot be relayed (an EMV payload) leaves the registration live.
-                let (redemption, payment) = try await service.redeemForOneUse(
-                    paypage.paypageRegistrationId, key: key, organization: organization
-                ) { payment throws(VaultFailure) in
-                    _ = try RelayCardData.forwarded(payment, issued: nil, cryptogramRequiredBy: Self.format)
-                    return payment
-                }
-                issued = redemption.highValueToken
-                card = try RelayCardData.forwarded(payment, issued: issued, cryptogramRequiredBy: Self.format)
+                // One cryptogram, one authorization: the registration ends before anything is sent.
+                (issued, card) = try await RelayCardData.redeemedForOneUse(
+                    paypage.paypageRegistrationId, key: key, organization: organization, cryptogramRequiredBy: Self.format,
+                    service: service)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }

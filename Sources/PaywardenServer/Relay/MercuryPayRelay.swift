@@ -66,14 +66,11 @@ struct MercuryPayRelay: Sendable {
                                 + "account number is not sent without it"))
                 }
                 // One cryptogram, one authorization: the registration ends before anything is sent.
-                let format = "the MercuryPay upstream"
-                let (redemption, payment) = try await service.redeemForOneUse(request.recordNo, key: key, organization: organization) {
-                    payment throws(VaultFailure) in
-                    _ = try RelayCardData.forwarded(payment, issued: nil, cryptogramRequiredBy: format)
-                    return payment
-                }
-                card = try RelayCardData.forwarded(payment, issued: redemption.highValueToken, cryptogramRequiredBy: format)
-                token = redemption.highValueToken.token
+                let (issued, redeemed) = try await RelayCardData.redeemedForOneUse(
+                    request.recordNo, key: key, organization: organization, cryptogramRequiredBy: "the MercuryPay upstream",
+                    service: service)
+                card = redeemed
+                token = issued.token
             case .omniToken:
                 // Detokenization, with the scope Paywarden's own detokenize route requires.
                 guard key.scopes.contains(.detokenize) else {
@@ -143,15 +140,11 @@ struct MercuryPayRelay: Sendable {
                 .eventBusy, .upstreamUnavailable, .internalError:
                 nil
             }
-        let message = code.publicMessage(failure.message)
-        if message != failure.message {
-            service.logger.error(
-                "a MercuryPay request was refused", metadata: ["code": "\(code.rawValue)", "detail": "\(failure.message)"])
-        }
+        let message = failure.publicMessage(logging: service.logger, "a MercuryPay request was refused")
         let body = MercuryPayErrorResponse.body(
             returnCode: documented?.rawValue, textResponse: documented.map { "\($0.textResponse): \(message)" } ?? message,
             invoiceNo: invoiceNo, paywardenCode: code.rawValue)
-        return Reply(body: body, status: code.httpStatus, headers: code.category == .unavailable ? [.retryAfter: "1"] : [:])
+        return Reply(body: body, status: code.httpStatus, headers: code.retryHeaders)
     }
 
     static func upstreamFailure(_ failure: UpstreamClient.Failure, invoiceNo: String?) -> Reply {

@@ -183,12 +183,8 @@ struct RadialRelay: Sendable {
         case .unavailable: fault = .upstreamUnavailable
         case .failure: fault = .systemError
         }
-        let message = code.publicMessage(failure.message)
-        if message != failure.message {
-            logger.error("a Radial request was refused", metadata: ["code": "\(code.rawValue)", "detail": "\(failure.message)"])
-        }
-        let headers: HTTPFields = code.category == .unavailable ? [.retryAfter: "1"] : [:]
-        return self.fault(fault, "\(code.rawValue): \(message)", code.httpStatus, headers: headers)
+        let message = failure.publicMessage(logging: logger, "a Radial request was refused")
+        return self.fault(fault, "\(code.rawValue): \(message)", code.httpStatus, headers: code.retryHeaders)
     }
 
     private func upstreamFailure(_ failure: UpstreamClient.Failure) -> Reply {

@@ -30,6 +30,22 @@ enum RelayCardData {
         }
     }
 
+    /// A registration ID's card for one authorization in `format` (cnpAPI's and MercuryPay's
+    /// registration paths): what `format` cannot carry (an EMV payload) is refused while the
+    /// registration stays live; otherwise it is redeemed and ended in the same write, so a resend
+    /// of the ID is 878, never a second authorization with the same cryptogram.
+    static func redeemedForOneUse(
+        _ id: String, key: APIKey, organization: String, cryptogramRequiredBy format: String, service: VaultService
+    ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
+        let (redemption, payment) = try await service.redeemForOneUse(id, key: key, organization: organization) {
+            payment throws(VaultFailure) in
+            _ = try forwarded(payment, issued: nil, cryptogramRequiredBy: format)
+            return payment
+        }
+        let issued = redemption.highValueToken
+        return (issued, try forwarded(payment, issued: issued, cryptogramRequiredBy: format))
+    }
+
     /// A payload the vault held sealed (a cryptogram kept for a token's first use), read here.
     static func forwarded(
         _ paymentData: [UInt8], issued: IssuedToken?, cryptogramRequiredBy format: String?

@@ -232,6 +232,14 @@ enum VaultFailure: Error, Sendable {
         }
     }
 
+    /// What a relay's caller is told (``StableCode/publicMessage(_:)``); the words kept from it
+    /// go to `logger` under `what`, as the JSON routes' go to the request's log line.
+    func publicMessage(logging logger: Logger, _ what: Logger.Message) -> String {
+        let told = code.publicMessage(message)
+        if told != message { logger.error(what, metadata: ["code": "\(code.rawValue)", "detail": "\(message)"]) }
+        return told
+    }
+
     var message: String {
         switch self {
         case .token(let error): error.message
