@@ -14,6 +14,7 @@ let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
 
 let package = Package(
     name: "Paywarden",
@@ -38,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
@@ -112,12 +114,43 @@ let package = Package(
         ),
         // Processor message formats (a leaf): cnpAPI, MercuryPay and Radial models, a strict XML parser.
         .target(name: "ProcessorMessages", dependencies: ["PaywardenPrimitives"]),
-        // The HTTP service and the composition root.
+        // What the HTTP service and the admin commands share, with no HTTP server in it: decryption,
+        // the vault's service, the HSM's and the database's health, the stable error codes, API keys,
+        // metrics, the operator's advice, the decrypt response's body.
+        .target(
+            name: "PaywardenServices",
+            dependencies: [
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
+                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "OutboundTLS",
+                .product(name: "Prometheus", package: "swift-prometheus"), httpTypes, nioCore, nioSSL, serviceLifecycle, logging,
+                crypto,
+            ]
+        ),
+        // The merchant-token outbox and the calls to Apple it makes (unlink, metadata), over the
+        // vault and the event store.
+        .target(
+            name: "MerchantTokens",
+            dependencies: [
+                "PaywardenServices", "Vault", "KeyCustody", "OutboundTLS", "PaywardenConfiguration", "PaywardenStorage", nioSSL,
+                httpTypes, serviceLifecycle, logging,
+            ]
+        ),
+        // The processor relays' orchestration: a client's message in, the vault's card data in its
+        // place, the upstream's reply back with the card data masked.
+        .target(
+            name: "ProcessorRelays",
+            dependencies: [
+                "PaywardenServices", "ApplePay", "Vault", "KeyCustody", "PKCS11", "OutboundTLS", "ProcessorMessages",
+                "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage", httpTypes, asyncHTTPClient, nioCore, nioHTTP1,
+                nioPosix, nioSSL, serviceLifecycle, logging,
+            ]
+        ),
+        // The HTTP service (routes, controllers, middleware) and the composition root.
         .target(
             name: "PaywardenServer",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages", "OutboundTLS",
+                "PaywardenServices", "MerchantTokens", "ProcessorRelays", "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration",
+                "PaywardenPrimitives", "PaywardenStorage", "Vault", "ProcessorMessages", "OutboundTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -128,11 +161,23 @@ let package = Package(
                 nioSSL, nioCore, nioPosix, nioHTTP1, asyncHTTPClient, serviceLifecycle, logging, crypto,
             ]
         ),
+        // The admin commands: keys, certificates, the vault, merchant tokens, the database, the
+        // development token. They run on the domain modules and never link the HTTP server.
+        .target(
+            name: "PaywardenAdmin",
+            dependencies: [
+                "PKCS11", "KeyCustody", "ApplePay", "PaywardenServices", "MerchantTokens", "PaywardenConfiguration", "PaywardenPrimitives",
+                "PaywardenStorage", "Vault", "OutboundTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
+                crypto,
+            ]
+        ),
+        // The `paywarden` executable: the admin commands, and `serve` and `config check`, which
+        // need the server.
         .executableTarget(
             name: "PaywardenCLI",
             dependencies: [
-                "PKCS11", "KeyCustody", "ApplePay", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "Vault", "OutboundTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging, crypto,
+                "PaywardenAdmin", "PaywardenServer", "PaywardenServices", "PaywardenConfiguration", "PKCS11",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ]
         ),
         // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a
@@ -141,7 +186,8 @@ let package = Package(
         .target(
             name: "PaywardenTesting",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays",
+                "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
                 "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
                 "OutboundTLS", crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL,
                 serviceLifecycle,
@@ -152,7 +198,8 @@ let package = Package(
         .executableTarget(
             name: "PaywardenBench",
             dependencies: [
-                "PKCS11", "ApplePay", "KeyCustody", "PaywardenTesting", "PaywardenServer", "PaywardenConfiguration", "PaywardenPrimitives",
+                "PKCS11", "ApplePay", "KeyCustody", "PaywardenTesting", "PaywardenServer", "PaywardenServices", "MerchantTokens",
+                "ProcessorRelays", "PaywardenConfiguration", "PaywardenPrimitives",
                 "PaywardenStorage", crypto, asyncHTTPClient, nioCore, nioHTTP1, logging, serviceLifecycle,
             ]
         ),
@@ -181,12 +228,16 @@ let package = Package(
         ),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["PaywardenConfiguration", "PaywardenServer", "PaywardenTesting", "PaywardenTestTraits"]),
+            dependencies: [
+                "PaywardenConfiguration", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays", "PaywardenTesting",
+                "PaywardenTestTraits",
+            ]),
         .testTarget(
             name: "StorageTests",
             dependencies: [
                 "PaywardenStorage", "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "PaywardenTesting",
-                "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenServer",
+                "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenServer", "PaywardenServices", "MerchantTokens",
+                "ProcessorRelays",
             ]
         ),
         .testTarget(name: "ProcessorMessagesTests", dependencies: ["ProcessorMessages"], resources: [.copy("Fixtures")]),
@@ -200,10 +251,19 @@ let package = Package(
                 "PaywardenPrimitives", crypto,
             ]
         ),
+        // The merchant-token outbox with Apple answering in process: no socket.
+        .testTarget(
+            name: "MerchantTokensTests",
+            dependencies: [
+                "MerchantTokens", "PaywardenServices", "OutboundTLS", "KeyCustody", "Vault", "PKCS11", "PaywardenStorage",
+                "PaywardenTesting", "PaywardenTestTraits",
+            ]
+        ),
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "PaywardenServer", "ApplePay", "KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenConfiguration",
+                "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays", "ApplePay", "KeyCustody", "PKCS11",
+                "PaywardenTesting", "PaywardenTestTraits", "PaywardenConfiguration",
                 "Vault", "ProcessorMessages", "PaywardenStorage", "PaywardenStorageSQLite", asyncHTTPClient, nioHTTP1, nioSSL, crypto, x509,
                 asn1,
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -6,6 +6,7 @@ import Logging
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 import PaywardenStorageSQLite
 import PaywardenTesting
 

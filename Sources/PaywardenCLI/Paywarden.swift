@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PaywardenAdmin
 import PaywardenConfiguration
 import PaywardenServer
 

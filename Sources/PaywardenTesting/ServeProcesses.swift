@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 import PaywardenStorage
 
 #if canImport(Glibc)

@@ -10,6 +10,7 @@ import NIOSSL
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 import ServiceLifecycle
 import Synchronization
 import Vault

@@ -1,6 +1,7 @@
 import Foundation
 import PKCS11
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

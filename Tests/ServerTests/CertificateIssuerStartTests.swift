@@ -1,6 +1,7 @@
 import Foundation
 import KeyCustody
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

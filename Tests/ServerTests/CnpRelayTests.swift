@@ -2,8 +2,10 @@ import Foundation
 import NIOSSL
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
+import ProcessorRelays
 import Testing
 import Vault
 

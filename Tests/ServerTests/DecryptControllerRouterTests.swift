@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import PaywardenServices
 import Synchronization
 import Testing
 import Vault

@@ -4,6 +4,7 @@ import Foundation
 import NIOHTTP1
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
@@ -80,7 +81,7 @@ struct EProtectAbuseTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         TestResources.track(directory: directory)
         let rootPath = try DecryptionTestEnvironment.sharedPKI.writeRoot(to: directory)
-        try await withServer({ $0.trustAnchors = try ServerConfiguration.trustAnchors([rootPath]) }) { server in
+        try await withServer({ $0.trustAnchors = try TrustAnchors.configured([rootPath]) }) { server in
             let impostor = TokenForge(pki: try ApplePayTestPKI(name: "Impostor", rsaLeaf: false))
             guard case .ecP256(let point) = server.ecMerchant.key.publicKey else {
                 Issue.record("the example merchant's key is not EC")

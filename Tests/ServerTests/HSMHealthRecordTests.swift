@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PaywardenServer
+@testable import PaywardenServices
 
 /// A fault the maintenance loop hears of late (the request that saw it timed out after a health
 /// check had already begun) must not take a recovered HSM out of service; one seen after the

@@ -1,4 +1,5 @@
 import Logging
+import PaywardenServices
 import Testing
 
 @testable import PaywardenServer

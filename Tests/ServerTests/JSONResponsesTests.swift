@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import NIOCore
+import PaywardenServices
 import Testing
 
 @testable import PaywardenServer

@@ -1,8 +1,10 @@
 import Foundation
 import KeyCustody
+import MerchantTokens
 import NIOHTTP1
 import OutboundTLS
 import PaywardenServer
+import PaywardenServices
 import PaywardenStorage
 import PaywardenTestTraits
 import PaywardenTesting

@@ -1,9 +1,11 @@
 import Foundation
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import ProcessorMessages
+import ProcessorRelays
 import Testing
 
 /// The MercuryPay relay end to end: forged Apple Pay tokens registered through eProtect, a

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import PaywardenServices
 import Testing
 
 @testable import PaywardenServer

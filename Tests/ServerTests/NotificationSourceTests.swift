@@ -1,4 +1,6 @@
+import MerchantTokens
 import NIOCore
+import PaywardenServices
 import Testing
 
 @testable import PaywardenServer

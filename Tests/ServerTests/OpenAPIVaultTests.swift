@@ -3,6 +3,7 @@ import NIOHTTP1
 import PaywardenConfiguration
 import PaywardenPrimitives
 import PaywardenServer
+import PaywardenServices
 import PaywardenStorage
 import PaywardenTestTraits
 import PaywardenTesting

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import PaywardenServer
+@testable import PaywardenServices
 
 /// `/healthz`, `/readyz` and `/metrics` on a router of their own, readiness from a stand-in:
 /// no key needed, readiness answered 200 or 503 with its reason, every request counted by route.

@@ -2,8 +2,10 @@ import ApplePay
 import Foundation
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
+import ProcessorRelays
 import Synchronization
 import Testing
 

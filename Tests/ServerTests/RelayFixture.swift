@@ -3,7 +3,9 @@ import KeyCustody
 import NIOSSL
 import PKCS11
 import PaywardenServer
+import PaywardenServices
 import PaywardenTesting
+import ProcessorRelays
 import Testing
 import X509
 

@@ -2,6 +2,7 @@ import ApplePay
 import HTTPTypes
 import OutboundTLS
 import PaywardenServer
+import PaywardenServices
 import Testing
 import Vault
 

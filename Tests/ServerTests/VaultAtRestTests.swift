@@ -2,6 +2,7 @@ import Foundation
 import PaywardenConfiguration
 import PaywardenPrimitives
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

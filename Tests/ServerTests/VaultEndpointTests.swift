@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import NIOHTTP1
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Synchronization

@@ -1,4 +1,5 @@
 import Hummingbird
+import PaywardenServices
 
 /// Authorisation for the JSON routes, apart from authentication: the request's identity (set by
 /// an authenticator before it) must be an API key with `scope`. 401 without one, saying whether

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdAuth
+import PaywardenServices
 
 /// Identifies the caller by HTTP Basic: the user is the API key's name and the password the key
 /// (MercuryPay's clients send their merchant credentials this way). Chained after

@@ -1,5 +1,6 @@
 import Hummingbird
 import HummingbirdAuth
+import PaywardenServices
 
 /// Identifies the caller by `Authorization: Bearer KEY`: the configured key it names becomes the
 /// request's identity. It only identifies (hummingbird-auth's ``AuthenticatorMiddleware``): a

@@ -5,13 +5,16 @@ import HummingbirdCore
 import HummingbirdTLS
 import KeyCustody
 import Logging
+import MerchantTokens
 import NIOCore
 import NIOSSL
 import OutboundTLS
 import PKCS11
 import PaywardenConfiguration
+import PaywardenServices
 import PaywardenStorage
 import ProcessorMessages
+import ProcessorRelays
 import ServiceLifecycle
 import Vault
 
@@ -81,7 +84,9 @@ public struct PaywardenServer: Sendable {
         let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)
         let keys = MerchantKeyStore(hsm: hsm, records: database.keyRecords, certificateIssuers: configuration.certificateIssuers)
         let decryption = DecryptionService(
-            hsm: hsm, store: keys, configuration: configuration, metrics: metrics, database: databaseHealth,
+            hsm: hsm, store: keys,
+            verification: TokenSignatureVerifier(anchors: configuration.trustAnchors, signingTimeWindow: configuration.signingTimeWindow),
+            maxInFlight: configuration.maxInFlight, recycleEvery: configuration.recycleEvery, metrics: metrics, database: databaseHealth,
             readiness: HSMReadiness(metrics: metrics, logger: logger), logger: logger)
         let maintenance = HSMMaintenanceService(
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
@@ -361,10 +366,4 @@ public struct PaywardenServer: Sendable {
             logger: logger
         )
     }
-}
-
-/// Why the service could not start: a message that says what to fix.
-public struct ServerStartError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
 }

@@ -1,8 +1,11 @@
 import ApplePay
 import Foundation
 import KeyCustody
+import MerchantTokens
 import PKCS11
 import PaywardenConfiguration
+import PaywardenServices
+import ProcessorRelays
 import Vault
 
 /// What `paywarden serve` runs with: plain values, built from ``PaywardenSettings`` by
@@ -61,8 +64,8 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError("\(SettingCatalog.apiKeys.environmentName): \(error)")
         }
         signingTimeWindow = settings.verification.signingTimeWindow
-        trustAnchors = try Self.trustAnchors(settings.verification.trustRoots)
-        certificateIssuers = try Self.certificateIssuers(settings.verification.certificateIssuers)
+        trustAnchors = try TrustAnchors.configured(settings.verification.trustRoots)
+        certificateIssuers = try CertificateIssuers.configured(settings.verification.certificateIssuers)
         tls = server.tls
         // The files themselves, now: the listener would only read them when it starts.
         if let tls { _ = try ServerTLS.configuration(tls) }
@@ -86,61 +89,5 @@ public struct ServerConfiguration: Sendable {
         auditLogPath = settings.home + "/audit/audit.jsonl"
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
-    }
-
-    /// Apple's pinned WWDR CAs, or the files `PAYWARDEN_CERTIFICATE_ISSUERS` names.
-    public static func certificateIssuers(_ paths: [String]) throws(ConfigurationError) -> CertificateIssuers {
-        guard !paths.isEmpty else { return .apple }
-        let name = SettingCatalog.certificateIssuers.environmentName
-        do {
-            return try CertificateIssuers.load(paths: paths, source: "\(name) (\(paths.joined(separator: ", ")))")
-        } catch {
-            throw ConfigurationError("\(name): \(error.message)")
-        }
-    }
-
-    /// The embedded Apple root, or the files `PAYWARDEN_TRUST_ROOTS` names.
-    public static func trustAnchors(_ paths: [String]) throws(ConfigurationError) -> TrustAnchors {
-        guard !paths.isEmpty else { return .apple }
-        do {
-            return try TrustAnchors.load(paths: paths)
-        } catch {
-            throw ConfigurationError("\(SettingCatalog.trustRoots.environmentName): \(error)")
-        }
-    }
-}
-
-extension HSMConfiguration {
-    /// The PKCS#11 layer's configuration from the settings; a malformed `pkcs11:` URI names the
-    /// setting it came from.
-    public init(settings: HSMSettings) throws(ConfigurationError) {
-        let pin: PINSource =
-            switch settings.pin {
-            case .file(let path): .file(path)
-            case .value(let value): .value(value)
-            case .missing: .missing
-            }
-        self.init(modulePath: settings.modulePath, tokenLabel: settings.token, pin: pin)
-        initReserved = settings.initReserved
-        workers = settings.workers
-        maxPendingOperations = settings.maxPendingOperations
-        allowExtractableSharedSecret = settings.allowExtractableSharedSecret
-        allowSoftwareOAEPDecoding = settings.allowSoftwareOAEPDecoding
-        sessionKeyCopies = SessionKeyCopies(rawValue: settings.sessionKeyCopies) ?? .auto
-        operationTimeout = settings.operationTimeout
-        healthCheckTimeout = settings.healthCheckTimeout
-        do {
-            try setToken(settings.token)
-        } catch {
-            throw ConfigurationError("\(SettingCatalog.tokenLabel.environmentName): \(error.message)")
-        }
-        // The PIN file is read at every login; its owner and mode are checked now, so a file
-        // others can read refuses the start rather than the first login.
-        if case .file(let path) = self.pin {
-            let fromSetting = if case .file(let configured) = settings.pin { configured == path } else { false }
-            let source =
-                fromSetting ? SettingCatalog.pinFile.environmentName : "the pin-source of \(SettingCatalog.tokenLabel.environmentName)"
-            try SecretFile.check(path, for: source)
-        }
     }
 }

@@ -1,5 +1,6 @@
 import NIOSSL
 import PaywardenConfiguration
+import PaywardenServices
 
 /// The API listener's TLS: TLS 1.2 or later with the suites Apple lists for Apple Pay servers,
 /// and mutual TLS when a client CA is set. `ServerConfiguration` builds it once when the settings

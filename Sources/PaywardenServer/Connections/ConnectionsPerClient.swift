@@ -1,4 +1,5 @@
 import NIOCore
+import PaywardenServices
 import Synchronization
 
 /// Open connections per client address on one listener, so that one client (512 idle kept-alive

@@ -1,4 +1,5 @@
 import HTTPTypes
+import PaywardenServices
 import Vault
 
 extension APIError {

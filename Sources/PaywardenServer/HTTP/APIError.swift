@@ -2,6 +2,8 @@ import ApplePay
 import Foundation
 import HTTPTypes
 import Hummingbird
+import PaywardenServices
+import ProcessorRelays
 
 /// An error response in Paywarden's stable shape: `{"error":{"code":"…","message":"…"}}`, with
 /// extra fields where a protocol wants them (the eProtect code beside the stable one).
@@ -68,43 +70,5 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         response.status = status
         response.headers.append(contentsOf: headers)
         return response
-    }
-}
-
-extension StableCode {
-    /// The headers every format's refusal of this code carries: Retry-After for what may pass.
-    public var retryHeaders: HTTPFields { category == .unavailable ? [.retryAfter: "1"] : [:] }
-
-    /// What a caller is told: `message`, except where it would name what only the operator may
-    /// see (the HSM's key ids and PKCS#11 return codes, an internal failure's files and rows),
-    /// which get a fixed sentence while `message` goes to the log under the request's id.
-    public func publicMessage(_ message: String) -> String {
-        switch self {
-        case .hsmUnavailable: "the HSM could not complete the operation; retry shortly"
-        case .internalError: "the request failed inside Paywarden; the server log has the details"
-        default: message
-        }
-    }
-
-    /// The HTTP status each code is answered with, wherever it is answered over HTTP (an upstream's
-    /// failure alone may be 502 or 504 instead: ``UpstreamClient/Failure/status``).
-    public var httpStatus: HTTPResponse.Status {
-        switch self {
-        case .malformedToken, .unsupportedVersion, .invalidRequest, .validationURLRefused: .badRequest
-        case .unauthorized: .unauthorized
-        case .forbidden, .merchantNotAuthorized, .reportGroupInvalid: .forbidden
-        case .registrationNotFound, .tokenNotFound, .unknownMerchant, .eventNotFound: .notFound
-        case .requestTimeout: .requestTimeout
-        case .identityUnavailable, .eventApplied, .eventBusy: .conflict
-        case .registrationExpired, .tokenUnlinked: .gone
-        case .payloadTooLarge: .contentTooLarge
-        case .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow, .replayedTransaction, .unknownPublicKeyHash,
-            .decryptionFailed, .invalidAccountNumber, .tokenNotRecurringEligible, .cryptogramRequired:
-            .unprocessableContent
-        case .rateLimited: .tooManyRequests
-        case .internalError: .internalServerError
-        case .appleRequestRefused, .appleResponseInvalid: .badGateway
-        case .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded: .serviceUnavailable
-        }
     }
 }

@@ -2,7 +2,9 @@ import ApplePay
 import Foundation
 import Hummingbird
 import NIOCore
+import PaywardenServices
 import ProcessorMessages
+import ProcessorRelays
 import Vault
 
 /// `POST /vap/communicator/online` (and `/cnpAPI`): cnpAPI XML in either namespace. A
@@ -63,7 +65,7 @@ struct CnpController {
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
                 issued = try await service.issueToken(for: decrypted, policy: policy)
-                response.applePay = Self.applePayResponse(decrypted.payment)
+                response.applePay = CnpApplePayResponse(decrypted.payment)
             }
             response.response = issued.isNew ? .registered : .previouslyRegistered
             response.token = issued.token
@@ -105,15 +107,6 @@ struct CnpController {
 
     /// `applepayResponse`: the decrypted fields cnpAPI names, without the account number; nil when
     /// the payload was not a JSON object.
-    static func applePayResponse(_ payment: DecryptedPayment?) -> CnpApplePayResponse? {
-        guard let payment else { return nil }
-        return CnpApplePayResponse(
-            applicationExpirationDate: payment.applicationExpirationDate, currencyCode: payment.currencyCode,
-            transactionAmount: payment.transactionAmount, cardholderName: payment.cardholderName,
-            deviceManufacturerIdentifier: payment.deviceManufacturerIdentifier, paymentDataType: payment.paymentDataType,
-            onlinePaymentCryptogram: payment.credential.onlinePaymentCryptogram?.revealed, eciIndicator: payment.credential.eciIndicator)
-    }
-
     static func xml(_ document: ProcessorXML.Document, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status, headers: [.contentType: "text/xml; charset=utf-8"],

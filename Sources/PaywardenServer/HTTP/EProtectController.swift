@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import PaywardenServices
 import ProcessorMessages
 import Vault
 

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import PaywardenServices
 import ProcessorMessages
 import Vault
 

@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PaywardenServices
 import ProcessorMessages
+import ProcessorRelays
 
 /// `POST /PaymentsAPI/Credit/SaleByRecordNo` and `…/AuthorizeByRecordNo`: MercuryPay JSON with a
 /// registration ID or OmniToken in `RecordNo`, relayed through ``MercuryPayRelay`` to the configured

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import PaywardenServices
 
 /// `/healthz` (the process answers), `/readyz` (ready to serve, or why not) and `/metrics`.
 struct OperationsController {
@@ -27,14 +28,4 @@ struct OperationsController {
     }
 }
 
-/// What `/readyz` reports: ready or not, and when not, the stable code `hsm_unavailable` or
-/// `database_unavailable` (the explanation is in the log).
-public struct Readiness: ResponseEncodable, Sendable, Equatable {
-    public let ready: Bool
-    public let keys: Int
-    public let ecdhPath: String
-    public let rsaPath: String
-    /// The database driver: `sqlite`, `postgres` or `memory`.
-    public let database: String
-    public let reason: String?
-}
+extension Readiness: ResponseEncodable {}

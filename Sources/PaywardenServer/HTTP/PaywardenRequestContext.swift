@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdAuth
 import NIOCore
+import PaywardenServices
 
 /// Per-request state: the API key an authenticator identified the caller by (hummingbird-auth's
 /// identity), nil until one has, or when none could.

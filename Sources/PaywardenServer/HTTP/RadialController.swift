@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PaywardenServices
 import ProcessorMessages
+import ProcessorRelays
 
 /// Radial's routes (docs/processors.md, "Radial"), answered in Radial's XML, refusals as its `Fault`:
 /// - `POST /v1.0/stores/{StoreID}/payments/decryptblob`: a `DecryptBlobRequest` decrypted here

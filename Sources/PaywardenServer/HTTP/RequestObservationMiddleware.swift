@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import PaywardenServices
 
 /// Counts requests by route and status and logs each with its request id: method, route
 /// template, status and duration. Hummingbird's LogRequestsMiddleware logs the URI, whose path can

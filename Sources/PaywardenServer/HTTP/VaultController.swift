@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Hummingbird
+import PaywardenServices
 import Vault
 
 /// The merchant server's vault routes: redeem and end registration IDs (scope `redeem`),

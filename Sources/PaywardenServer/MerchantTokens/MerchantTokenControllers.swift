@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MerchantTokens
 import OutboundTLS
+import PaywardenServices
 
 /// Apple's merchant-token notification: `GET /v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}`.
 /// It carries no authentication, so it is a trigger, never data: only Apple's ranges are heard,

@@ -1,0 +1,54 @@
+import Foundation
+import NIOSSL
+import OutboundTLS
+import PaywardenConfiguration
+import PaywardenServices
+
+/// The merchant-token settings checked and turned into what the service runs with: Apple's
+/// gateway (URL, host allow-list, trust roots, timeout), who may notify, and the outbox's limits.
+public struct MerchantTokenConfiguration: Sendable {
+    public var gateway: AppleGatewayConfiguration
+    /// CIDRs a notification may come from, and of the proxies whose forwarded address is believed.
+    public var allowedSources: [String]
+    public var trustedProxies: [String]
+    public var eventPolicy: MerchantTokenEventPolicy
+    public var pollInterval: Duration
+
+    public init(settings: MerchantTokenSettings) throws(ConfigurationError) {
+        typealias C = SettingCatalog
+        let hostPolicy: AppleGatewayHostPolicy
+        do {
+            hostPolicy = try AppleGatewayHostPolicy(patterns: settings.validationHosts)
+        } catch {
+            throw ConfigurationError("\(C.merchantValidationHosts.environmentName): \(error.message)")
+        }
+        guard let baseURL = URL(string: settings.gateway) else {
+            throw ConfigurationError("\(C.applePayGateway.environmentName) is not a URL")
+        }
+        var roots: [NIOSSLCertificate] = []
+        for path in settings.gatewayTrustRoots {
+            do {
+                roots += try NIOSSLCertificate.fromPEMFile(path)
+            } catch {
+                throw ConfigurationError("\(C.applePayGatewayCA.environmentName): \(path) holds no PEM certificate (\(error))")
+            }
+        }
+        do {
+            gateway = try AppleGatewayConfiguration(baseURL: baseURL, hostPolicy: hostPolicy, extraTrustRoots: roots)
+        } catch {
+            throw ConfigurationError(
+                "\(C.applePayGateway.environmentName): \(error.message); its host must be on \(C.merchantValidationHosts.environmentName)")
+        }
+        gateway.requestTimeout = settings.gatewayTimeout
+        allowedSources = settings.allowedSources
+        trustedProxies = settings.trustedProxies
+        eventPolicy = MerchantTokenEventPolicy(pendingLimit: settings.pendingLimit)
+        pollInterval = settings.pollInterval
+        _ = try notificationSources()
+    }
+
+    /// The CIDRs parsed; a bad one names its setting.
+    public func notificationSources() throws(ConfigurationError) -> NotificationSources {
+        try NotificationSources(allowed: allowedSources, trustedProxies: trustedProxies)
+    }
+}

@@ -1,0 +1,111 @@
+import ApplePay
+import Foundation
+import KeyCustody
+import Logging
+import PKCS11
+import Synchronization
+
+/// The decrypt endpoint's engine room: admission control (a bounded number of decryptions in
+/// flight; beyond it a fast `overloaded`), the decryption itself on the HSM's worker threads,
+/// outcome metrics, and the count that triggers module recycling.
+public final class DecryptionService: Sendable {
+    let hsm: HSM
+    public let keys: HSMPaymentKeys
+    let store: MerchantKeyStore
+    let decrypter: PaymentTokenDecrypter
+    public let database: DatabaseHealthService
+    public let metrics: ServerMetrics
+    let maxInFlight: Int
+    let recycleEvery: Int
+    /// Yields the decryption count each time another `recycleEvery` decryptions are done.
+    let recycleRequests: AsyncStream<Int>
+    private let recycleContinuation: AsyncStream<Int>.Continuation
+    /// Yields each time the HSM failed a verified token (it may be gone, logged out or stuck),
+    /// so that readiness follows at once rather than at the next health check.
+    let hsmFaults: AsyncStream<HSMFault>
+    private let hsmFaultContinuation: AsyncStream<HSMFault>.Continuation
+    private let replayCache: LedgerReplayCache
+    private let inFlight = Atomic<Int>(0)
+    private let decryptions = Atomic<Int>(0)
+    /// Read only: the maintenance service decides whether the HSM can be used.
+    let readiness: HSMReadiness
+
+    public init(
+        hsm: HSM, store: MerchantKeyStore, verification: TokenSignatureVerifier, maxInFlight: Int?, recycleEvery: Int,
+        metrics: ServerMetrics, database: DatabaseHealthService, readiness: HSMReadiness, logger: Logger
+    ) {
+        self.hsm = hsm
+        self.readiness = readiness
+        self.keys = HSMPaymentKeys(hsm: hsm)
+        self.store = store
+        self.metrics = metrics
+        self.maxInFlight = maxInFlight ?? hsm.workerCount * 64
+        self.recycleEvery = recycleEvery
+        (recycleRequests, recycleContinuation) = AsyncStream.makeStream(of: Int.self)
+        (hsmFaults, hsmFaultContinuation) = AsyncStream.makeStream(of: HSMFault.self, bufferingPolicy: .bufferingNewest(1))
+        self.database = database
+        self.replayCache = LedgerReplayCache(ledger: database.database, health: database, logger: logger)
+        self.decrypter = PaymentTokenDecrypter(
+            verifier: verification,
+            directory: keys, operations: keys, replayCache: replayCache
+        )
+    }
+
+    /// Verifies and decrypts `body`. The work runs on the HSM's worker threads, so verification
+    /// and the key operation share them and never wait for a hop between threads.
+    /// - Parameter merchantIdentifierHashes: the merchants whose keys may open it (the vault's
+    ///   organisation check); nil for the decrypt endpoint, where any configured key may.
+    public func decrypt(_ body: [UInt8], merchantIdentifierHashes: Set<String>? = nil) async throws(PaymentTokenError)
+        -> DecryptedPaymentToken
+    {
+        guard readiness.admitsDecryptions else {
+            throw PaymentTokenError(.hsmUnavailable, "the HSM is unavailable; Paywarden is re-establishing the session, retry shortly")
+        }
+        // Without the replay ledger no token is decrypted; say so at once rather than after a timeout.
+        guard database.isAvailable else {
+            metrics.decrypt(outcome: PaymentTokenError.Code.databaseUnavailable.rawValue, duration: .zero)
+            throw PaymentTokenError(
+                .databaseUnavailable, "the database is unavailable, so no token can be checked for replay; retry shortly")
+        }
+        let admitted = inFlight.add(1, ordering: .relaxed).newValue
+        defer { metrics.setInFlight(inFlight.subtract(1, ordering: .relaxed).newValue) }
+        guard admitted <= maxInFlight else {
+            metrics.decrypt(outcome: PaymentTokenError.Code.overloaded.rawValue, duration: .zero)
+            throw PaymentTokenError(.overloaded, "\(maxInFlight) decryptions are in progress; retry shortly")
+        }
+        let start = ContinuousClock.now
+        let decrypter = self.decrypter
+        let attempt = DecryptionAttempt()
+        let result: Result<DecryptedPaymentToken, PaymentTokenError>
+        do {
+            result = try await hsm.runOnWorkers {
+                do throws(PaymentTokenError) {
+                    return .success(
+                        try await decrypter.decrypt(json: body, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        } catch {
+            // Overloaded, or the HSM did not answer in time: the decryption left running is
+            // abandoned, and the transaction id it claimed is given back for the retry.
+            if let claimed = attempt.abandon() { await replayCache.release(claimed) }
+            let code: PaymentTokenError.Code = error.code == .overloaded ? .overloaded : .hsmUnavailable
+            result = .failure(PaymentTokenError(code, "\(error.message); retry shortly"))
+        }
+        let elapsed = ContinuousClock.now - start
+        switch result {
+        case .success(let token):
+            let count = decryptions.add(1, ordering: .relaxed).newValue
+            if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
+            metrics.decrypt(outcome: "ok", duration: elapsed)
+            return token
+        case .failure(let error):
+            metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
+            // Stamped when the failure was seen: a health check that began later and passed
+            // outdates it, one that began during the request does not.
+            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }
+            throw error
+        }
+    }
+}

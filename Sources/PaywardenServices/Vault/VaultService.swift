@@ -1,0 +1,250 @@
+import ApplePay
+import Foundation
+import KeyCustody
+import Logging
+import PaywardenStorage
+import Vault
+
+/// The vault's HTTP-facing work: registration (the token decrypted now, through the decryption
+/// service and its replay ledger), redemption, detokenization and deletion, each counted by
+/// outcome, the sensitive ones audited.
+public final class VaultService: Sendable {
+    public let vault: CardVault
+    let decryption: DecryptionService
+    public let metrics: ServerMetrics
+    let audit: AuditLog?
+    public let logger: Logger
+
+    public init(vault: CardVault, decryption: DecryptionService, metrics: ServerMetrics, audit: AuditLog?, logger: Logger) {
+        self.vault = vault
+        self.decryption = decryption
+        self.metrics = metrics
+        self.audit = audit
+        self.logger = logger
+    }
+
+    /// Verifies and decrypts `token` (JSON) for a token registration of `policy`'s organisation:
+    /// a key of a merchant the organisation does not use is refused before its transaction id is claimed.
+    public func decrypt(_ token: [UInt8], policy: OrganizationPolicy) async throws(VaultFailure) -> DecryptedPaymentToken {
+        try await vaulted { () async throws(VaultError) in try vault.requireKeys() }
+        do {
+            return try await decryption.decrypt(token, merchantIdentifierHashes: policy.merchantIdentifierHashes)
+        } catch {
+            throw .token(error)
+        }
+    }
+
+    /// The organisation's token format and merchants (its enabled paypages).
+    public func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy {
+        try await vaulted { () async throws(VaultError) in try await vault.organizationPolicy(organization) }
+    }
+
+    /// eProtect registration: the paypage checked, the token decrypted, a registration ID issued.
+    /// `admit` runs once the paypage is known to exist (a look at its rate limit), before any
+    /// decryption; `claimed` once the token has verified, belongs to one of the paypage's merchants
+    /// and has spent its transaction id (the charge). Forms anyone can make up, and genuine tokens
+    /// replayed or for other merchants (a buyer sees their own), cannot spend the merchant's limit.
+    public func register(
+        token: [UInt8], paypageID: String, reportGroup: String, admit: (PaypageRecord) throws(VaultFailure) -> Void,
+        claimed: (PaypageRecord) -> Void
+    ) async throws(VaultFailure) -> Registration {
+        try await measured("register") { () async throws(VaultFailure) in
+            let paypage = try await vaulted { () async throws(VaultError) in
+                try await vault.authorizePaypage(paypageID, reportGroup: reportGroup)
+            }
+            try admit(paypage)
+            guard let policy = OrganizationPolicy(paypage: paypage) else {
+                throw .vault(VaultError(.merchantNotAuthorized, "the paypage's token format is not T or D"))
+            }
+            let decrypted: DecryptedPaymentToken
+            do throws(VaultFailure) {
+                decrypted = try await decrypt(token, policy: policy)
+            } catch {
+                if case .token(let refusal) = error, refusal.code == .decryptionFailed { claimed(paypage) }
+                throw error
+            }
+            claimed(paypage)
+            return try await vaulted { () async throws(VaultError) in try await vault.register(decrypted, paypage: paypage) }
+        }
+    }
+
+    /// Every redemption is audited: who, for which organisation, and a keyed reference to the ID.
+    public func redeem(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) -> Redemption {
+        try await audited("redeem", key: key, organization: organization, naming: { "registration \($0.reference)" }) {
+            () async throws(VaultError) in try await vault.redeem(id, organization: organization)
+        }
+    }
+
+    /// A redemption for one authorization, the registration ended in the same write (the relays):
+    /// `accept` turns the payload into what is sent, or refuses it and leaves the registration live.
+    /// Audited as `redeem-once`, naming the registration by its reference.
+    public func redeemForOneUse<Accepted>(
+        _ id: String, key: APIKey, organization: String, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
+    ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
+        // The vault's closure throws the vault's errors; a refusal of another kind is carried out beside it.
+        var refusal: VaultFailure?
+        do throws(VaultFailure) {
+            return try await audited("redeem-once", key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
+                () async throws(VaultError) in
+                try await vault.redeemForOneUse(id, organization: organization) { payment throws(VaultError) in
+                    do throws(VaultFailure) {
+                        return try accept(payment)
+                    } catch {
+                        refusal = error
+                        if case .vault(let refused) = error { throw refused }
+                        throw VaultError(.invalidRequest, error.message)
+                    }
+                }
+            }
+        } catch {
+            throw refusal ?? error
+        }
+    }
+
+    public func endRegistration(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) {
+        _ = try await audited("end-registration", key: key, organization: organization, naming: { "registration \($0)" }) {
+            () async throws(VaultError) in try await vault.endRegistration(id, organization: organization)
+        }
+    }
+
+    /// A high-value token for a token decrypted for `policy`'s organisation (cnpAPI `registerTokenRequest`).
+    public func issueToken(for token: DecryptedPaymentToken, policy: OrganizationPolicy) async throws(VaultFailure) -> IssuedToken {
+        try await measured("issue_token") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in
+                try await vault.issueToken(for: try AccountFacts(payment: token.payment), policy: policy)
+            }
+        }
+    }
+
+    /// Keeps `token`'s decrypted payload sealed for the first authorization that presents
+    /// `issued` (Radial's decrypt sequence): its cryptogram authorizes once, within 24 hours.
+    public func holdCryptogram(of token: DecryptedPaymentToken, for issued: IssuedToken, organization: String) async throws(VaultFailure) {
+        _ = try await measured("hold_cryptogram") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in
+                try await vault.holdCryptogram(of: token, for: issued, organization: organization)
+            }
+        }
+    }
+
+    /// The payload held for `token`'s first use, ended as it is taken; nil when none is left.
+    /// Audited: who took a cryptogram (or found none), never the token or the cryptogram.
+    public func takeHeldCryptogram(for token: String, key: APIKey, organization: String) async throws(VaultFailure) -> [UInt8]? {
+        try await audited("take-held-cryptogram", key: key, organization: organization, naming: { $0 == nil ? "none held" : "taken" }) {
+            () async throws(VaultError) in try await vault.takeHeldCryptogram(for: token, organization: organization)
+        }
+    }
+
+    public func detokenize(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) -> DetokenizedAccount {
+        try await audited("detokenize", key: key, organization: organization, naming: { "token \($0.reference)" }) {
+            () async throws(VaultError) in try await vault.detokenize(token, organization: organization)
+        }
+    }
+
+    /// A token's kind from its record, nothing decrypted (``StoredCredentialRule`` decides on it
+    /// before a relay detokenizes). Counted, not audited: no account data is read.
+    public func storedTokenFacts(_ token: String, organization: String) async throws(VaultFailure) -> StoredTokenFacts {
+        try await measured("token_facts") { () async throws(VaultFailure) in
+            try await vaulted { () async throws(VaultError) in try await vault.storedTokenFacts(token, organization: organization) }
+        }
+    }
+
+    /// Audits a relay's refusal to use a stored token as the request asked (``StoredCredentialRule``):
+    /// who, the stable code and the token's reference. Nothing was detokenized.
+    public func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: String, failure: VaultFailure) {
+        record(
+            action: "use-stored-token", key: key, organization: organization, result: "refused",
+            detail: "\(failure.code.rawValue) token \(facts.reference)")
+    }
+
+    public func deleteToken(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) {
+        _ = try await audited("delete-token", key: key, organization: organization, naming: { "token \($0)" }) {
+            () async throws(VaultError) in try await vault.deleteToken(token, organization: organization)
+        }
+    }
+
+    /// Runs a vault operation an API key asked for, measured under `action` and audited whatever
+    /// the outcome; `naming` gives the audit detail of a success (a keyed reference, never the
+    /// ID or token), a refusal records its stable code.
+    private func audited<Value>(
+        _ action: String, key: APIKey, organization: String, naming: (Value) -> String, _ body: () async throws(VaultError) -> Value
+    ) async throws(VaultFailure) -> Value {
+        do {
+            let value = try await measured(action.replacingOccurrences(of: "-", with: "_")) { () async throws(VaultFailure) in
+                try await vaulted(body)
+            }
+            record(action: action, key: key, organization: organization, result: "ok", detail: naming(value))
+            return value
+        } catch {
+            record(action: action, key: key, organization: organization, result: "refused", detail: error.code.rawValue)
+            throw error
+        }
+    }
+
+    /// One audit line: who (the API key's name), what, for which organisation, and a reference
+    /// to the token that is neither the token nor its account number.
+    private func record(action: String, key: APIKey, organization: String, result: String, detail: String) {
+        guard let audit else { return }
+        let record = AuditLog.Record(
+            time: vault.now, user: "api-key:\(key.name)", action: action, keyID: nil, merchantID: organization, result: result,
+            detail: detail)
+        do {
+            try audit.append(record)
+        } catch {
+            logger.error("the audit log could not be written", metadata: ["action": "\(action)", "error": "\(error)"])
+        }
+    }
+
+    private func vaulted<Value>(_ body: () async throws(VaultError) -> Value) async throws(VaultFailure) -> Value {
+        do {
+            return try await body()
+        } catch {
+            if error.category == .corrupt { logger.error("vault record unreadable", metadata: ["reason": "\(error.message)"]) }
+            throw .vault(error)
+        }
+    }
+
+    private func measured<Value>(_ operation: String, _ body: () async throws(VaultFailure) -> Value) async throws(VaultFailure) -> Value {
+        let start = ContinuousClock.now
+        do {
+            let value = try await body()
+            metrics.vault(operation: operation, outcome: "ok", duration: ContinuousClock.now - start)
+            return value
+        } catch {
+            metrics.vault(operation: operation, outcome: error.code.rawValue, duration: ContinuousClock.now - start)
+            throw error
+        }
+    }
+}
+
+/// Why a vault request failed: the token (verification, decryption) or the vault.
+public enum VaultFailure: Error, Sendable {
+    case token(PaymentTokenError)
+    case vault(VaultError)
+    /// Over a registration rate limit: retry after the duration.
+    case rateLimited(Duration, String)
+
+    /// The stable code, which every protocol's mapping switches on.
+    public var code: StableCode {
+        switch self {
+        case .token(let error): StableCode(error.code)
+        case .vault(let error): StableCode(error.code)
+        case .rateLimited: .rateLimited
+        }
+    }
+
+    /// What a relay's caller is told (``StableCode/publicMessage(_:)``); the words kept from it
+    /// go to `logger` under `what`, as the JSON routes' go to the request's log line.
+    public func publicMessage(logging logger: Logger, _ what: Logger.Message) -> String {
+        let told = code.publicMessage(message)
+        if told != message { logger.error(what, metadata: ["code": "\(code.rawValue)", "detail": "\(message)"]) }
+        return told
+    }
+
+    public var message: String {
+        switch self {
+        case .token(let error): error.message
+        case .vault(let error): error.message
+        case .rateLimited(_, let who): "too many registrations from \(who)"
+        }
+    }
+}

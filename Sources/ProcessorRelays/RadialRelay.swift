@@ -1,0 +1,217 @@
+import Foundation
+import HTTPTypes
+import Logging
+import PaywardenPrimitives
+import PaywardenServices
+import ProcessorMessages
+import Vault
+
+/// Radial (docs/processors.md, "Radial"): the decrypt API answered here, and the digital-wallet
+/// authorization relayed.
+///
+/// `DecryptBlobRequest`: the token is verified and decrypted for the API key's organisation, a
+/// high-value token issued, and `DecryptBlobReply` answered with the token (`isToken="true"`), the
+/// expiry and Apple's other fields in Radial's naming; never the DPAN or the cryptogram.
+///
+/// `CreditCardAuthRequest` (DW.xml): the wallet token is decrypted, a high-value token issued, and
+/// the request goes to the upstream once as the card-not-present authorization of the card's tender
+/// type (VC, MC, AM: `…/creditcard/auth/VC.xml`), the DPAN in `PaymentContext`, the cryptogram and
+/// ECI in `SecureVerificationData` (``RadialForwarding``); the reply comes back with the token in
+/// `PaymentAccountUniqueId isToken="true"`. A payment without a cryptogram (EMV) or on a network
+/// Radial has no tender type for is refused before a token is issued and before anything is sent.
+///
+/// Seed 003's sequence ("iOS application uses the decrypted payment data to create a
+/// CreditCardAuthRequest … processes the request as a regular card not present transaction"):
+/// `decryptblob` holds the decrypted payload sealed (``CardVault/holdCryptogram(of:for:organization:)``),
+/// and the `CreditCardAuthRequest` with that token in `PaymentContext` (`isToken="true"`) takes it
+/// (audited; the key needs `detokenize` as on the vault's own route) and goes upstream as the
+/// wallet request does, with the held card, cryptogram and ECI on the first use within 24 hours.
+/// Without one, ``StoredCredentialRule`` decides as for every relay, on the token's record before it
+/// is detokenized: an MPAN goes as a stored credential; a DPAN is refused (`cryptogram_required`),
+/// because Radial's request authenticates a DPAN with its cryptogram only.
+///
+/// Refusals are Radial's `Fault` with Paywarden's stable code at the start of `Description` and
+/// the HTTP status of the same refusal on Paywarden's own API; upstream failures are
+/// SERVICE_UNAVAILABLE (503, nothing sent), TIMEOUT (504, outcome unknown) or SYSTEM_ERROR (502).
+/// Nothing is retried: the wallet token's transaction id is claimed by then, and its cryptogram
+/// authorizes once.
+public struct RadialRelay: Sendable {
+    let service: VaultService
+    /// The Radial upstream; without one, authorizations are refused (the decrypt API still answers).
+    let upstream: UpstreamClient?
+    /// The stores each organisation may authorize for (`relay_radial_store_ids`).
+    let storeIDs: [String: Set<String>]
+    /// Sent as Radial's `apiKey` header when configured (the header Radial's own SDK sends:
+    /// eBayEnterprise/RetailOrderManagement-SDK, Api/HttpApi.php buildHeader).
+    let apiKey: Sensitive<String>?
+    public let logger: Logger
+
+    public init(
+        service: VaultService, upstream: UpstreamClient?, storeIDs: [String: Set<String>], apiKey: Sensitive<String>?, logger: Logger
+    ) {
+        self.service = service
+        self.upstream = upstream
+        self.storeIDs = storeIDs
+        self.apiKey = apiKey
+        self.logger = logger
+    }
+
+    public struct Reply: Sendable {
+        public var document: ProcessorXML.Document
+        public var status: HTTPResponse.Status = .ok
+        public var headers: HTTPFields = [:]
+    }
+
+    /// Where Radial's SecureVerificationData is the only place for the card's authentication.
+    public static let cryptogramForm = "Radial's SecureVerificationData"
+
+    public func decryptBlob(_ request: RadialDecryptBlobRequest, organization: String) async -> Reply {
+        do throws(VaultFailure) {
+            let policy = try await service.organizationPolicy(organization)
+            let decrypted = try await service.decrypt(Array(request.blob.paymentDataJSON), policy: policy)
+            let card = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: nil)
+            let issued = try await service.issueToken(for: decrypted, policy: policy)
+            // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
+            if card.cryptogram != nil { try await service.holdCryptogram(of: decrypted, for: issued, organization: organization) }
+            let fields = CnpApplePayResponse(decrypted.payment)
+            let network = ProcessorMessages.CardNetwork(cnpCode: issued.network.rawValue) ?? card.resolvedNetwork
+            let reply = RadialDecryptBlobReply(
+                token: issued.token, expirationYYMMDD: card.expirationYYMMDD, tenderType: network?.radialTenderType,
+                currencyCode: fields?.currencyCode, transactionAmount: fields?.transactionAmount, cardholderName: fields?.cardholderName,
+                deviceManufacturerIdentifier: fields?.deviceManufacturerIdentifier, paymentDataType: fields?.paymentDataType, eci: card.eci,
+                applePayTransactionId: request.blob.transactionId)
+            do throws(ProcessorMessageError) {
+                return Reply(document: try reply.document())
+            } catch {
+                logger.error("the decrypted payment does not fit DecryptBlobReply", metadata: ["field": "\(error.field ?? "")"])
+                return fault(.systemError, "the decrypted payment could not be answered (\(error.code.rawValue))", .internalServerError)
+            }
+        } catch {
+            return refusal(error)
+        }
+    }
+
+    public func authorize(_ request: RadialCreditCardAuthRequest, storeID: String, key: APIKey, organization: String) async -> Reply {
+        guard let upstream else {
+            return fault(
+                .upstreamUnavailable, "no Radial upstream is configured (relay_radial_upstream); nothing was decrypted or sent",
+                .serviceUnavailable)
+        }
+        // The upstream acts on Paywarden's API key for whatever store the path names.
+        guard storeIDs[organization]?.contains(storeID) == true else {
+            return fault(
+                .forbidden, "forbidden: store \(storeID) is not bound to the API key's organisation (relay_radial_store_ids)", .forbidden)
+        }
+        let wallet: RadialApplePayBlob
+        switch request.source {
+        case .wallet(let blob): wallet = blob
+        case .highValueToken(let token):
+            return await authorize(request, token: token, storeID: storeID, key: key, organization: organization, upstream: upstream)
+        }
+        let card: ForwardedCardData
+        let issued: IssuedToken
+        do throws(VaultFailure) {
+            let policy = try await service.organizationPolicy(organization)
+            let decrypted = try await service.decrypt(Array(wallet.paymentDataJSON), policy: policy)
+            // What cannot be relayed is refused before a token is issued for it.
+            let unissued = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
+            guard unissued.resolvedNetwork?.radialTenderType != nil else {
+                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
+            }
+            issued = try await service.issueToken(for: decrypted, policy: policy)
+            card = try RelayCardData.forwarded(decrypted.payment, issued: issued, cryptogramRequiredBy: Self.cryptogramForm)
+        } catch {
+            return refusal(error)
+        }
+        return await forward(request, card: card, token: issued.token, storeID: storeID, upstream: upstream)
+    }
+
+    /// A `CreditCardAuthRequest` with a high-value token in `PaymentContext`, after the store check:
+    /// the token's card, with the cryptogram and ECI `decryptblob` held for its first use.
+    private func authorize(
+        _ request: RadialCreditCardAuthRequest, token: String, storeID: String, key: APIKey, organization: String,
+        upstream: UpstreamClient
+    ) async -> Reply {
+        // Detokenization, with the scope Paywarden's own detokenize route requires.
+        guard key.scopes.contains(.detokenize) else {
+            return fault(.forbidden, "forbidden: API key \(key.name) needs the detokenize scope for a high-value token", .forbidden)
+        }
+        let card: ForwardedCardData
+        do throws(VaultFailure) {
+            // Another organisation's token, or none, is unknown here (token_not_found) before anything is taken.
+            let facts = try await service.storedTokenFacts(token, organization: organization)
+            // The first use takes the held cryptogram, and nothing that can fail for a while (the HSM,
+            // the database) comes after the take: a failure there would spend the one cryptogram on
+            // a request the client is told to retry. The held payload is this token's card (sealed
+            // under a context naming the token's keyed look-up, it opens in no other row), so it is
+            // not detokenized again; the take is audited (`take-held-cryptogram`). A card Radial has
+            // no tender type for never authorizes here, so the check below loses nothing either.
+            if let held = try await service.takeHeldCryptogram(for: token, key: key, organization: organization) {
+                card = try RelayCardData.forwarded(held, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
+            } else {
+                // Later uses: the rule every relay follows, a DPAN refused before it is detokenized.
+                card = try await StoredCredentialRule.cardData(
+                    forToken: token, use: .customerInitiated, devicePANs: .never("Radial's card-not-present request"), facts: facts,
+                    key: key, organization: organization, service: service)
+            }
+            guard card.resolvedNetwork?.radialTenderType != nil else {
+                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
+            }
+        } catch {
+            return refusal(error)
+        }
+        return await forward(request, card: card, token: token, storeID: storeID, upstream: upstream)
+    }
+
+    /// Sends the card-not-present request once, and rewrites the reply for the client (the token in
+    /// `PaymentAccountUniqueId`, the card data nowhere).
+    private func forward(
+        _ request: RadialCreditCardAuthRequest, card: ForwardedCardData, token: String, storeID: String, upstream: UpstreamClient
+    ) async -> Reply {
+        let forwarded = RadialForwarding.upstreamRequest(request, card: card)
+        guard let tenderType = forwarded.tenderType else {
+            return fault(.tokenNotAccepted, "invalid_request: the card's network has no Radial tender type; nothing was sent", .badRequest)
+        }
+        do throws(UpstreamClient.Failure) {
+            let document = try await upstream.exchange(
+                "/v1.0/stores/\(storeID)/payments/creditcard/auth/\(tenderType).xml", body: ProcessorXML.serialize(forwarded.document),
+                contentType: "application/xml; charset=utf-8", headers: apiKey.map { [("apiKey", $0.revealed)] } ?? []
+            ) { body throws(ProcessorMessageError) in
+                try RadialReplyRewriter.clientReply(body, token: token, forwarded: card)
+            }
+            return Reply(document: document)
+        } catch {
+            return upstreamFailure(error)
+        }
+    }
+
+    /// A token or vault refusal: Paywarden's code and reason, and its HTTP status.
+    private func refusal(_ failure: VaultFailure) -> Reply {
+        let code = failure.code
+        let fault: RadialFault.Code
+        switch code.category {
+        case .refused: fault = .tokenNotAccepted
+        case .unavailable: fault = .upstreamUnavailable
+        case .failure: fault = .systemError
+        }
+        let message = failure.publicMessage(logging: logger, "a Radial request was refused")
+        return self.fault(fault, "\(code.rawValue): \(message)", code.httpStatus, headers: code.retryHeaders)
+    }
+
+    private func upstreamFailure(_ failure: UpstreamClient.Failure) -> Reply {
+        let code: RadialFault.Code =
+            switch failure.status {
+            case .gatewayTimeout: .upstreamTimeout
+            case .serviceUnavailable: .upstreamUnavailable
+            default: .systemError
+            }
+        // No Retry-After: the wallet token's transaction id was spent on this attempt.
+        return fault(code, "upstream_unavailable: \(failure.explanation)", failure.status)
+    }
+
+    public func fault(_ code: RadialFault.Code, _ description: String, _ status: HTTPResponse.Status, headers: HTTPFields = [:]) -> Reply {
+        Reply(
+            document: RadialFault(code: code, description: description, timestamp: service.vault.now).document(), status: status,
+            headers: headers)
+    }
+}

@@ -1,0 +1,65 @@
+import ApplePay
+import PaywardenServices
+import ProcessorMessages
+import Vault
+
+/// The card data a relay substitutes, from a decrypted Apple Pay payload (read once, as
+/// ``DecryptedPayment``) or from a detokenized account.
+public enum RelayCardData {
+    /// The account number, expiry, and for a 3-D Secure payment the cryptogram and ECI.
+    /// `cryptogramRequiredBy` names the form that carries a cryptogram only: an EMV payment is
+    /// refused for it (before anything is issued or sent, when called first). `payment` is nil
+    /// when the payload was not a JSON object, refused like one without an account number.
+    public static func forwarded(
+        _ payment: DecryptedPayment?, issued: IssuedToken?, cryptogramRequiredBy format: String?
+    ) throws(VaultFailure) -> ForwardedCardData {
+        guard let payment, let number = payment.applicationPrimaryAccountNumber, let expiry = payment.applicationExpirationDate else {
+            throw .vault(VaultError(.invalidAccountNumber, "the decrypted payload has no account number or expiry"))
+        }
+        let cryptogram = payment.credential.onlinePaymentCryptogram
+        if let format, cryptogram == nil {
+            throw .vault(VaultError(.invalidRequest, "the payment is not 3-D Secure: \(format) carries a cryptogram only"))
+        }
+        let eci = payment.credential.eciIndicator
+        do {
+            return try ForwardedCardData(
+                accountNumber: number.revealed, expirationYYMMDD: expiry, cryptogram: cryptogram?.revealed,
+                eci: eci.flatMap { $0.count <= 2 && $0.allSatisfy { $0.isASCII && $0.isNumber } ? $0 : nil },
+                network: (issued?.network.rawValue).flatMap { $0.isEmpty ? nil : ProcessorMessages.CardNetwork(cnpCode: $0) })
+        } catch {
+            throw .vault(VaultError(.invalidAccountNumber, error.message))
+        }
+    }
+
+    /// A registration ID's card for one authorization in `format` (cnpAPI's and MercuryPay's
+    /// registration paths): what `format` cannot carry (an EMV payload) is refused while the
+    /// registration stays live; otherwise it is redeemed and ended in the same write, so a resend
+    /// of the ID is 878, never a second authorization with the same cryptogram.
+    public static func redeemedForOneUse(
+        _ id: String, key: APIKey, organization: String, cryptogramRequiredBy format: String, service: VaultService
+    ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
+        let (redemption, payment) = try await service.redeemForOneUse(id, key: key, organization: organization) {
+            payment throws(VaultFailure) in
+            _ = try forwarded(payment, issued: nil, cryptogramRequiredBy: format)
+            return payment
+        }
+        let issued = redemption.highValueToken
+        return (issued, try forwarded(payment, issued: issued, cryptogramRequiredBy: format))
+    }
+
+    /// A payload the vault held sealed (a cryptogram kept for a token's first use), read here.
+    public static func forwarded(
+        _ paymentData: [UInt8], issued: IssuedToken?, cryptogramRequiredBy format: String?
+    ) throws(VaultFailure) -> ForwardedCardData {
+        try forwarded(DecryptedPayment(json: paymentData), issued: issued, cryptogramRequiredBy: format)
+    }
+
+    /// A detokenized account: the number and expiry, no cryptogram (a stored token has none).
+    public static func forwarded(_ account: DetokenizedAccount) throws(VaultFailure) -> ForwardedCardData {
+        do {
+            return try ForwardedCardData(accountNumber: account.accountNumber.revealed, expirationYYMMDD: account.expirationDate)
+        } catch {
+            throw .vault(VaultError(.invalidAccountNumber, error.message))
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import OutboundTLS
+import PaywardenServices
+import ProcessorMessages
+import Synchronization
+
+/// One format's upstream over HTTPS (TLS 1.2 or later, the system's roots plus the configured
+/// ones, the configured client certificate when the upstream requires one): a request is POSTed
+/// once and never retried, because once it may have left, a second one could authorize the same
+/// cryptogram twice. Redirects are not followed, compressed replies
+/// are not inflated, at most ``UpstreamConfiguration/maximumResponseBytes`` are read, and the
+/// whole exchange has the configured timeout. Every call is measured by format and outcome (`ok`,
+/// `http_<status>`, `unreachable`, `timeout`, `too_large`); logs name the outcome, never a body.
+///
+/// A client key in the HSM signs the handshake there (``HSMTLSSigningKey``); that client is made
+/// by ``useHSMKey(_:chain:)`` once the key is checked at start-up, before the API listens.
+public final class UpstreamClient: Sendable {
+    let configuration: UpstreamConfiguration
+    private let client: Mutex<HTTPClient?>
+    private let metrics: ServerMetrics
+    private let logger: Logger
+
+    public init(configuration: UpstreamConfiguration, metrics: ServerMetrics, logger: Logger) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        var tls = Self.baseTLS(configuration)
+        if let key = configuration.clientKey, !configuration.clientCertificateChain.isEmpty {
+            tls.certificateChain = configuration.clientCertificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(key)
+        }
+        client = Mutex(configuration.clientKeyInHSM == nil ? Self.makeClient(tls: tls, configuration: configuration, logger: logger) : nil)
+    }
+
+    /// Presents `chain` (leaf first) with `signingKey`, the HSM key whose public key the leaf holds.
+    public func useHSMKey(_ signingKey: HSMTLSSigningKey, chain: [NIOSSLCertificate]) {
+        var tls = Self.baseTLS(configuration)
+        // TLS 1.3 client authentication with an RSA key is RSA-PSS or nothing.
+        tls.maximumTLSVersion = signingKey.supportsTLS13 ? .tlsv13 : .tlsv12
+        tls.certificateChain = chain.map { .certificate($0) }
+        tls.privateKey = .privateKey(NIOSSLPrivateKey(customPrivateKey: signingKey))
+        let made = Self.makeClient(tls: tls, configuration: configuration, logger: logger)
+        let replaced = client.withLock { current in
+            defer { current = made }
+            return current
+        }
+        if let replaced { Task { try? await replaced.shutdown() } }
+    }
+
+    private static func baseTLS(_ configuration: UpstreamConfiguration) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        tls.renegotiationSupport = .none
+        if !configuration.extraTrustRoots.isEmpty { tls.additionalTrustRoots = [.certificates(configuration.extraTrustRoots)] }
+        return tls
+    }
+
+    private static func makeClient(tls: TLSConfiguration, configuration: UpstreamConfiguration, logger: Logger) -> HTTPClient {
+        let timeout = TimeAmount(configuration.timeout)
+        var http = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(connect: min(timeout, .seconds(10)), read: timeout, write: timeout))
+        // A compressed body would slip past the byte cap.
+        http.decompression = .disabled
+        // Idle connections go before an upstream's own idle timeout (often 30–60 s) can close one
+        // under a request that is being written, which would leave that request's fate unknown.
+        http.connectionPool = .init(idleTimeout: .seconds(15))
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
+    }
+
+    /// Why there is no usable reply. `mayHaveArrived` is false only when the request certainly
+    /// never reached the upstream (the connection was refused, the TLS handshake failed).
+    public struct Failure: Error, Sendable {
+        /// The metric outcome: `http_<status>`, `unreachable`, `timeout`, `too_large`, `invalid_response`.
+        let outcome: String
+        let mayHaveArrived: Bool
+
+        /// The gateway status of HTTP the client gets: 503 when the upstream could not be reached
+        /// (nothing was sent), 504 when it did not answer in time, 502 for anything else.
+        public var status: HTTPResponse.Status {
+            switch outcome {
+            case "timeout": .gatewayTimeout
+            case "unreachable" where !mayHaveArrived: .serviceUnavailable
+            default: .badGateway
+            }
+        }
+
+        /// What happened, for the client, and whether the request may have arrived: when it may,
+        /// the client must find out before sending the same card data again.
+        public var explanation: String {
+            switch outcome {
+            case "timeout": "the processor did not answer in time; the transaction's outcome is unknown (query it before sending again)"
+            case "unreachable" where !mayHaveArrived: "the processor cannot be reached; nothing was sent"
+            case "unreachable": "the connection to the processor failed; the transaction's outcome is unknown"
+            case let refused where refused.hasPrefix("http_4"):
+                "the processor refused the request (HTTP \(refused.dropFirst(5))); query it before sending the transaction again"
+            default: "the processor's answer was not usable (\(outcome)); the transaction's outcome is unknown"
+            }
+        }
+    }
+
+    /// POSTs `body` to the upstream's base URL plus `path`, once, with `headers` beside the content
+    /// type, then makes the client's answer of a 2xx reply with `rewrite`. Anything else is a
+    /// failure: another status, no reply, or a reply `rewrite` refuses (`invalid_response`, logged by
+    /// the rule it broke, never by content). The call is measured once, by its final outcome.
+    public func exchange<Value>(
+        _ path: String, body: [UInt8], contentType: String, headers: [(String, String)] = [],
+        rewrite: ([UInt8]) throws(ProcessorMessageError) -> Value
+    ) async throws(Failure) -> Value {
+        let start = ContinuousClock.now
+        let result: Result<Value, Failure>
+        switch await send(path, body: body, contentType: contentType, headers: headers) {
+        case .success(let reply):
+            do {
+                result = .success(try rewrite(reply))
+            } catch {
+                logger.warning(
+                    "the upstream's reply is not one of its format's",
+                    metadata: [
+                        "format": "\(configuration.format.rawValue)", "code": "\(error.code.rawValue)", "field": "\(error.field ?? "")",
+                    ])
+                result = .failure(Failure(outcome: "invalid_response", mayHaveArrived: true))
+            }
+        case .failure(let failure):
+            result = .failure(failure)
+        }
+        let duration = ContinuousClock.now - start
+        let outcome: String
+        switch result {
+        case .success: outcome = "ok"
+        case .failure(let failure): outcome = failure.outcome
+        }
+        metrics.upstream(format: configuration.format.rawValue, outcome: outcome, duration: duration)
+        let metadata: Logger.Metadata = [
+            "format": "\(configuration.format.rawValue)", "outcome": "\(outcome)",
+            "milliseconds": "\(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)",
+        ]
+        if outcome == "ok" {
+            logger.debug("upstream answered", metadata: metadata)
+        } else {
+            logger.warning("upstream call failed; it is not retried", metadata: metadata)
+        }
+        return try result.get()
+    }
+
+    /// One POST: the body of a 2xx reply, or why there is none.
+    private func send(_ path: String, body: [UInt8], contentType: String, headers: [(String, String)]) async -> Result<[UInt8], Failure> {
+        var request = HTTPClientRequest(url: configuration.url(path))
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: contentType)
+        request.headers.add(contentsOf: headers)
+        request.headers.add(name: "Accept-Encoding", value: "identity")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        // Only before the start-up check of an HSM key, which happens before the API listens.
+        guard let client = client.withLock({ $0 }) else { return .failure(Failure(outcome: "unreachable", mayHaveArrived: false)) }
+        do {
+            let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
+            let status = Int(response.status.code)
+            let collected = try await response.body.collect(upTo: configuration.maximumResponseBytes)
+            return (200..<300).contains(status)
+                ? .success(Array(buffer: collected)) : .failure(Failure(outcome: "http_\(status)", mayHaveArrived: true))
+        } catch {
+            return .failure(Self.failure(error))
+        }
+    }
+
+    private static func failure(_ error: any Error) -> Failure {
+        if error is NIOTooManyBytesError { return Failure(outcome: "too_large", mayHaveArrived: true) }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .writeTimeout:
+                return Failure(outcome: "timeout", mayHaveArrived: true)
+            case .connectTimeout:
+                return Failure(outcome: "unreachable", mayHaveArrived: false)
+            default:
+                break
+            }
+        }
+        if error is NIOConnectionError || (error as? IOError)?.errnoCode == ECONNREFUSED {
+            return Failure(outcome: "unreachable", mayHaveArrived: false)
+        }
+        // No request is written before the handshake completes.
+        if case .handshakeFailed = error as? NIOSSLError { return Failure(outcome: "unreachable", mayHaveArrived: false) }
+        // TLS failures, a connection closed mid-exchange, …: nothing usable came back.
+        return Failure(outcome: "unreachable", mayHaveArrived: true)
+    }
+
+    public func shutdown() async {
+        let current = client.withLock { current in
+            defer { current = nil }
+            return current
+        }
+        try? await current?.shutdown()
+    }
+}
