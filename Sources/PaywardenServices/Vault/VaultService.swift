@@ -81,23 +81,26 @@ public final class VaultService: Sendable {
     public func redeemForOneUse<Accepted>(
         _ id: String, key: APIKey, organization: String, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
-        // The vault's closure throws the vault's errors; a refusal of another kind is carried out beside it.
-        var refusal: VaultFailure?
-        do throws(VaultFailure) {
-            return try await audited("redeem-once", key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
-                () async throws(VaultError) in
-                try await vault.redeemForOneUse(id, organization: organization) { payment throws(VaultError) in
-                    do throws(VaultFailure) {
-                        return try accept(payment)
-                    } catch {
-                        refusal = error
-                        if case .vault(let refused) = error { throw refused }
-                        throw VaultError(.invalidRequest, error.message)
+        // The vault's closure throws the vault's errors; a refusal of another kind is carried out
+        // beside it, and is what the audit line and the caller are told.
+        try await audited("redeem-once", key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
+            () async throws(VaultFailure) in
+            var refusal: VaultFailure?
+            do throws(VaultFailure) {
+                return try await vaulted { () async throws(VaultError) in
+                    try await vault.redeemForOneUse(id, organization: organization) { payment throws(VaultError) in
+                        do throws(VaultFailure) {
+                            return try accept(payment)
+                        } catch {
+                            refusal = error
+                            if case .vault(let refused) = error { throw refused }
+                            throw VaultError(.invalidRequest, error.message)
+                        }
                     }
                 }
+            } catch {
+                throw refusal ?? error
             }
-        } catch {
-            throw refusal ?? error
         }
     }
 
@@ -168,10 +171,17 @@ public final class VaultService: Sendable {
     private func audited<Value>(
         _ action: String, key: APIKey, organization: String, naming: (Value) -> String, _ body: () async throws(VaultError) -> Value
     ) async throws(VaultFailure) -> Value {
+        try await audited(action, key: key, organization: organization, naming: naming) { () async throws(VaultFailure) in
+            try await vaulted(body)
+        }
+    }
+
+    /// Measured, and one audit line whatever the outcome: the refusal's stable code, or `ok`.
+    private func audited<Value>(
+        _ action: String, key: APIKey, organization: String, naming: (Value) -> String, _ body: () async throws(VaultFailure) -> Value
+    ) async throws(VaultFailure) -> Value {
         do {
-            let value = try await measured(action.replacingOccurrences(of: "-", with: "_")) { () async throws(VaultFailure) in
-                try await vaulted(body)
-            }
+            let value = try await measured(action.replacingOccurrences(of: "-", with: "_"), body)
             record(action: action, key: key, organization: organization, result: "ok", detail: naming(value))
             return value
         } catch {
