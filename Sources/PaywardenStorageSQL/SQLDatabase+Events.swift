@@ -30,25 +30,23 @@ extension SQLDatabase: EventStore {
     }
 
     public func dueEvents(at now: Date, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
-        try Self.events(
-            try await read(
-                """
-                SELECT \(Self.selectEvent) FROM merchant_token_events WHERE state = $1 AND next_attempt_at <= $2
-                ORDER BY next_attempt_at, id LIMIT $3
-                """, [.text(MerchantTokenEventRecord.State.pending.rawValue), SQLValue(now), SQLValue(limit)]))
+        try await read(
+            """
+            SELECT \(Self.selectEvent) FROM merchant_token_events WHERE state = $1 AND next_attempt_at <= $2
+            ORDER BY next_attempt_at, id LIMIT $3
+            """, [.text(MerchantTokenEventRecord.State.pending.rawValue), SQLValue(now), SQLValue(limit)], as: Self.event)
     }
 
     public func events(state: MerchantTokenEventRecord.State?, limit: Int) async throws(StorageError) -> [MerchantTokenEventRecord] {
-        let rows =
-            if let state {
-                try await read(
-                    "SELECT \(Self.selectEvent) FROM merchant_token_events WHERE state = $1 ORDER BY received_at DESC, id DESC LIMIT $2",
-                    [.text(state.rawValue), SQLValue(limit)])
-            } else {
-                try await read(
-                    "SELECT \(Self.selectEvent) FROM merchant_token_events ORDER BY received_at DESC, id DESC LIMIT $1", [SQLValue(limit)])
-            }
-        return try Self.events(rows)
+        if let state {
+            try await read(
+                "SELECT \(Self.selectEvent) FROM merchant_token_events WHERE state = $1 ORDER BY received_at DESC, id DESC LIMIT $2",
+                [.text(state.rawValue), SQLValue(limit)], as: Self.event)
+        } else {
+            try await read(
+                "SELECT \(Self.selectEvent) FROM merchant_token_events ORDER BY received_at DESC, id DESC LIMIT $1", [SQLValue(limit)],
+                as: Self.event)
+        }
     }
 
     public func eventCount(state: MerchantTokenEventRecord.State) async throws(StorageError) -> Int {
@@ -82,12 +80,6 @@ extension SQLDatabase: EventStore {
                 SQLValue(record.effect), SQLValue(record.updatedAt), SQLValue(record.detail),
             ])
         return !rows.isEmpty
-    }
-
-    private static func events(_ rows: [[SQLValue]]) throws(StorageError) -> [MerchantTokenEventRecord] {
-        var records: [MerchantTokenEventRecord] = []
-        for row in rows { records.append(try event(row)) }
-        return records
     }
 
     static func event(_ values: [SQLValue]) throws(StorageError) -> MerchantTokenEventRecord {

@@ -95,12 +95,9 @@ extension SQLDatabase: RegistrationStore {
 
     public func registrations(sealedWith keyID: String, limit: Int) async throws(StorageError) -> [RegistrationRecord] {
         // A tombstone's key_id is NULL, so ended registrations never match.
-        let rows = try await read(
+        try await read(
             "SELECT \(Self.selectRegistration) FROM registrations WHERE key_id = $1 ORDER BY lookup_key LIMIT $2",
-            [.text(keyID), SQLValue(limit)])
-        var records: [RegistrationRecord] = []
-        for row in rows { records.append(try Self.registration(row)) }
-        return records
+            [.text(keyID), SQLValue(limit)], as: Self.registration)
     }
 
     public func resealRegistration(

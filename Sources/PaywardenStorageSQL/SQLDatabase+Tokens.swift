@@ -50,12 +50,9 @@ extension SQLDatabase: TokenStore {
     }
 
     public func tokens(merchantTokenID: String) async throws(StorageError) -> [TokenRecord] {
-        let rows = try await read(
+        try await read(
             "SELECT \(Self.selectToken) FROM high_value_tokens WHERE merchant_token_id = $1 ORDER BY organization",
-            [.text(merchantTokenID)])
-        var records: [TokenRecord] = []
-        for row in rows { records.append(try Self.token(row)) }
-        return records
+            [.text(merchantTokenID)], as: Self.token)
     }
 
     public func updateToken(
@@ -195,12 +192,9 @@ extension SQLDatabase: TokenStore {
     /// Up to `limit` tokens whose `column` (a key id column, never caller input) is `keyID`, by
     /// primary key so a job paging through them sees the same order on every driver.
     private func tokens(where column: String, is keyID: String, limit: Int) async throws(StorageError) -> [TokenRecord] {
-        let rows = try await read(
+        try await read(
             "SELECT \(Self.selectToken) FROM high_value_tokens WHERE \(column) = $1 ORDER BY organization, token LIMIT $2",
-            [.text(keyID), SQLValue(limit)])
-        var records: [TokenRecord] = []
-        for row in rows { records.append(try Self.token(row)) }
-        return records
+            [.text(keyID), SQLValue(limit)], as: Self.token)
     }
 
     static func token(_ values: [SQLValue]) throws(StorageError) -> TokenRecord {

@@ -65,6 +65,15 @@ public final class SQLDatabase<Driver: SQLDriver>: PaywardenDatabase {
     func read(_ sql: String, _ binds: [SQLValue]) async throws(StorageError) -> [[SQLValue]] {
         try await engine.execute(sql, binds, writes: false)
     }
+
+    /// A read's rows, each made a record by `record`.
+    func read<Record>(
+        _ sql: String, _ binds: [SQLValue], as record: (_ row: [SQLValue]) throws(StorageError) -> Record
+    ) async throws(StorageError) -> [Record] {
+        var records: [Record] = []
+        for row in try await read(sql, binds) { records.append(try record(row)) }
+        return records
+    }
 }
 
 // MARK: - ReplayLedger

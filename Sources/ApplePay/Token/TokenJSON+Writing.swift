@@ -9,24 +9,14 @@ extension TokenJSON.Value {
         switch self {
         case .string(let text): JSONString.append(String(decoding: text, as: UTF8.self), to: &output)
         case .number(let text): output.append(contentsOf: text)
-        case .bool(let value): output.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
-        case .null: output.append(contentsOf: Array("null".utf8))
-        case .array(let elements):
-            output.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                element.writeCanonical(to: &output)
-            }
-            output.append(UInt8(ascii: "]"))
+        case .bool(let value): CompactJSON.appendBool(value, to: &output)
+        case .null: CompactJSON.appendNull(to: &output)
+        case .array(let elements): CompactJSON.appendArray(elements, to: &output) { $0.writeCanonical(to: &$1) }
         case .object(let object):
-            output.append(UInt8(ascii: "{"))
-            for (index, member) in object.members.sorted(by: { $0.name.lexicographicallyPrecedes($1.name) }).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                JSONString.append(String(decoding: member.name, as: UTF8.self), to: &output)
-                output.append(UInt8(ascii: ":"))
-                member.value.writeCanonical(to: &output)
-            }
-            output.append(UInt8(ascii: "}"))
+            CompactJSON.appendObject(
+                object.members.sorted { $0.name.lexicographicallyPrecedes($1.name) }, to: &output,
+                name: { String(decoding: $0.name, as: UTF8.self) }
+            ) { $0.value.writeCanonical(to: &$1) }
         }
     }
 

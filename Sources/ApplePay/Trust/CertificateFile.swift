@@ -24,4 +24,37 @@ public enum CertificateFile {
             throw .notACertificate
         }
     }
+
+    /// Why files named together gave no certificate: the file at fault, or none holds one.
+    public enum ListFailure: Error, Sendable {
+        case unreadable(path: String)
+        case notACertificate(path: String)
+        case noCertificate
+
+        /// The failure in a setting's words: `file` names one of its files (`trust root`), `files`
+        /// all of them (`the trust-root files`).
+        public func message(file: String, files: String) -> String {
+            switch self {
+            case .unreadable(let path): "cannot read \(file) \(path)"
+            case .notACertificate(let path): "\(file) \(path) is not a PEM or DER certificate"
+            case .noCertificate: "\(files) hold no certificate"
+            }
+        }
+    }
+
+    /// Every certificate of every file in `paths`, in order: at least one.
+    public static func read(paths: [String]) throws(ListFailure) -> [Certificate] {
+        var certificates: [Certificate] = []
+        for path in paths {
+            do throws(Failure) {
+                certificates += try read(path)
+            } catch .unreadable {
+                throw .unreadable(path: path)
+            } catch {
+                throw .notACertificate(path: path)
+            }
+        }
+        guard !certificates.isEmpty else { throw .noCertificate }
+        return certificates
+    }
 }

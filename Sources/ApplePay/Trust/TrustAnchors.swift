@@ -29,18 +29,11 @@ public struct TrustAnchors: Sendable {
 
     /// Reads PEM (one or more CERTIFICATE blocks) or DER files.
     public static func load(paths: [String]) throws(PaymentTokenError) -> TrustAnchors {
-        var certificates: [Certificate] = []
-        for path in paths {
-            do throws(CertificateFile.Failure) {
-                certificates += try CertificateFile.read(path)
-            } catch .unreadable {
-                throw PaymentTokenError(.certificateChainInvalid, "cannot read trust root \(path)")
-            } catch {
-                throw PaymentTokenError(.certificateChainInvalid, "trust root \(path) is not a PEM or DER certificate")
-            }
-        }
-        guard !certificates.isEmpty else {
-            throw PaymentTokenError(.certificateChainInvalid, "the trust-root files hold no certificate")
+        let certificates: [Certificate]
+        do throws(CertificateFile.ListFailure) {
+            certificates = try CertificateFile.read(paths: paths)
+        } catch {
+            throw PaymentTokenError(.certificateChainInvalid, error.message(file: "trust root", files: "the trust-root files"))
         }
         return TrustAnchors(certificates: certificates, source: "configured roots (\(paths.joined(separator: ", ")))")
     }

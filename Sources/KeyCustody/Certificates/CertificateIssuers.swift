@@ -53,18 +53,12 @@ public struct CertificateIssuers: Sendable {
 
     /// Reads PEM (one or more CERTIFICATE blocks) or DER files.
     public static func load(paths: [String], source: String) throws(CustodyError) -> CertificateIssuers {
-        var certificates: [Certificate] = []
-        for path in paths {
-            do throws(CertificateFile.Failure) {
-                certificates += try CertificateFile.read(path)
-            } catch .unreadable {
-                throw CustodyError(.invalidArgument, "cannot read the certificate issuers file \(path)")
-            } catch {
-                throw CustodyError(.invalidArgument, "the certificate issuers file \(path) is not a PEM or DER certificate")
-            }
-        }
-        guard !certificates.isEmpty else {
-            throw CustodyError(.invalidArgument, "the certificate issuers files hold no certificate")
+        let certificates: [Certificate]
+        do throws(CertificateFile.ListFailure) {
+            certificates = try CertificateFile.read(paths: paths)
+        } catch {
+            throw CustodyError(
+                .invalidArgument, error.message(file: "the certificate issuers file", files: "the certificate issuers files"))
         }
         return CertificateIssuers(replacingWith: certificates, source: source)
     }

@@ -98,15 +98,34 @@ extension HSM {
         }
     }
 
-    func remember(_ key: KeyObject) {
-        state.withLock { $0.remember(key) }
+    func remember(_ key: some RememberedKey) {
+        state.withLock { key.remember(in: &$0) }
     }
 
-    func remember(_ key: SecretKeyObject) {
-        state.withLock { $0.remember(key) }
+    /// The key `make` makes in a session, its handle remembered inside the job (the handle's
+    /// generation). A lost login is not retried: the key may exist by then.
+    func makeKey<Key: RememberedKey>(_ make: @escaping @Sendable (Session) throws(PKCS11Error) -> Key) async throws(PKCS11Error) -> Key {
+        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
+            let key = try make(session)
+            remember(key)
+            return key
+        }
     }
 
     func forget(_ id: KeyIdentifier) {
         state.withLock { $0.forget(id) }
     }
+}
+
+/// A key object whose handle the HSM keeps for the generation it was found or made in.
+protocol RememberedKey: Sendable {
+    func remember(in state: inout HSMState)
+}
+
+extension KeyObject: RememberedKey {
+    func remember(in state: inout HSMState) { state.remember(self) }
+}
+
+extension SecretKeyObject: RememberedKey {
+    func remember(in state: inout HSMState) { state.remember(self) }
 }

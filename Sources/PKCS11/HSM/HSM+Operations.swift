@@ -6,20 +6,12 @@ extension HSM {
 
     /// Generates a key pair inside the HSM (see ``KeySpecification`` for the attributes).
     public func generateKeyPair(_ specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
-        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
-            let key = try session.generateKeyPair(specification)
-            remember(key)  // inside the job: the handle's generation
-            return key
-        }
+        try await makeKey { session throws(PKCS11Error) in try session.generateKeyPair(specification) }
     }
 
     /// Imports a software key as a sensitive, non-extractable token object.
     public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
-        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
-            let object = try session.importPrivateKey(key, as: specification)
-            remember(object)
-            return object
-        }
+        try await makeKey { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
     }
 
     /// Destroys the key pair with `id`. Returns how many objects were destroyed. Session copies

@@ -17,19 +17,15 @@ extension HSM {
 
     /// Generates a secret key inside the HSM (sensitive, never extractable, a token object).
     public func generateSecretKey(_ specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
-        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
-            let key = try session.generateSecretKey(specification, omitting: capabilities.unknownAttributes)
-            remember(key)
-            return key
+        try await makeKey { [self] session throws(PKCS11Error) in
+            try session.generateSecretKey(specification, omitting: capabilities.unknownAttributes)
         }
     }
 
     /// Creates a secret key from a known value, protected like a generated one from then on.
     public func importSecretKey(_ value: [UInt8], as specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
-        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
-            let key = try session.importSecretKey(value, as: specification, omitting: capabilities.unknownAttributes)
-            remember(key)
-            return key
+        try await makeKey { [self] session throws(PKCS11Error) in
+            try session.importSecretKey(value, as: specification, omitting: capabilities.unknownAttributes)
         }
     }
 

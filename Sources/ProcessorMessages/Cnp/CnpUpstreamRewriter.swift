@@ -56,18 +56,9 @@ public enum CnpUpstreamRewriter {
                 .cnpAPI, .unsupportedPaymentSource, field: transaction.kind.rawValue,
                 "\(transaction.kind.rawValue) has no paypage or applepay to replace")
         }
-        var element = transaction.element
-        try substituteCard(
-            in: &element, replacing: ["paypage", "applepay"], dialect: request.dialect, card: card, fallbackType: paypageType(transaction),
-            walletPayment: true)
-        var document = request.document
-        let namespace = request.dialect.namespaceURI
-        guard let index = document.root.childIndices(named: transaction.kind.rawValue, namespaceURI: namespace).first else {
-            throw ProcessorMessageError(.cnpAPI, .missingField, field: transaction.kind.rawValue, "the transaction element is missing")
-        }
-        document.root.children[index] = .element(element)
-        if let account { use(account, in: &document, namespace: namespace) }
-        return document
+        return try request.document(
+            substitutingCardIn: transaction, replacing: ["paypage", "applepay"], card: card, fallbackType: paypageType(transaction),
+            walletPayment: true, account: account)
     }
 
     /// The request document for the upstream with a Paywarden high-value token's card in place of
@@ -84,20 +75,11 @@ public enum CnpUpstreamRewriter {
         }
         let transaction = try paymentTransaction(of: request)
         let namespace = request.dialect.namespaceURI
-        var element = transaction.element
-        let tokenType = element.firstChild(named: "token", namespaceURI: namespace)?.firstChild(named: "type", namespaceURI: namespace)?
-            .text
-        try substituteCard(
-            in: &element, replacing: ["token"], dialect: request.dialect, card: card,
-            fallbackType: tokenType.flatMap { $0.isEmpty ? nil : $0 },
-            walletPayment: false)
-        var document = request.document
-        guard let index = document.root.childIndices(named: transaction.kind.rawValue, namespaceURI: namespace).first else {
-            throw ProcessorMessageError(.cnpAPI, .missingField, field: transaction.kind.rawValue, "the transaction element is missing")
-        }
-        document.root.children[index] = .element(element)
-        if let account { use(account, in: &document, namespace: namespace) }
-        return document
+        let tokenType = transaction.element.firstChild(named: "token", namespaceURI: namespace)?
+            .firstChild(named: "type", namespaceURI: namespace)?.text
+        return try request.document(
+            substitutingCardIn: transaction, replacing: ["token"], card: card, fallbackType: tokenType.flatMap { $0.isEmpty ? nil : $0 },
+            walletPayment: false, account: account)
     }
 
     /// A transaction that needs no card data substituted (a `card` or `token` authorization, a
@@ -135,7 +117,7 @@ public enum CnpUpstreamRewriter {
         return document
     }
 
-    private static func use(_ account: UpstreamAccount, in document: inout ProcessorXML.Document, namespace: String) {
+    fileprivate static func use(_ account: UpstreamAccount, in document: inout ProcessorXML.Document, namespace: String) {
         if let merchantId = account.merchantId { document.root.setAttribute("merchantId", value: merchantId) }
         document.root.withFirstChild(named: "authentication", namespaceURI: namespace) { authentication in
             authentication.withFirstChild(named: "user", namespaceURI: namespace) { $0.setText(account.user) }
@@ -227,5 +209,28 @@ public enum CnpUpstreamRewriter {
                 .cnpAPI, .unsupportedTransaction, field: request.transaction.name,
                 "only authorization and sale are rewritten for the upstream")
         }
+    }
+}
+
+extension CnpOnlineRequest {
+    /// The document with `transaction`'s element carrying `card` in place of its `sources` (by
+    /// ``CnpUpstreamRewriter/substituteCard(in:replacing:dialect:card:fallbackType:walletPayment:)``),
+    /// under the upstream's credentials when `account` is given.
+    fileprivate func document(
+        substitutingCardIn transaction: CnpPaymentTransaction, replacing sources: Set<String>, card: ForwardedCardData,
+        fallbackType: String?,
+        walletPayment: Bool, account: CnpUpstreamRewriter.UpstreamAccount?
+    ) throws(ProcessorMessageError) -> ProcessorXML.Document {
+        var element = transaction.element
+        try CnpUpstreamRewriter.substituteCard(
+            in: &element, replacing: sources, dialect: dialect, card: card, fallbackType: fallbackType, walletPayment: walletPayment)
+        var document = self.document
+        let namespace = dialect.namespaceURI
+        guard let index = document.root.childIndices(named: transaction.kind.rawValue, namespaceURI: namespace).first else {
+            throw ProcessorMessageError(.cnpAPI, .missingField, field: transaction.kind.rawValue, "the transaction element is missing")
+        }
+        document.root.children[index] = .element(element)
+        if let account { CnpUpstreamRewriter.use(account, in: &document, namespace: namespace) }
+        return document
     }
 }

@@ -1,3 +1,5 @@
+import PaywardenPrimitives
+
 /// A JSON value that keeps object members in order and numbers as written, so a request can be
 /// validated, edited and forwarded with every field it had, unknown ones included.
 public enum ProcessorJSON: Sendable, Hashable {
@@ -76,13 +78,38 @@ public enum ProcessorJSON: Sendable, Hashable {
         return members.count != before
     }
 
+    /// Reads one JSON value by ``StrictJSON``'s rules with these limits: a byte order mark passed
+    /// over, and two names `String` sees as one (canonically equivalent) refused as a repeat, since
+    /// members are looked up by `String`.
     public static func parse(
         _ bytes: [UInt8],
         format: ProcessorMessageError.Format,
         limits: Limits = .default
     ) throws(ProcessorMessageError) -> ProcessorJSON {
-        var parser = ProcessorJSONParser(bytes: bytes, format: format, limits: limits)
-        return try parser.parseDocument()
+        guard bytes.count <= limits.maximumBytes else {
+            throw ProcessorMessageError(
+                format, .malformedJSON, field: nil, "the body is \(bytes.count) bytes; the limit is \(limits.maximumBytes) (at byte 0)")
+        }
+        let rules = StrictJSON.Rules(
+            maximumDepth: limits.maximumDepth, maximumValues: limits.maximumValues, maximumStringBytes: limits.maximumStringBytes,
+            maximumNumberLength: 64, byteOrderMark: .skipped, repeatedNames: .canonicallyEquivalent)
+        do {
+            return ProcessorJSON(try StrictJSON.value(bytes, rules: rules))
+        } catch {
+            throw ProcessorMessageError(error, format: format)
+        }
+    }
+
+    init(_ value: StrictJSON.Value) {
+        switch value {
+        case .object(let object):
+            self = .object(object.members.map { Member(String(decoding: $0.name, as: UTF8.self), ProcessorJSON($0.value)) })
+        case .array(let elements): self = .array(elements.map(ProcessorJSON.init))
+        case .string(let bytes): self = .string(String(decoding: bytes, as: UTF8.self))
+        case .number(let text): self = .number(String(decoding: text, as: UTF8.self))
+        case .bool(let value): self = .bool(value)
+        case .null: self = .null
+        }
     }
 
     /// Compact UTF-8 JSON, members in order.
@@ -94,44 +121,12 @@ public enum ProcessorJSON: Sendable, Hashable {
 
     private func write(into output: inout [UInt8]) {
         switch self {
-        case .object(let members):
-            output.append(UInt8(ascii: "{"))
-            for (index, member) in members.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(member.key, into: &output)
-                output.append(UInt8(ascii: ":"))
-                member.value.write(into: &output)
-            }
-            output.append(UInt8(ascii: "}"))
-        case .array(let values):
-            output.append(UInt8(ascii: "["))
-            for (index, value) in values.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                value.write(into: &output)
-            }
-            output.append(UInt8(ascii: "]"))
-        case .string(let value): Self.writeString(value, into: &output)
+        case .object(let members): CompactJSON.appendObject(members, to: &output, name: \.key) { $0.value.write(into: &$1) }
+        case .array(let values): CompactJSON.appendArray(values, to: &output) { $0.write(into: &$1) }
+        case .string(let value): JSONString.append(value, to: &output)
         case .number(let text): output.append(contentsOf: text.utf8)
-        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
-        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): CompactJSON.appendBool(value, to: &output)
+        case .null: CompactJSON.appendNull(to: &output)
         }
-    }
-
-    static func writeString(_ value: String, into output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): output.append(contentsOf: "\\\\".utf8)
-            case 0x0A: output.append(contentsOf: "\\n".utf8)
-            case 0x0D: output.append(contentsOf: "\\r".utf8)
-            case 0x09: output.append(contentsOf: "\\t".utf8)
-            case 0..<0x20:
-                let hex = String(byte, radix: 16)
-                output.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8)
-            default: output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
     }
 }

@@ -189,22 +189,13 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
                 .radial, .unsupportedPaymentSource, field: field, "\(field) is not an Apple Pay field; only Apple Pay is served")
         }
         try reader.checkSequence(element, order, optional: [], path: path)
-        let blob = RadialApplePayBlob(
-            transactionId: try RadialApplePayBlob.field(
-                element, "ApplePayTransactionId", path: path, range: 1...CnpSchema.applePayTransactionIdMaximum),
-            ephemeralPublicKey: try RadialApplePayBlob.field(
-                element, "EphemeralPublicKey", path: path, range: 1...CnpSchema.applePayEphemeralPublicKeyMaximum),
-            publicKeyHash: try RadialApplePayBlob.field(
-                element, "PublicKeyHash", path: path, range: 1...CnpSchema.applePayPublicKeyHashMaximum),
-            version: try RadialApplePayBlob.field(element, "Version", path: path, range: CnpSchema.applePayVersionRange),
-            data: try RadialApplePayBlob.field(element, "Data", path: path, range: 1...CnpSchema.applePayDataMaximum),
-            signature: try RadialApplePayBlob.field(element, "Signature", path: path, range: 1...CnpSchema.applePaySignatureMaximum)
-        )
+        let blob = try RadialApplePayBlob.radial(
+            header: element, headerPath: path, transactionIdName: "ApplePayTransactionId", body: element, bodyPath: path)
         for (value, name) in [
             (blob.ephemeralPublicKey, "EphemeralPublicKey"), (blob.publicKeyHash, "PublicKeyHash"),
             (blob.data, "Data"), (blob.signature, "Signature"),
         ] {
-            try RadialApplePayBlob.checkBase64(value, "\(path)/\(name)")
+            try RadialApplePayBlob.checkRadialBase64(value, "\(path)/\(name)")
         }
         return blob
     }

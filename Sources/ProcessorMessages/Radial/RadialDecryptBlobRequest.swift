@@ -26,19 +26,10 @@ public struct RadialDecryptBlobRequest: Sendable, Hashable {
         let headerPath = "\(path)/EncryptionHeader"
         try onlyKnown(header, headerChildren, path: headerPath)
         let algorithm = try reader.requiredValue(root, "AlgorithmVersion", path: path, max: 32)
-        let blob = RadialApplePayBlob(
-            transactionId: try RadialApplePayBlob.field(
-                header, "TransactionId", path: headerPath, range: 1...CnpSchema.applePayTransactionIdMaximum),
-            ephemeralPublicKey: try RadialApplePayBlob.field(
-                header, "EphemeralPublicKey", path: headerPath, range: 1...CnpSchema.applePayEphemeralPublicKeyMaximum),
-            publicKeyHash: try RadialApplePayBlob.field(
-                header, "PublicKeyHash", path: headerPath, range: 1...CnpSchema.applePayPublicKeyHashMaximum),
-            version: try RadialApplePayBlob.field(root, "Version", path: path, range: CnpSchema.applePayVersionRange),
-            data: try RadialApplePayBlob.field(root, "Data", path: path, range: 1...CnpSchema.applePayDataMaximum),
-            signature: try RadialApplePayBlob.field(root, "Signature", path: path, range: 1...CnpSchema.applePaySignatureMaximum)
-        )
-        try RadialApplePayBlob.checkBase64(blob.data, "\(path)/Data")
-        try RadialApplePayBlob.checkBase64(blob.signature, "\(path)/Signature")
+        let blob = try RadialApplePayBlob.radial(
+            header: header, headerPath: headerPath, transactionIdName: "TransactionId", body: root, bodyPath: path)
+        try RadialApplePayBlob.checkRadialBase64(blob.data, "\(path)/Data")
+        try RadialApplePayBlob.checkRadialBase64(blob.signature, "\(path)/Signature")
         return RadialDecryptBlobRequest(algorithmVersion: algorithm, blob: blob)
     }
 

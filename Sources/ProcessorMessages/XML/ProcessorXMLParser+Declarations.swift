@@ -1,44 +1,40 @@
 extension ProcessorXMLParser {
     /// `<!-- ... -->`; `--` may not occur inside (XML 1.0 §2.5).
     mutating func parseComment() throws(ProcessorXMLError) -> String {
-        let start = position
-        position += 4
-        let contentStart = position
-        while position + 1 < bytes.count {
-            if bytes[position] == UInt8(ascii: "-"), bytes[position + 1] == UInt8(ascii: "-") {
-                guard position + 2 < bytes.count else { break }
-                guard bytes[position + 2] == UInt8(ascii: ">") else {
-                    throw ProcessorXMLError(.malformed, "'--' is not allowed inside a comment", at: position)
-                }
-                let content = normalizedLineEnds(bytes[contentStart..<position])
-                position += 3
-                return content
-            }
-            position += 1
-            guard position - contentStart <= limits.maximumTextBytes else {
-                throw ProcessorXMLError(.textLimitExceeded, "a comment exceeds \(limits.maximumTextBytes) bytes", at: start)
-            }
-        }
-        throw ProcessorXMLError(.unexpectedEndOfInput, "the document ends inside a comment", at: start)
+        try sectionText(opening: 4, closing: "-->", refusing: "--", "a comment")
     }
 
     /// `<![CDATA[ ... ]]>`
     mutating func parseCDATA() throws(ProcessorXMLError) -> String {
+        try sectionText(opening: 9, closing: "]]>", refusing: nil, "a CDATA section")
+    }
+
+    /// The text of the comment or CDATA section at `position` (its `opening` bytes long, `<!--` or
+    /// `<![CDATA[`) up to `closing`, line ends normalized, at most ``ProcessorXML/Limits/maximumTextBytes``;
+    /// `forbidden` may not occur inside except where it starts `closing`.
+    private mutating func sectionText(
+        opening: Int, closing: StaticString, refusing forbidden: StaticString?, _ what: String
+    ) throws(ProcessorXMLError) -> String {
         let start = position
-        position += 9
+        position += opening
         let contentStart = position
         while position < bytes.count {
-            if hasPrefix("]]>") {
+            if hasPrefix(closing) {
                 let content = normalizedLineEnds(bytes[contentStart..<position])
-                position += 3
+                position += closing.utf8CodeUnitCount
                 return content
+            }
+            if let forbidden, hasPrefix(forbidden) {
+                // Cut off right after it: the end of the input, not the forbidden text, is the fault.
+                guard position + forbidden.utf8CodeUnitCount < bytes.count else { break }
+                throw ProcessorXMLError(.malformed, "'\(forbidden)' is not allowed inside \(what)", at: position)
             }
             position += 1
             guard position - contentStart <= limits.maximumTextBytes else {
-                throw ProcessorXMLError(.textLimitExceeded, "a CDATA section exceeds \(limits.maximumTextBytes) bytes", at: start)
+                throw ProcessorXMLError(.textLimitExceeded, "\(what) exceeds \(limits.maximumTextBytes) bytes", at: start)
             }
         }
-        throw ProcessorXMLError(.unexpectedEndOfInput, "the document ends inside a CDATA section", at: start)
+        throw ProcessorXMLError(.unexpectedEndOfInput, "the document ends inside \(what)", at: start)
     }
 
     /// Every `<!` that is not a comment or CDATA: a DTD, or a markup declaration outside one.
