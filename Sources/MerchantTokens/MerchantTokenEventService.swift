@@ -9,8 +9,8 @@ import ServiceLifecycle
 /// them, so each is fetched once per attempt.
 public final class MerchantTokenEventService: Service, Sendable {
     let merchantTokens: MerchantTokenService
-    public let database: DatabaseHealthService
-    public let pollInterval: Duration
+    let database: DatabaseHealthService
+    let pollInterval: Duration
 
     public init(merchantTokens: MerchantTokenService, database: DatabaseHealthService, pollInterval: Duration) {
         self.merchantTokens = merchantTokens

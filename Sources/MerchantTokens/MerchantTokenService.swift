@@ -12,15 +12,15 @@ import Vault
 /// merchants and admins make to Apple (unlink, notification URL, payment sessions). The HTTP
 /// controllers, the background service and the CLI all go through it.
 public final class MerchantTokenService: Sendable {
-    public let gateway: any MerchantTokenGateway
-    public let vault: CardVault
+    let gateway: any MerchantTokenGateway
+    let vault: CardVault
     /// The outbox of Apple's events: recorded, claimed, settled and purged here.
     public let events: any EventStore
-    public let keys: MerchantKeyStore
+    let keys: MerchantKeyStore
     public let metrics: ServerMetrics?
     let audit: AuditLog?
     let policy: MerchantTokenEventPolicy
-    public let logger: Logger
+    let logger: Logger
     private let knownMerchants = Mutex<KnownMerchants>(KnownMerchants())
     let pending = Mutex<(count: Int, readAt: ContinuousClock.Instant?)>((0, nil))
     let woken = Mutex(false)

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import PaywardenConfiguration
 @_spi(Benchmarks) import PaywardenServer
-import PaywardenServices
 import ServiceLifecycle
 
 /// `paywarden-bench http-baseline BYTES`: the HTTP floor `make loadtest` measures beside the

@@ -2,7 +2,6 @@ import Foundation
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
-import PaywardenServices
 import PaywardenTesting
 
 /// `make bench`: Paywarden's throughput next to the raw PKCS#11 module's (hsm-bench), measured

@@ -37,7 +37,7 @@ public struct CnpRelay: Sendable {
     let upstream: UpstreamClient
     /// The merchantIds each organisation may name.
     let merchantIDs: [String: Set<String>]
-    public let logger: Logger
+    let logger: Logger
 
     public init(service: VaultService, upstream: UpstreamClient, merchantIDs: [String: Set<String>], logger: Logger) {
         self.service = service

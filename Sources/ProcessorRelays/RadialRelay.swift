@@ -44,7 +44,7 @@ public struct RadialRelay: Sendable {
     /// Sent as Radial's `apiKey` header when configured (the header Radial's own SDK sends:
     /// eBayEnterprise/RetailOrderManagement-SDK, Api/HttpApi.php buildHeader).
     let apiKey: Sensitive<String>?
-    public let logger: Logger
+    let logger: Logger
 
     public init(
         service: VaultService, upstream: UpstreamClient?, storeIDs: [String: Set<String>], apiKey: Sensitive<String>?, logger: Logger

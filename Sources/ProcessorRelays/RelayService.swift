@@ -12,8 +12,8 @@ public final class RelayService: Service, Sendable {
     public let radial: UpstreamClient?
     /// Where the client keys named by id are, and their certificates (``prepareClientKeys()``).
     let hsm: HSM
-    public let keys: MerchantKeyStore
-    public let logger: Logger
+    let keys: MerchantKeyStore
+    let logger: Logger
 
     public init(configuration: RelayConfiguration, hsm: HSM, keys: MerchantKeyStore, metrics: ServerMetrics, logger: Logger) {
         self.hsm = hsm

@@ -2,7 +2,6 @@ import Foundation
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

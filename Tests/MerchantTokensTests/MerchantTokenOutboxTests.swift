@@ -3,7 +3,6 @@ import KeyCustody
 import MerchantTokens
 import OutboundTLS
 import PKCS11
-import PaywardenServices
 import PaywardenStorage
 import PaywardenTestTraits
 import PaywardenTesting

@@ -1,7 +1,6 @@
 import Foundation
 import KeyCustody
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

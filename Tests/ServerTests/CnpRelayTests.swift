@@ -2,7 +2,6 @@ import Foundation
 import NIOSSL
 import PaywardenConfiguration
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import ProcessorRelays

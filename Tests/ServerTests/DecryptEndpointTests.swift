@@ -4,7 +4,6 @@ import Foundation
 import NIOHTTP1
 import PaywardenConfiguration
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Synchronization

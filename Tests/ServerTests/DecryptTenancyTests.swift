@@ -1,6 +1,5 @@
 import Foundation
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

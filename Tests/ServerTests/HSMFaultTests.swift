@@ -1,7 +1,6 @@
 import Foundation
 import PKCS11
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Synchronization

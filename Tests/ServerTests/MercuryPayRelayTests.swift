@@ -1,7 +1,6 @@
 import Foundation
 import PaywardenConfiguration
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import ProcessorMessages

@@ -3,7 +3,6 @@ import KeyCustody
 import NIOSSL
 import PKCS11
 import PaywardenServer
-import PaywardenServices
 import PaywardenTesting
 import ProcessorRelays
 import Testing

@@ -2,7 +2,6 @@ import Foundation
 import PaywardenConfiguration
 import PaywardenPrimitives
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing

@@ -2,7 +2,6 @@ import ApplePay
 import Foundation
 import NIOHTTP1
 import PaywardenServer
-import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Synchronization

@@ -54,7 +54,8 @@ public struct PaymentToken: Sendable, Hashable {
         guard let version = PaymentTokenVersion(rawValue: String(decoding: versionText, as: UTF8.self)) else {
             throw PaymentTokenError(
                 .unsupportedVersion,
-                "version \"\(String(decoding: versionText.prefix(32), as: UTF8.self))\" is not supported; Paywarden decrypts EC_v1 and RSA_v1"
+                "version \"\(String(decoding: versionText.prefix(32), as: UTF8.self))\" is not supported; "
+                    + "Paywarden decrypts EC_v1 and RSA_v1"
             )
         }
         self.version = version

@@ -178,11 +178,7 @@ struct MerchantTokenUnlink: AsyncParsableCommand {
         commandName: "unlink",
         abstract: "Ask Apple to unlink a merchant token, and make its high-value tokens unusable here at once.")
 
-    @Option(name: .customLong("merchant-id"), help: "The merchant identifier whose identity certificate authenticates the call.")
-    var merchantID: String
-
-    @Option(name: .customLong("token-id"), help: "The merchant token identifier (merchantTokenIdentifier).")
-    var tokenID: String
+    @OptionGroup var token: MerchantTokenOptions
 
     @OptionGroup var output: OutputOptions
 
@@ -190,12 +186,12 @@ struct MerchantTokenUnlink: AsyncParsableCommand {
 
     func run() async throws {
         try await MerchantTokenAdmin(name: "merchant-tokens.unlink", mutates: true).run(hsm: hsmOptions) { service, _, audit in
-            audit.note("merchant \(merchantID), merchant token \(tokenID)")
+            audit.note("merchant \(token.merchantID), merchant token \(token.tokenID)")
             let effect = try await service.unlink(
-                merchantID: merchantID, merchantTokenID: tokenID, user: AuditLog.currentUser, organization: nil)
+                merchantID: token.merchantID, merchantTokenID: token.tokenID, user: AuditLog.currentUser, organization: nil)
             audit.note(effect.summary)
             if output.json {
-                try printJSON(["merchantTokenId": tokenID, "effect": effect.summary])
+                try printJSON(["merchantTokenId": token.tokenID, "effect": effect.summary])
             } else {
                 print("unlinked at Apple; here: \(effect.summary)")
             }
@@ -207,11 +203,7 @@ struct MerchantTokenUpdateURL: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "update-url", abstract: "Change the URL Apple notifies about a merchant token (updateMerchantMetadata).")
 
-    @Option(name: .customLong("merchant-id"), help: "The merchant identifier whose identity certificate authenticates the call.")
-    var merchantID: String
-
-    @Option(name: .customLong("token-id"), help: "The merchant token identifier (merchantTokenIdentifier).")
-    var tokenID: String
+    @OptionGroup var token: MerchantTokenOptions
 
     @Option(help: "The new tokenNotificationURL (https).")
     var url: String
@@ -222,14 +214,23 @@ struct MerchantTokenUpdateURL: AsyncParsableCommand {
 
     func run() async throws {
         try await MerchantTokenAdmin(name: "merchant-tokens.update-url", mutates: true).run(hsm: hsmOptions) { service, _, audit in
-            audit.note("merchant \(merchantID), merchant token \(tokenID)")
+            audit.note("merchant \(token.merchantID), merchant token \(token.tokenID)")
             try await service.updateNotificationURL(
-                merchantID: merchantID, merchantTokenID: tokenID, url: url, user: AuditLog.currentUser, organization: nil)
+                merchantID: token.merchantID, merchantTokenID: token.tokenID, url: url, user: AuditLog.currentUser, organization: nil)
             if output.json {
-                try printJSON(["merchantTokenId": tokenID, "tokenNotificationURL": url])
+                try printJSON(["merchantTokenId": token.tokenID, "tokenNotificationURL": url])
             } else {
-                print("Apple now notifies \(url) about merchant token \(tokenID)")
+                print("Apple now notifies \(url) about merchant token \(token.tokenID)")
             }
         }
     }
+}
+
+/// The merchant token a call to Apple is about, and the merchant whose identity certificate makes it.
+struct MerchantTokenOptions: ParsableArguments {
+    @Option(name: .customLong("merchant-id"), help: "The merchant identifier whose identity certificate authenticates the call.")
+    var merchantID: String
+
+    @Option(name: .customLong("token-id"), help: "The merchant token identifier (merchantTokenIdentifier).")
+    var tokenID: String
 }

@@ -1,6 +1,5 @@
 import Foundation
 import PaywardenConfiguration
-import PaywardenServices
 import PaywardenStorage
 import Synchronization
 import Vault

@@ -4,7 +4,6 @@ import Logging
 import PaywardenAdmin
 import PaywardenConfiguration
 import PaywardenServer
-import PaywardenServices
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,6 @@
 import Hummingbird
 import Logging
 import NIOCore
-import PaywardenServices
 import ServiceLifecycle
 
 extension PaywardenServer {

@@ -237,13 +237,21 @@ public struct PaywardenServer: Sendable {
         if includingOperations { addOperationsRoutes(to: router) }
         let decrypt = DecryptController(
             service: decryption, vault: vaultService, metrics: metrics, maxBodyBytes: configuration.maxBodyBytes)
-        router.group("/v1/payment-tokens")
-            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
-            .add(middleware: APIScopeRequirement(scope: .decrypt))
+        keyedGroup("/v1/payment-tokens", scope: .decrypt, in: router)
             .post("/decrypt", use: decrypt.decrypt)
         addVaultRoutes(to: router)
         addMerchantTokenRoutes(to: router)
         return router
+    }
+
+    /// Routes under `path` for a bearer API key with `scope`: the authenticator identifies, the
+    /// requirement authorises (401 without a valid key, 403 without the scope).
+    private func keyedGroup(
+        _ path: RouterPath, scope: APIScope, in router: Router<PaywardenRequestContext>
+    ) -> RouterGroup<PaywardenRequestContext> {
+        router.group(path)
+            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
+            .add(middleware: APIScopeRequirement(scope: scope))
     }
 
     private func addMerchantTokenRoutes(to router: Router<PaywardenRequestContext>) {
@@ -251,14 +259,10 @@ public struct PaywardenServer: Sendable {
         let notifications = MerchantTokenNotificationController(service: merchantTokens, sources: notificationSources)
         router.get("/v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}", use: notifications.notify)
         let session = PaymentSessionController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
-        router.group("/v1/apple-pay")
-            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
-            .add(middleware: APIScopeRequirement(scope: .session))
+        keyedGroup("/v1/apple-pay", scope: .session, in: router)
             .post("/payment-session", use: session.create)
         let calls = MerchantTokensController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
-        router.group("/v1/merchant-tokens")
-            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
-            .add(middleware: APIScopeRequirement(scope: .merchantTokens))
+        keyedGroup("/v1/merchant-tokens", scope: .merchantTokens, in: router)
             .post("/unlink", use: calls.unlink)
             .post("/notification-url", use: calls.updateNotificationURL)
     }
@@ -270,16 +274,12 @@ public struct PaywardenServer: Sendable {
             maxBodyBytes: configuration.maxBodyBytes)
         router.post("/eProtect/paypage", use: eProtect.register)
         let controller = VaultController(service: vaultService)
-        router.group("/v1/registrations")
-            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
-            .add(middleware: APIScopeRequirement(scope: .redeem))
+        keyedGroup("/v1/registrations", scope: .redeem, in: router)
             .post("/redeem", use: controller.redeemFromBody)
             .post("/end", use: controller.endRegistrationFromBody)
             .post("/{id}/redeem", use: controller.redeem)
             .delete("/{id}", use: controller.endRegistration)
-        router.group("/v1/tokens")
-            .add(middleware: BearerAPIKeyAuthenticator(registry: configuration.apiKeys))
-            .add(middleware: APIScopeRequirement(scope: .detokenize))
+        keyedGroup("/v1/tokens", scope: .detokenize, in: router)
             .post("/detokenize", use: controller.detokenizeFromBody)
             .post("/delete", use: controller.deleteTokenFromBody)
             .post("/{token}/detokenize", use: controller.detokenize)

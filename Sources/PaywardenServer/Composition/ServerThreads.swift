@@ -1,6 +1,5 @@
 import NIOCore
 import NIOPosix
-import PaywardenServices
 
 /// The threads of `paywarden serve`: the HSM's worker threads, which do the decryptions, and
 /// NIO event loops, which do the HTTP and run every other task.

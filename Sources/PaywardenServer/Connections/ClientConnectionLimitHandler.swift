@@ -1,6 +1,5 @@
 import Logging
 import NIOCore
-import PaywardenServices
 
 /// The first handler of a connection: counts it against its client's share
 /// (``ConnectionsPerClient``) and closes it at once when the client is over it; gives the slot

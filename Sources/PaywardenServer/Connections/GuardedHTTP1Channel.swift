@@ -2,7 +2,6 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
-import PaywardenServices
 
 /// Hummingbird's HTTP/1.1 channel with the rules a service facing anonymous clients needs and
 /// the channel leaves out: each request must arrive whole within the read timeout (the idle timer

@@ -1,7 +1,6 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
-import PaywardenServices
 
 /// Where a connection's requests are, after HTTP decoding: tells ``RequestReadDeadlineHandler``
 /// when a request has arrived whole and when a response is being written, and ends a kept-alive

@@ -1,5 +1,4 @@
 import NIOCore
-import PaywardenServices
 
 /// From the first byte of a request until ``RequestProgressHandler`` reports its end, a fixed
 /// time: the request must arrive whole within it, headers and body, or it is answered 408 with

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import PaywardenServices
-import ProcessorRelays
 
 /// An error response in Paywarden's stable shape: `{"error":{"code":"…","message":"…"}}`, with
 /// extra fields where a protocol wants them (the eProtect code beside the stable one).

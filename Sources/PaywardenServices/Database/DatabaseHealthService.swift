@@ -9,9 +9,9 @@ import Synchronization
 /// marks the database unavailable at once, and the next successful check restores it, so the
 /// service recovers without a restart when the database comes back.
 public final class DatabaseHealthService: Service, Sendable {
-    public let database: any PaywardenDatabase
-    public let metrics: ServerMetrics
-    public let logger: Logger
+    let database: any PaywardenDatabase
+    let metrics: ServerMetrics
+    let logger: Logger
     let checkInterval: Duration
     let purgeInterval: Duration
     /// Rows deleted per purge statement, so a purge never holds the ledger long.

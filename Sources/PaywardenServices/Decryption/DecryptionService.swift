@@ -10,11 +10,11 @@ import Synchronization
 /// outcome metrics, and the count that triggers module recycling.
 public final class DecryptionService: Sendable {
     let hsm: HSM
-    public let keys: HSMPaymentKeys
+    let keys: HSMPaymentKeys
     let store: MerchantKeyStore
     let decrypter: PaymentTokenDecrypter
-    public let database: DatabaseHealthService
-    public let metrics: ServerMetrics
+    let database: DatabaseHealthService
+    let metrics: ServerMetrics
     let maxInFlight: Int
     let recycleEvery: Int
     /// Yields the decryption count each time another `recycleEvery` decryptions are done.

@@ -11,9 +11,9 @@ import Synchronization
 /// the HSM's readiness and the key gauges current.
 public final class HSMMaintenanceService: Service, Sendable {
     let decryption: DecryptionService
-    public let metrics: ServerMetrics
+    let metrics: ServerMetrics
     let refreshInterval: Duration
-    public let logger: Logger
+    let logger: Logger
     /// Whether the HSM can be used: decided here only, read by the decrypt path too.
     let hsmReadiness: HSMReadiness
     /// The keys reported unreadable at the last listing, to log each once.

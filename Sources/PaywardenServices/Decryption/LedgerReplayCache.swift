@@ -10,7 +10,7 @@ import PaywardenStorage
 public struct LedgerReplayCache: ReplayCache {
     let ledger: any ReplayLedger
     let health: DatabaseHealthService
-    public let logger: Logger
+    let logger: Logger
 
     public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws -> Bool {
         do {

@@ -2,10 +2,10 @@
 /// `database_unavailable` (the explanation is in the log).
 public struct Readiness: Encodable, Sendable, Equatable {
     public let ready: Bool
-    public let keys: Int
+    let keys: Int
     let ecdhPath: String
     let rsaPath: String
     /// The database driver: `sqlite`, `postgres` or `memory`.
-    public let database: String
+    let database: String
     let reason: String?
 }

@@ -18,25 +18,17 @@ public final class ServerMetrics: Sendable {
     /// registry's name-and-labels key building.
     private let requestCounters = Mutex<[RequestLabels: Counter]>([:])
     private let outcomeCounters = Mutex<[String: Counter]>([:])
-    private let keyCounters = Mutex<[KeyLabels: Counter]>([:])
-    private let vaultCounters = Mutex<[VaultLabels: Counter]>([:])
+    private let keyCounters = Mutex<[LabelPair: Counter]>([:])
+    private let vaultCounters = Mutex<[LabelPair: Counter]>([:])
     private let vaultDuration: DurationHistogram
-    private let upstreamCounters = Mutex<[UpstreamLabels: Counter]>([:])
+    private let upstreamCounters = Mutex<[LabelPair: Counter]>([:])
     private let upstreamDurations = Mutex<[String: DurationHistogram]>([:])
 
-    private struct UpstreamLabels: Hashable {
-        let format: String
-        let outcome: String
-    }
-
-    private struct KeyLabels: Hashable {
-        let apiKey: String
-        let outcome: String
-    }
-
-    private struct VaultLabels: Hashable {
-        let operation: String
-        let outcome: String
+    /// Two label values, the cache key of a counter with two labels (API key and outcome,
+    /// operation and outcome, format and outcome).
+    private struct LabelPair: Hashable {
+        let first: String
+        let second: String
     }
 
     private struct RequestLabels: Hashable {
@@ -105,7 +97,7 @@ public final class ServerMetrics: Sendable {
     /// One decrypt-endpoint call by the API key's name (never the key) and its outcome: what a
     /// tenant's decryptions add up to, for the audit of who reads card data.
     public func decryptRequest(apiKey: String, outcome: String) {
-        Self.counter(in: keyCounters, for: KeyLabels(apiKey: apiKey, outcome: outcome)) {
+        Self.counter(in: keyCounters, for: LabelPair(first: apiKey, second: outcome)) {
             registry.makeCounter(descriptor: Self.requestsByKey, labels: [("api_key", apiKey), ("outcome", outcome)])
         }.increment()
     }
@@ -124,7 +116,7 @@ public final class ServerMetrics: Sendable {
 
     /// A vault operation (register, redeem, detokenize, …) by outcome: ok or the stable error code.
     public func vault(operation: String, outcome: String, duration: Duration) {
-        Self.counter(in: vaultCounters, for: VaultLabels(operation: operation, outcome: outcome)) {
+        Self.counter(in: vaultCounters, for: LabelPair(first: operation, second: outcome)) {
             registry.makeCounter(
                 descriptor: Self.name("vault_operations", unit: "total", "Vault operations by operation and outcome"),
                 labels: [("operation", operation), ("outcome", outcome)])
@@ -135,7 +127,7 @@ public final class ServerMetrics: Sendable {
     /// One call to a processor upstream, by format and outcome (`ok`, `http_<status>`,
     /// `unreachable`, `timeout`, `too_large`), and its latency by format.
     public func upstream(format: String, outcome: String, duration: Duration) {
-        Self.counter(in: upstreamCounters, for: UpstreamLabels(format: format, outcome: outcome)) {
+        Self.counter(in: upstreamCounters, for: LabelPair(first: format, second: outcome)) {
             registry.makeCounter(
                 descriptor: Self.name("upstream_requests", unit: "total", "Calls to processor upstreams by format and outcome"),
                 labels: [("format", format), ("outcome", outcome)])

@@ -7,7 +7,7 @@ import NIOCore
 /// limit and the per-client connection cap count by. IPv4-mapped IPv6 addresses are the IPv4
 /// address they carry, so a dual-stack listener sees one client as one.
 public struct ClientAddressResolver: Sendable {
-    public let trustedProxies: [IPAddressBlock]
+    let trustedProxies: [IPAddressBlock]
 
     public init(trustedProxies: [IPAddressBlock]) {
         self.trustedProxies = trustedProxies

@@ -9,11 +9,11 @@ import Vault
 /// destroying each key nothing uses any more. Each step is idempotent, so instances sharing a
 /// database and HSM may run it at once.
 public final class VaultMaintenanceService: Service, Sendable {
-    public let vault: CardVault
-    public let database: DatabaseHealthService
-    public let metrics: ServerMetrics
+    let vault: CardVault
+    let database: DatabaseHealthService
+    let metrics: ServerMetrics
     let interval: Duration
-    public let logger: Logger
+    let logger: Logger
 
     public init(vault: CardVault, database: DatabaseHealthService, metrics: ServerMetrics, interval: Duration, logger: Logger) {
         self.vault = vault

@@ -11,7 +11,7 @@ import Vault
 public final class VaultService: Sendable {
     public let vault: CardVault
     let decryption: DecryptionService
-    public let metrics: ServerMetrics
+    let metrics: ServerMetrics
     let audit: AuditLog?
     public let logger: Logger
 
