@@ -34,7 +34,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
@@ -132,7 +131,7 @@ let package = Package(
             name: "MerchantTokens",
             dependencies: [
                 "PaywardenServices", "Vault", "KeyCustody", "OutboundTLS", "PaywardenConfiguration", "PaywardenStorage", nioSSL,
-                httpTypes, serviceLifecycle, logging,
+                httpTypes, nioCore, serviceLifecycle, logging,
             ]
         ),
         // The processor relays' orchestration: a client's message in, the vault's card data in its
@@ -150,15 +149,13 @@ let package = Package(
             name: "PaywardenServer",
             dependencies: [
                 "PaywardenServices", "MerchantTokens", "ProcessorRelays", "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration",
-                "PaywardenPrimitives", "PaywardenStorage", "Vault", "ProcessorMessages", "OutboundTLS",
+                "PaywardenStorage", "Vault", "ProcessorMessages", "OutboundTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                nioSSL, nioCore, nioPosix, nioHTTP1, asyncHTTPClient, serviceLifecycle, logging, crypto,
+                httpTypes, nioSSL, nioCore, nioPosix, serviceLifecycle, logging,
             ]
         ),
         // The admin commands: keys, certificates, the vault, merchant tokens, the database, the
@@ -176,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "PaywardenCLI",
             dependencies: [
-                "PaywardenAdmin", "PaywardenServer", "PaywardenServices", "PaywardenConfiguration", "PKCS11",
+                "PaywardenAdmin", "PaywardenServer", "PaywardenConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ]
         ),

@@ -22,11 +22,7 @@ extension SQLDatabase: PaypageStore {
     }
 
     public func paypages() async throws(StorageError) -> [PaypageRecord] {
-        var records: [PaypageRecord] = []
-        for row in try await read("SELECT \(Self.selectPaypage) FROM paypages ORDER BY id", []) {
-            records.append(try Self.paypage(row))
-        }
-        return records
+        try await read("SELECT \(Self.selectPaypage) FROM paypages ORDER BY id", [], as: Self.paypage)
     }
 
     public func setPaypage(id: String, enabled: Bool) async throws(StorageError) -> Bool {

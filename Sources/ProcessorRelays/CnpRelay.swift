@@ -225,7 +225,7 @@ public struct CnpRelay: Sendable {
         let detail: String? = if case .other("token") = transaction.paymentSource { failure.code.rawValue } else { nil }
         if let decline,
             let document = try? decline.response(
-                to: request, transactionId: Self.transactionID(), responseTime: service.vault.now, detail: detail)
+                to: request, transactionId: Self.transactionID(), responseTime: service.now, detail: detail)
         {
             return Reply(document: document)
         }

@@ -211,7 +211,7 @@ public struct RadialRelay: Sendable {
 
     public func fault(_ code: RadialFault.Code, _ description: String, _ status: HTTPResponse.Status, headers: HTTPFields = [:]) -> Reply {
         Reply(
-            document: RadialFault(code: code, description: description, timestamp: service.vault.now).document(), status: status,
+            document: RadialFault(code: code, description: description, timestamp: service.now).document(), status: status,
             headers: headers)
     }
 }

@@ -151,7 +151,7 @@ public struct RelayConfiguration: Sendable {
         }
         if let keyID = settings.clientKeyID {
             // The key's existence, purpose and match with the certificate are checked against the
-            // HSM at start-up (``UpstreamClientKeys``).
+            // HSM at start-up (``RelayService/prepareClientKeys()``).
             upstream.clientKeyInHSM = KeyIdentifier(hex: keyID)
             if let certificate = settings.clientCertificate {
                 do {

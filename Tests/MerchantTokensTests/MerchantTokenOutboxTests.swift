@@ -17,6 +17,8 @@ import Vault
 @Suite(.serialized, .releasesTestResources)
 struct MerchantTokenOutboxTests {
     static let merchantID = "merchant.com.example.outbox"
+    /// The merchant token of ``PaymentPayloads/merchantToken(pan:)``.
+    static let merchantTokenID = "DNITHE302409093402145671"
 
     /// Apple, answering in process: each event id's scripted answers in order (the last repeats),
     /// and how many fetches were made.
@@ -54,6 +56,7 @@ struct MerchantTokenOutboxTests {
 
     struct Environment: Sendable {
         let service: MerchantTokenService
+        let vault: CardVault
         let apple: ScriptedAppleGateway
         let events: InMemoryDatabase
         let clock: MovableClock
@@ -73,7 +76,7 @@ struct MerchantTokenOutboxTests {
                 gateway: apple, vault: vault, events: database, keys: keys,
                 policy: MerchantTokenEventPolicy(pendingLimit: pendingLimit, retryBase: 30), metrics: nil, audit: nil,
                 logger: .init(label: "test"))
-            try await body(Environment(service: service, apple: apple, events: database, clock: clock))
+            try await body(Environment(service: service, vault: vault, apple: apple, events: database, clock: clock))
         } catch {
             await hsm.close()
             token.destroy()
@@ -94,12 +97,21 @@ struct MerchantTokenOutboxTests {
         }
     }
 
-    static func event(_ type: String, token: String = "DNITHE302409093402145671") -> Result<[UInt8], AppleGatewayError> {
+    static func event(_ type: String, token: String = merchantTokenID) -> Result<[UInt8], AppleGatewayError> {
         .success(Array(#"{"eventType":"\#(type)","merchantTokenIdentifier":"\#(token)","reason":"user"}"#.utf8))
     }
 
-    @Test func anEventIsRecordedOnceFetchedOnceAndApplied() async throws {
+    @Test func anUnlinkEventIsRecordedOnceFetchedOnceAndEndsTheVaultsTokens() async throws {
         try await withEnvironment { environment in
+            // A high-value token for the merchant token the event unlinks.
+            let vault = environment.vault
+            _ = try await vault.keyring.createMissing()
+            let paypage = try await vault.createPaypage(
+                id: "outbox", organization: "example", merchantIdentifiers: [Self.merchantID], reportGroups: [], tokenFormat: .t)
+            let policy = try #require(OrganizationPolicy(paypage: paypage))
+            let issued = try await vault.issueToken(for: try AccountFacts(paymentData: PaymentPayloads.merchantToken()), policy: policy)
+            #expect(try await environment.events.tokens(merchantTokenID: Self.merchantTokenID).map(\.state) == [.active])
+
             environment.apple.script("event-1", Self.event("UNLINK"))
             #expect(try await environment.service.receiveNotification(merchantID: Self.merchantID, eventID: "event-1"))
             // Apple repeats itself: the second notification is answered, and nothing happens twice.
@@ -112,9 +124,11 @@ struct MerchantTokenOutboxTests {
             #expect(stored.state == .applied)
             #expect(stored.attempts == 1)
             #expect(stored.eventType == "UNLINK")
-            #expect(stored.merchantTokenID == "DNITHE302409093402145671")
+            #expect(stored.merchantTokenID == Self.merchantTokenID)
             #expect(stored.lastError == nil)
-            #expect(stored.effect?.isEmpty == false)
+            #expect(stored.effect == "unlinked 1 token")
+            #expect(try await environment.events.tokens(merchantTokenID: Self.merchantTokenID).map(\.state) == [.unlinked])
+            await #expect(throws: VaultError.self) { _ = try await vault.detokenize(issued.token, organization: "example") }
         }
     }
 

@@ -29,6 +29,8 @@ public struct PaywardenServer: Sendable {
     let decryption: DecryptionService
     let maintenance: HSMMaintenanceService
     let databaseHealth: DatabaseHealthService
+    /// The vault this server serves (paypages, registrations, tokens), for admin work in process.
+    public let vault: CardVault
     let vaultService: VaultService
     let vaultMaintenance: VaultMaintenanceService
     let merchantTokens: MerchantTokenService
@@ -130,7 +132,8 @@ public struct PaywardenServer: Sendable {
         }
         return PaywardenServer(
             configuration: configuration, hsm: hsm, metrics: metrics, database: database, decryption: decryption,
-            maintenance: maintenance, databaseHealth: databaseHealth, vaultService: vault, vaultMaintenance: vaultMaintenance,
+            maintenance: maintenance, databaseHealth: databaseHealth, vault: vaultCore, vaultService: vault,
+            vaultMaintenance: vaultMaintenance,
             merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
             relay: relay, logger: logger)
     }
@@ -171,9 +174,6 @@ public struct PaywardenServer: Sendable {
             logger.error("the vault keys are not usable; vault routes answer 503 until they are", metadata: ["error": "\(error)"])
         }
     }
-
-    /// The vault this server serves (paypages, registrations, tokens), for admin work in process.
-    public var vault: CardVault { vaultService.vault }
 
     /// Merchant-token events and the calls to Apple, for admin work in process.
     public var merchantTokenService: MerchantTokenService { merchantTokens }

@@ -54,7 +54,7 @@ struct CnpController {
     private func register(_ registration: CnpRegisterTokenRequest, key: APIKey, organization: String) async -> CnpRegisterTokenResponse {
         let transactionID = UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999)
         var response = CnpRegisterTokenResponse(
-            attributes: registration.attributes, transactionId: transactionID, response: .registrationError, responseTime: service.vault.now
+            attributes: registration.attributes, transactionId: transactionID, response: .registrationError, responseTime: service.now
         )
         do throws(VaultFailure) {
             let issued: IssuedToken
@@ -105,8 +105,6 @@ struct CnpController {
         return CnpTokenResponseCode(code: base.code, message: "\(base.message) (\(failure.code.rawValue))")
     }
 
-    /// `applepayResponse`: the decrypted fields cnpAPI names, without the account number; nil when
-    /// the payload was not a JSON object.
     static func xml(_ document: ProcessorXML.Document, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status, headers: [.contentType: "text/xml; charset=utf-8"],

@@ -75,7 +75,7 @@ enum RequestBody {
 
 /// What the decrypt route needs of the decryption: the token's bytes in, the verified and
 /// decrypted token out, for the merchants the caller may open (nil: any). ``DecryptionService``
-/// in the server; a stand-in in the router-level tests.
+/// (PaywardenServices) in the service; a stand-in in the router-level tests.
 protocol PaymentTokenDecrypting: Sendable {
     func decrypt(_ body: [UInt8], merchantIdentifierHashes: Set<String>?) async throws(PaymentTokenError) -> DecryptedPaymentToken
 }

@@ -22,7 +22,7 @@ struct EProtectController {
         let client = clients.clientAddress(peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor])
         if let wait = perAddress.acquire(ClientAddressResolver.limitKey(client)) { throw Self.rateLimited(wait, "this client address") }
         let body = try await RequestBody.collect(request, limit: maxBodyBytes)
-        let now = service.vault.now
+        let now = service.now
         let form: EProtectForm
         do throws(EProtectForm.Refusal) {
             form = try EProtectForm(body: body)

@@ -13,7 +13,7 @@ public enum TLSFiles {
     public struct Identity: Sendable {
         /// Leaf first, then the chain as the file lists it.
         public let chain: [NIOSSLCertificate]
-        public let key: NIOSSLPrivateKey
+        package let key: NIOSSLPrivateKey
     }
 
     /// The certificate chain in `certificate` and the unencrypted private key in `key`, checked

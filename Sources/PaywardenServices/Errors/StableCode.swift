@@ -6,8 +6,9 @@ import Vault
 /// `PaywardenErrorCode` and Radial `Description` names, and what metrics and audit lines count.
 /// openapi.json's `StableCode` lists those the JSON routes answer; the relays add their own.
 ///
-/// Each protocol maps these exhaustively in one place (``APIError`` for HTTP, ``EProtectResponseCode``,
-/// ``CnpTokenResponseCode`` and ``CnpLocalDecline`` for cnpAPI, MercuryPay's and Radial's relays),
+/// Each protocol maps these exhaustively in one place (the server's `APIError` for HTTP and
+/// `EProtectResponseCode` for eProtect, `CnpTokenResponseCode` and `CnpLocalDecline` for cnpAPI,
+/// the MercuryPay and Radial relays),
 /// so a new code cannot reach a client unmapped, and no code is ever matched as a string.
 public enum StableCode: String, Sendable, Hashable, CaseIterable {
     // The token (ApplePay's PaymentTokenError)

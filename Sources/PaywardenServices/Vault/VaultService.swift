@@ -9,11 +9,14 @@ import Vault
 /// service and its replay ledger), redemption, detokenization and deletion, each counted by
 /// outcome, the sensitive ones audited.
 public final class VaultService: Sendable {
-    public let vault: CardVault
+    let vault: CardVault
     let decryption: DecryptionService
     let metrics: ServerMetrics
     let audit: AuditLog?
     public let logger: Logger
+
+    /// The vault's clock: what replies that carry a time (cnpAPI, Radial) stamp.
+    public var now: Date { vault.now }
 
     public init(vault: CardVault, decryption: DecryptionService, metrics: ServerMetrics, audit: AuditLog?, logger: Logger) {
         self.vault = vault
