@@ -51,7 +51,7 @@ run: build
 # Every suite on SoftHSM, then the suites that touch an HSM again on NSS softokn, a second
 # PKCS#11 implementation (PAYWARDEN_TEST_HSM=nss). Left out of the second run: the suites that
 # take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM.
-NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ServerTests|ConfigurationTests)\.
+NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
 SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests
 
 test: deps-test

@@ -256,6 +256,15 @@ let package = Package(
                 "PaywardenTesting", "PaywardenTestTraits",
             ]
         ),
+        // The relays' orchestration with the upstream answering in process: no socket.
+        .testTarget(
+            name: "ProcessorRelaysTests",
+            dependencies: [
+                "ProcessorRelays", "PaywardenServices", "ProcessorMessages", "ApplePay", "KeyCustody", "Vault", "PKCS11",
+                "PaywardenStorage",
+                "PaywardenTesting", "PaywardenTestTraits", logging,
+            ]
+        ),
         .testTarget(
             name: "ServerTests",
             dependencies: [

@@ -22,7 +22,10 @@ public final class MerchantTokenService: Sendable {
     let policy: MerchantTokenEventPolicy
     let logger: Logger
     private let knownMerchants = Mutex<KnownMerchants>(KnownMerchants())
+    /// Events waiting for a fetch, as last read (at most once a second); the outbox forgets the
+    /// reading after each attempt.
     let pending = Mutex<(count: Int, readAt: ContinuousClock.Instant?)>((0, nil))
+    /// A notification arrived since the background service last looked.
     let woken = Mutex(false)
 
     public init(

@@ -105,6 +105,22 @@ public struct TestToken: Sendable {
         return token
     }
 
+    /// Runs `body` on a fresh token's open HSM, then closes the HSM and destroys the token,
+    /// whether `body` returned or threw.
+    public static func withOpenHSM(labelPrefix: String, _ body: (HSM) async throws -> Void) async throws {
+        let token = try await make(labelPrefix: labelPrefix)
+        let hsm = try await token.open()
+        do {
+            try await body(hsm)
+        } catch {
+            await hsm.close()
+            token.destroy()
+            throw error
+        }
+        await hsm.close()
+        token.destroy()
+    }
+
     /// Opens the token with this configuration, adjusted by `adjust`.
     public func open(_ adjust: @Sendable (inout HSMConfiguration) -> Void = { _ in }) async throws -> HSM {
         try await Self.open(configuration, adjust)

@@ -34,12 +34,12 @@ import Vault
 /// never retries.
 public struct CnpRelay: Sendable {
     let service: VaultService
-    let upstream: UpstreamClient
+    let upstream: any ProcessorUpstream
     /// The merchantIds each organisation may name.
     let merchantIDs: [String: Set<String>]
     let logger: Logger
 
-    public init(service: VaultService, upstream: UpstreamClient, merchantIDs: [String: Set<String>], logger: Logger) {
+    public init(service: VaultService, upstream: any ProcessorUpstream, merchantIDs: [String: Set<String>], logger: Logger) {
         self.service = service
         self.upstream = upstream
         self.merchantIDs = merchantIDs
@@ -192,7 +192,7 @@ public struct CnpRelay: Sendable {
     ) async -> Reply {
         do throws(UpstreamClient.Failure) {
             let document = try await upstream.exchange(
-                Self.path, body: ProcessorXML.serialize(document), contentType: "text/xml; charset=utf-8"
+                Self.path, body: ProcessorXML.serialize(document), contentType: "text/xml; charset=utf-8", headers: []
             ) { body throws(ProcessorMessageError) in
                 try CnpResponseRewriter.clientResponse(body, token: token, forwarded: card)
             }

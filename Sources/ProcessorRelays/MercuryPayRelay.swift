@@ -34,12 +34,12 @@ import Vault
 /// sent), 504 (no answer in time: outcome unknown) or 502; nothing is retried.
 public struct MercuryPayRelay: Sendable {
     let service: VaultService
-    let upstream: UpstreamClient
+    let upstream: any ProcessorUpstream
     let fields: MercuryPayForwarding.Options
     /// The organisations bound to the upstream's merchant.
     let organizations: Set<String>
 
-    public init(service: VaultService, upstream: UpstreamClient, fields: MercuryPayForwarding.Options, organizations: Set<String>) {
+    public init(service: VaultService, upstream: any ProcessorUpstream, fields: MercuryPayForwarding.Options, organizations: Set<String>) {
         self.service = service
         self.upstream = upstream
         self.fields = fields

@@ -38,7 +38,7 @@ import Vault
 public struct RadialRelay: Sendable {
     let service: VaultService
     /// The Radial upstream; without one, authorizations are refused (the decrypt API still answers).
-    let upstream: UpstreamClient?
+    let upstream: (any ProcessorUpstream)?
     /// The stores each organisation may authorize for (`relay_radial_store_ids`).
     let storeIDs: [String: Set<String>]
     /// Sent as Radial's `apiKey` header when configured (the header Radial's own SDK sends:
@@ -47,7 +47,8 @@ public struct RadialRelay: Sendable {
     let logger: Logger
 
     public init(
-        service: VaultService, upstream: UpstreamClient?, storeIDs: [String: Set<String>], apiKey: Sensitive<String>?, logger: Logger
+        service: VaultService, upstream: (any ProcessorUpstream)?, storeIDs: [String: Set<String>], apiKey: Sensitive<String>?,
+        logger: Logger
     ) {
         self.service = service
         self.upstream = upstream
@@ -130,7 +131,7 @@ public struct RadialRelay: Sendable {
     /// the token's card, with the cryptogram and ECI `decryptblob` held for its first use.
     private func authorize(
         _ request: RadialCreditCardAuthRequest, token: String, storeID: String, key: APIKey, organization: String,
-        upstream: UpstreamClient
+        upstream: any ProcessorUpstream
     ) async -> Reply {
         // Detokenization, with the scope Paywarden's own detokenize route requires.
         guard key.scopes.contains(.detokenize) else {
@@ -166,7 +167,7 @@ public struct RadialRelay: Sendable {
     /// Sends the card-not-present request once, and rewrites the reply for the client (the token in
     /// `PaymentAccountUniqueId`, the card data nowhere).
     private func forward(
-        _ request: RadialCreditCardAuthRequest, card: ForwardedCardData, token: String, storeID: String, upstream: UpstreamClient
+        _ request: RadialCreditCardAuthRequest, card: ForwardedCardData, token: String, storeID: String, upstream: any ProcessorUpstream
     ) async -> Reply {
         let forwarded = RadialForwarding.upstreamRequest(request, card: card)
         guard let tenderType = forwarded.tenderType else {

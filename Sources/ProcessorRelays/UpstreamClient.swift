@@ -22,7 +22,7 @@ import Synchronization
 /// A client key in the HSM signs the handshake there (``HSMTLSSigningKey``); that client is made
 /// by ``useHSMKey(_:chain:)`` once the key is checked at start-up, before the API listens.
 public final class UpstreamClient: Sendable {
-    let configuration: UpstreamConfiguration
+    public let configuration: UpstreamConfiguration
     private let client: Mutex<HTTPClient?>
     private let metrics: ServerMetrics
     private let logger: Logger
@@ -82,6 +82,14 @@ public final class UpstreamClient: Sendable {
         let outcome: String
         let mayHaveArrived: Bool
 
+        /// - Parameters:
+        ///   - outcome: the metric outcome (`http_<status>`, `unreachable`, `timeout`, `too_large`, `invalid_response`).
+        ///   - mayHaveArrived: false only when the request certainly never reached the upstream.
+        public init(outcome: String, mayHaveArrived: Bool) {
+            self.outcome = outcome
+            self.mayHaveArrived = mayHaveArrived
+        }
+
         /// The gateway status of HTTP the client gets: 503 when the upstream could not be reached
         /// (nothing was sent), 504 when it did not answer in time, 502 for anything else.
         public var status: HTTPResponse.Status {
@@ -111,7 +119,7 @@ public final class UpstreamClient: Sendable {
     /// failure: another status, no reply, or a reply `rewrite` refuses (`invalid_response`, logged by
     /// the rule it broke, never by content). The call is measured once, by its final outcome.
     public func exchange<Value>(
-        _ path: String, body: [UInt8], contentType: String, headers: [(String, String)] = [],
+        _ path: String, body: [UInt8], contentType: String, headers: [(String, String)],
         rewrite: ([UInt8]) throws(ProcessorMessageError) -> Value
     ) async throws(Failure) -> Value {
         let start = ContinuousClock.now

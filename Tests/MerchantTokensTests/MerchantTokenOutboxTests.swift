@@ -63,9 +63,7 @@ struct MerchantTokenOutboxTests {
     }
 
     func withEnvironment(pendingLimit: Int = 10_000, _ body: (Environment) async throws -> Void) async throws {
-        let token = try await TestToken.make(labelPrefix: "outbox")
-        let hsm = try await token.open()
-        do {
+        try await TestToken.withOpenHSM(labelPrefix: "outbox") { hsm in
             let database = InMemoryDatabase()
             let clock = MovableClock()
             let keys = MerchantKeyStore(hsm: hsm, records: database, clock: { clock.now })
@@ -77,13 +75,7 @@ struct MerchantTokenOutboxTests {
                 policy: MerchantTokenEventPolicy(pendingLimit: pendingLimit, retryBase: 30), metrics: nil, audit: nil,
                 logger: .init(label: "test"))
             try await body(Environment(service: service, vault: vault, apple: apple, events: database, clock: clock))
-        } catch {
-            await hsm.close()
-            token.destroy()
-            throw error
         }
-        await hsm.close()
-        token.destroy()
     }
 
     /// The service's refusal, or nil (recorded as an issue) when it accepted.

@@ -1,0 +1,138 @@
+import ApplePay
+import Foundation
+import KeyCustody
+import Logging
+import PKCS11
+import PaywardenServices
+import PaywardenStorage
+import PaywardenTestTraits
+import PaywardenTesting
+import ProcessorMessages
+import ProcessorRelays
+import Testing
+import Vault
+
+/// The MercuryPay relay's orchestration without a socket: the vault's service over a real HSM
+/// token (the keyring that seals and opens registrations, the token format's HMAC) and the
+/// in-memory database, and MercuryPay's answers given in process by the stand-in's own logic.
+/// The live `MercuryPayRelayTests` run the same flows over HTTPS through the server.
+@Suite(.serialized, .releasesTestResources)
+struct MercuryPayRelayOrchestrationTests {
+    static let pan = "4457119922391006"
+    static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
+    static let organization = "example"
+
+    struct Environment: Sendable {
+        let vault: CardVault
+        let service: VaultService
+        let paypage: PaypageRecord
+        let upstream: InProcessMercuryPayUpstream
+        let relay: MercuryPayRelay
+        let key: APIKey
+
+        /// A registration of `payload` as eProtect makes one, its ID.
+        func register(_ payload: [UInt8]) async throws -> String {
+            let token = DecryptedPaymentToken(
+                paymentData: payload, version: .ecV1, transactionID: UUID().uuidString, publicKeyHash: "hash", signingTime: Date(),
+                keyID: "00", merchantIdentifierHash: String(repeating: "0", count: 64))
+            return try await vault.register(token, paypage: paypage).id.value
+        }
+
+        func relay(_ recordNo: String, tokenType: String = "RegistrationID") async throws -> MercuryPayRelay.Reply {
+            let body =
+                #"{"OperatorID":"test","InvoiceNo":"10042","RefNo":"10042","Purchase":"19.99","TokenType":"\#(tokenType)","#
+                + #""RecordNo":"\#(recordNo)","Frequency":"OneTime"}"#
+            let request = try MercuryPayRequest.parse(Array(body.utf8), operation: .saleByRecordNo)
+            return await relay.relay(request, key: key, organization: MercuryPayRelayOrchestrationTests.organization)
+        }
+    }
+
+    func withEnvironment(_ body: (Environment) async throws -> Void) async throws {
+        try await TestToken.withOpenHSM(labelPrefix: "relay") { hsm in
+            let database = InMemoryDatabase()
+            let logger = Logger(label: "test")
+            let metrics = ServerMetrics()
+            let vault = CardVault(database: database, keyring: VaultKeyring(hsm: hsm))
+            _ = try await vault.keyring.createMissing()
+            let paypage = try await vault.createPaypage(
+                id: "relay", organization: Self.organization, merchantIdentifiers: ["merchant.com.example"], reportGroups: [],
+                tokenFormat: .t)
+            // Registrations here are made by the vault directly; the decryption service is the
+            // vault service's, and this test decrypts nothing through it.
+            let decryption = DecryptionService(
+                hsm: hsm, store: MerchantKeyStore(hsm: hsm, records: database),
+                verification: TokenSignatureVerifier(anchors: .apple, signingTimeWindow: 300), maxInFlight: nil, recycleEvery: 0,
+                metrics: metrics, database: DatabaseHealthService(database: database, metrics: metrics, logger: logger),
+                readiness: HSMReadiness(metrics: metrics, logger: logger), logger: logger)
+            let service = VaultService(vault: vault, decryption: decryption, metrics: metrics, audit: nil, logger: logger)
+            let upstream = InProcessMercuryPayUpstream(credentials: .init(user: "merchant", password: "upstream-secret"))
+            let relay = MercuryPayRelay(
+                service: service, upstream: upstream, fields: .init(cryptogramField: "Cryptogram", eciField: "ECI"),
+                organizations: [Self.organization])
+            let key = try APIKey(
+                entry: APIKey.generate(name: "merchant", scopes: [.redeem, .detokenize], organization: Self.organization).entry)
+            try await body(
+                Environment(vault: vault, service: service, paypage: paypage, upstream: upstream, relay: relay, key: key))
+        }
+    }
+
+    @Test func aRegistrationIDGoesUpstreamAsTheCardOnceAndComesBackAsTheToken() async throws {
+        try await withEnvironment { environment in
+            let id = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan, cryptogram: Self.cryptogram))
+
+            let reply = try await environment.relay(id)
+            #expect(reply.status == .ok)
+            let received = try #require(environment.upstream.received.first)
+            #expect(environment.upstream.received.count == 1 && received.path == "/PaymentsAPI/Credit/Sale")
+            #expect(received.problems.isEmpty, "\(received.problems)")
+            #expect(received.accountNumber == Self.pan && received.expDate == "1229")
+            #expect(received.field("Cryptogram") == Self.cryptogram && received.field("ECI") == "7")
+            #expect(received.authorization == "Basic " + Data("merchant:upstream-secret".utf8).base64EncodedString())
+            #expect(!received.text.contains(id))
+
+            let text = String(decoding: reply.body.serialized(), as: UTF8.self)
+            #expect(reply.body["CmdStatus"]?.stringValue == "Approved")
+            let token = try #require(reply.body["RecordNo"]?.stringValue)
+            #expect(token.count == 16 && token.hasPrefix("445711") && token.hasSuffix("1006") && token != Self.pan)
+            #expect(reply.body["AcctNo"]?.stringValue == "XXXXXXXXXXXX1006")
+            #expect(!text.contains(Self.pan) && !text.contains(Self.cryptogram) && !text.contains("UPSTREAM-RECORD"))
+            // The token the client got is the vault's, for the same card.
+            #expect(try await environment.vault.detokenize(token, organization: Self.organization).accountNumber.revealed == Self.pan)
+
+            // One cryptogram, one authorization: the registration ended when it was relayed.
+            let again = try await environment.relay(id)
+            #expect(again.status == .gone && again.body["PaywardenErrorCode"]?.stringValue == "registration_expired")
+            #expect(environment.upstream.received.count == 1)
+        }
+    }
+
+    @Test func anUpstreamThatFailsLeavesTheRegistrationSpentAndSaysTheOutcomeIsUnknown() async throws {
+        try await withEnvironment { environment in
+            let id = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan, cryptogram: Self.cryptogram))
+            environment.upstream.setAnswer(.httpError(500))
+            let reply = try await environment.relay(id)
+            #expect(reply.status == .badGateway)
+            #expect(reply.body["CmdStatus"]?.stringValue == "Error" && reply.body["RecordNo"] == nil)
+            let text = String(decoding: reply.body.serialized(), as: UTF8.self)
+            #expect(!text.contains(Self.pan) && !text.contains(Self.cryptogram))
+            // The card data may have reached the processor: the cryptogram is not offered twice.
+            environment.upstream.setAnswer(.approve)
+            #expect(try await environment.relay(id).status == .gone)
+            #expect(environment.upstream.received.count == 1)
+        }
+    }
+
+    @Test func anotherOrganisationsRegistrationIsNotRedeemedAndNothingIsSent() async throws {
+        try await withEnvironment { environment in
+            let other = try await environment.vault.createPaypage(
+                id: "other", organization: "other", merchantIdentifiers: ["merchant.com.other"], reportGroups: [], tokenFormat: .t)
+            let token = DecryptedPaymentToken(
+                paymentData: PaymentPayloads.threeDSecure(pan: Self.pan), version: .ecV1, transactionID: UUID().uuidString,
+                publicKeyHash: "hash", signingTime: Date(), keyID: "00", merchantIdentifierHash: String(repeating: "0", count: 64))
+            let id = try await environment.vault.register(token, paypage: other).id.value
+            let reply = try await environment.relay(id)
+            #expect(reply.status == .notFound && reply.body["PaywardenErrorCode"]?.stringValue == "registration_not_found")
+            #expect(environment.upstream.received.isEmpty)
+        }
+    }
+}
