@@ -125,8 +125,8 @@ let package = Package(
                 crypto,
             ]
         ),
-        // The merchant-token outbox and the calls to Apple it makes (unlink, metadata), over the
-        // vault and the event store.
+        // The merchant-token outbox and the calls to Apple (events, unlink, metadata, payment
+        // sessions) through MerchantTokenGateway, over the vault and the event store.
         .target(
             name: "MerchantTokens",
             dependencies: [
@@ -158,8 +158,8 @@ let package = Package(
                 httpTypes, nioSSL, nioCore, nioPosix, serviceLifecycle, logging,
             ]
         ),
-        // The admin commands: keys, certificates, the vault, merchant tokens, the database, the
-        // development token. They run on the domain modules and never link the HTTP server.
+        // The admin commands: keys, API keys, certificates, the vault, merchant tokens, the database,
+        // the development token. They run on the domain modules and do not import the HTTP server.
         .target(
             name: "PaywardenAdmin",
             dependencies: [
@@ -168,8 +168,8 @@ let package = Package(
                 crypto,
             ]
         ),
-        // The `paywarden` executable: the admin commands, and `serve` and `config check`, which
-        // need the server.
+        // The `paywarden` executable: the admin commands, and `serve` and `config` (which checks
+        // what `serve` would refuse), which need the server.
         .executableTarget(
             name: "PaywardenCLI",
             dependencies: [
