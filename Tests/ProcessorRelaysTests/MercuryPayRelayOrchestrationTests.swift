@@ -29,6 +29,7 @@ struct MercuryPayRelayOrchestrationTests {
         let upstream: InProcessMercuryPayUpstream
         let relay: MercuryPayRelay
         let key: APIKey
+        let audit: AuditLog
 
         /// A registration of `payload` as eProtect makes one, its ID.
         func register(_ payload: [UInt8]) async throws -> String {
@@ -64,7 +65,11 @@ struct MercuryPayRelayOrchestrationTests {
                 verification: TokenSignatureVerifier(anchors: .apple, signingTimeWindow: 300), maxInFlight: nil, recycleEvery: 0,
                 metrics: metrics, database: DatabaseHealthService(database: database, metrics: metrics, logger: logger),
                 readiness: HSMReadiness(metrics: metrics, logger: logger), logger: logger)
-            let service = VaultService(vault: vault, decryption: decryption, metrics: metrics, audit: nil, logger: logger)
+            let directory = NSTemporaryDirectory() + "paywarden-relay-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            TestResources.track(directory: directory)
+            let audit = AuditLog(path: directory + "/audit.jsonl")
+            let service = VaultService(vault: vault, decryption: decryption, metrics: metrics, audit: audit, logger: logger)
             let upstream = InProcessMercuryPayUpstream(credentials: .init(user: "merchant", password: "upstream-secret"))
             let relay = MercuryPayRelay(
                 service: service, upstream: upstream, fields: .init(cryptogramField: "Cryptogram", eciField: "ECI"),
@@ -72,7 +77,7 @@ struct MercuryPayRelayOrchestrationTests {
             let key = try APIKey(
                 entry: APIKey.generate(name: "merchant", scopes: [.redeem, .detokenize], organization: Self.organization).entry)
             try await body(
-                Environment(vault: vault, service: service, paypage: paypage, upstream: upstream, relay: relay, key: key))
+                Environment(vault: vault, service: service, paypage: paypage, upstream: upstream, relay: relay, key: key, audit: audit))
         }
     }
 
@@ -133,6 +138,31 @@ struct MercuryPayRelayOrchestrationTests {
             let reply = try await environment.relay(id)
             #expect(reply.status == .notFound && reply.body["PaywardenErrorCode"]?.stringValue == "registration_not_found")
             #expect(environment.upstream.received.isEmpty)
+        }
+    }
+
+    @Test func aRefusalOfTheRelaysOwnIsAuditedByItsCodeAndSpendsNothing() async throws {
+        try await withEnvironment { environment in
+            let id = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan, cryptogram: Self.cryptogram))
+            // The relay's check refuses with a code of its own, not the vault's: the registration
+            // stays live, and the audit line names that code.
+            do throws(VaultFailure) {
+                _ = try await environment.service.redeemForOneUse(id, key: environment.key, organization: Self.organization) {
+                    _ throws(VaultFailure) in
+                    throw VaultFailure.token(PaymentTokenError(.decryptionFailed, "the relay cannot use this payload"))
+                }
+                Issue.record("redeemed where the relay's check refused")
+            } catch {
+                #expect(error.code == .decryptionFailed)
+            }
+            let refused = try #require(try environment.audit.records().last)
+            #expect(refused.action == "redeem-once" && refused.result == "refused" && refused.detail == "decryption_failed")
+
+            let reply = try await environment.relay(id)
+            #expect(reply.status == .ok && environment.upstream.received.count == 1)
+            let used = try #require(try environment.audit.records().last)
+            #expect(used.action == "redeem-once" && used.result == "ok")
+            #expect(!(try String(contentsOfFile: environment.audit.path, encoding: .utf8)).contains(id))
         }
     }
 }
