@@ -127,4 +127,6 @@ public final class SettableClock: Sendable {
         get { date.withLock { $0 } }
         set { date.withLock { $0 = newValue } }
     }
+
+    public func advance(by seconds: TimeInterval) { date.withLock { $0 += seconds } }
 }

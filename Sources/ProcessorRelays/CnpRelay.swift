@@ -85,9 +85,9 @@ public struct CnpRelay: Sendable {
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
                 // What cannot be relayed (an EMV payload) is refused before a token is issued for it.
-                _ = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: Self.format)
+                let unissued = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: Self.format)
                 issued = try await service.issueToken(for: decrypted, policy: policy)
-                card = try RelayCardData.forwarded(decrypted.payment, issued: issued, cryptogramRequiredBy: Self.format)
+                card = unissued.naming(RelayCardData.network(of: issued))
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }

@@ -70,12 +70,12 @@ public struct RadialRelay: Sendable {
         do throws(VaultFailure) {
             let policy = try await service.organizationPolicy(organization)
             let decrypted = try await service.decrypt(Array(request.blob.paymentDataJSON), policy: policy)
-            let card = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: nil)
+            let card = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: nil)
             let issued = try await service.issueToken(for: decrypted, policy: policy)
             // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
             if card.cryptogram != nil { try await service.holdCryptogram(of: decrypted, for: issued, organization: organization) }
             let fields = CnpApplePayResponse(decrypted.payment)
-            let network = ProcessorMessages.CardNetwork(cnpCode: issued.network.rawValue) ?? card.resolvedNetwork
+            let network = RelayCardData.network(of: issued) ?? card.resolvedNetwork
             let reply = RadialDecryptBlobReply(
                 token: issued.token, expirationYYMMDD: card.expirationYYMMDD, tenderType: network?.radialTenderType,
                 currencyCode: fields?.currencyCode, transactionAmount: fields?.transactionAmount, cardholderName: fields?.cardholderName,
@@ -115,12 +115,12 @@ public struct RadialRelay: Sendable {
             let policy = try await service.organizationPolicy(organization)
             let decrypted = try await service.decrypt(Array(wallet.paymentDataJSON), policy: policy)
             // What cannot be relayed is refused before a token is issued for it.
-            let unissued = try RelayCardData.forwarded(decrypted.payment, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
+            let unissued = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: Self.cryptogramForm)
             guard unissued.resolvedNetwork?.radialTenderType != nil else {
                 throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
             }
             issued = try await service.issueToken(for: decrypted, policy: policy)
-            card = try RelayCardData.forwarded(decrypted.payment, issued: issued, cryptogramRequiredBy: Self.cryptogramForm)
+            card = unissued.naming(RelayCardData.network(of: issued))
         } catch {
             return refusal(error)
         }
@@ -148,7 +148,7 @@ public struct RadialRelay: Sendable {
             // not detokenized again; the take is audited (`take-held-cryptogram`). A card Radial has
             // no tender type for never authorizes here, so the check below loses nothing either.
             if let held = try await service.takeHeldCryptogram(for: token, key: key, organization: organization) {
-                card = try RelayCardData.forwarded(held, issued: nil, cryptogramRequiredBy: Self.cryptogramForm)
+                card = try RelayCardData.forwarded(held, cryptogramRequiredBy: Self.cryptogramForm)
             } else {
                 // Later uses: the rule every relay follows, a DPAN refused before it is detokenized.
                 card = try await StoredCredentialRule.cardData(

@@ -6,12 +6,14 @@ import Vault
 /// The card data a relay substitutes, from a decrypted Apple Pay payload (read once, as
 /// ``DecryptedPayment``) or from a detokenized account.
 public enum RelayCardData {
-    /// The account number, expiry, and for a 3-D Secure payment the cryptogram and ECI.
+    /// The account number, expiry, and for a 3-D Secure payment the cryptogram and ECI, checked
+    /// once: called before a token is issued, so what cannot be relayed is refused first, and
+    /// given the issued token's network after (``network(of:)``, ``ForwardedCardData/naming(_:)``).
     /// `cryptogramRequiredBy` names the form that carries a cryptogram only: an EMV payment is
-    /// refused for it (before anything is issued or sent, when called first). `payment` is nil
-    /// when the payload was not a JSON object, refused like one without an account number.
+    /// refused for it. `payment` is nil when the payload was not a JSON object, refused like one
+    /// without an account number.
     public static func forwarded(
-        _ payment: DecryptedPayment?, issued: IssuedToken?, cryptogramRequiredBy format: String?
+        _ payment: DecryptedPayment?, cryptogramRequiredBy format: String?
     ) throws(VaultFailure) -> ForwardedCardData {
         guard let payment, let number = payment.applicationPrimaryAccountNumber, let expiry = payment.applicationExpirationDate else {
             throw .vault(VaultError(.invalidAccountNumber, "the decrypted payload has no account number or expiry"))
@@ -24,8 +26,7 @@ public enum RelayCardData {
         do {
             return try ForwardedCardData(
                 accountNumber: number.revealed, expirationYYMMDD: expiry, cryptogram: cryptogram?.revealed,
-                eci: eci.flatMap { $0.count <= 2 && $0.allSatisfy { $0.isASCII && $0.isNumber } ? $0 : nil },
-                network: (issued?.network.rawValue).flatMap { $0.isEmpty ? nil : ProcessorMessages.CardNetwork(cnpCode: $0) })
+                eci: eci.flatMap { $0.count <= 2 && $0.allSatisfy { $0.isASCII && $0.isNumber } ? $0 : nil })
         } catch {
             throw .vault(VaultError(.invalidAccountNumber, error.message))
         }
@@ -38,20 +39,22 @@ public enum RelayCardData {
     public static func redeemedForOneUse(
         _ id: String, key: APIKey, organization: String, cryptogramRequiredBy format: String, service: VaultService
     ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
-        let (redemption, payment) = try await service.redeemForOneUse(id, key: key, organization: organization) {
-            payment throws(VaultFailure) in
-            _ = try forwarded(payment, issued: nil, cryptogramRequiredBy: format)
-            return payment
+        let (redemption, card) = try await service.redeemForOneUse(id, key: key, organization: organization) {
+            payment throws(VaultFailure) in try forwarded(payment, cryptogramRequiredBy: format)
         }
         let issued = redemption.highValueToken
-        return (issued, try forwarded(payment, issued: issued, cryptogramRequiredBy: format))
+        return (issued, card.naming(network(of: issued)))
+    }
+
+    /// The network the vault recorded for `issued` (from the BIN when it was issued); nil when
+    /// the BIN named none, so the card's own BIN decides.
+    public static func network(of issued: IssuedToken) -> ProcessorMessages.CardNetwork? {
+        issued.network.code.map(ProcessorMessages.CardNetwork.init)
     }
 
     /// A payload the vault held sealed (a cryptogram kept for a token's first use), read here.
-    public static func forwarded(
-        _ paymentData: [UInt8], issued: IssuedToken?, cryptogramRequiredBy format: String?
-    ) throws(VaultFailure) -> ForwardedCardData {
-        try forwarded(DecryptedPayment(json: paymentData), issued: issued, cryptogramRequiredBy: format)
+    public static func forwarded(_ paymentData: [UInt8], cryptogramRequiredBy format: String?) throws(VaultFailure) -> ForwardedCardData {
+        try forwarded(DecryptedPayment(json: paymentData), cryptogramRequiredBy: format)
     }
 
     /// A detokenized account: the number and expiry, no cryptogram (a stored token has none).

@@ -48,24 +48,18 @@ struct MerchantTokenOutboxTests {
         func shutdown() async {}
     }
 
-    final class MovableClock: Sendable {
-        private let offset = Mutex<TimeInterval>(0)
-        func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
-        var now: Date { Date(timeIntervalSince1970: 1_800_000_000).addingTimeInterval(offset.withLock { $0 }) }
-    }
-
     struct Environment: Sendable {
         let service: MerchantTokenService
         let vault: CardVault
         let apple: ScriptedAppleGateway
         let events: InMemoryDatabase
-        let clock: MovableClock
+        let clock: SettableClock
     }
 
     func withEnvironment(pendingLimit: Int = 10_000, _ body: (Environment) async throws -> Void) async throws {
         try await TestToken.withOpenHSM(labelPrefix: "outbox") { hsm in
             let database = InMemoryDatabase()
-            let clock = MovableClock()
+            let clock = SettableClock()
             let keys = MerchantKeyStore(hsm: hsm, records: database, clock: { clock.now })
             _ = try await keys.create(merchantID: Self.merchantID, purpose: .identity, algorithm: .rsa)
             let vault = CardVault(database: database, keyring: VaultKeyring(hsm: hsm), clock: { clock.now })
@@ -152,14 +146,14 @@ struct MerchantTokenOutboxTests {
             // Not due before its time.
             #expect(await environment.service.processDueEvents() == 0)
 
-            environment.clock.advance(30)
+            environment.clock.advance(by: 30)
             #expect(await environment.service.processDueEvents() == 1)
             stored = try #require(try await environment.events.event(id: "event-3"))
             #expect(stored.state == .pending)
             #expect(stored.attempts == 2)
             #expect(stored.nextAttemptAt == environment.clock.now.addingTimeInterval(60))
 
-            environment.clock.advance(60)
+            environment.clock.advance(by: 60)
             #expect(await environment.service.processDueEvents() == 1)
             stored = try #require(try await environment.events.event(id: "event-3"))
             #expect(stored.state == .failed)
@@ -174,7 +168,7 @@ struct MerchantTokenOutboxTests {
             environment.apple.script("event-4", .failure(AppleGatewayError(.upstreamUnavailable, "connection refused")))
             _ = try await environment.service.receiveNotification(merchantID: Self.merchantID, eventID: "event-4")
             // Seven days on, Apple no longer keeps the event's details: the attempt is the last.
-            environment.clock.advance(7 * 86_400)
+            environment.clock.advance(by: 7 * 86_400)
             #expect(await environment.service.processDueEvents() == 1)
             let stored = try #require(try await environment.events.event(id: "event-4"))
             #expect(stored.state == .failed)

@@ -31,12 +31,13 @@ struct MercuryPayRelayOrchestrationTests {
         let key: APIKey
         let audit: AuditLog
 
-        /// A registration of `payload` as eProtect makes one, its ID.
-        func register(_ payload: [UInt8]) async throws -> String {
+        /// A registration of `payload` on `paypage` (the organisation's own by default) as eProtect
+        /// makes one, its ID.
+        func register(_ payload: [UInt8], paypage: PaypageRecord? = nil) async throws -> String {
             let token = DecryptedPaymentToken(
                 paymentData: payload, version: .ecV1, transactionID: UUID().uuidString, publicKeyHash: "hash", signingTime: Date(),
                 keyID: "00", merchantIdentifierHash: String(repeating: "0", count: 64))
-            return try await vault.register(token, paypage: paypage).id.value
+            return try await vault.register(token, paypage: paypage ?? self.paypage).id.value
         }
 
         func relay(_ recordNo: String, tokenType: String = "RegistrationID") async throws -> MercuryPayRelay.Reply {
@@ -131,10 +132,7 @@ struct MercuryPayRelayOrchestrationTests {
         try await withEnvironment { environment in
             let other = try await environment.vault.createPaypage(
                 id: "other", organization: "other", merchantIdentifiers: ["merchant.com.other"], reportGroups: [], tokenFormat: .t)
-            let token = DecryptedPaymentToken(
-                paymentData: PaymentPayloads.threeDSecure(pan: Self.pan), version: .ecV1, transactionID: UUID().uuidString,
-                publicKeyHash: "hash", signingTime: Date(), keyID: "00", merchantIdentifierHash: String(repeating: "0", count: 64))
-            let id = try await environment.vault.register(token, paypage: other).id.value
+            let id = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan), paypage: other)
             let reply = try await environment.relay(id)
             #expect(reply.status == .notFound && reply.body["PaywardenErrorCode"]?.stringValue == "registration_not_found")
             #expect(environment.upstream.received.isEmpty)

@@ -40,10 +40,7 @@ public final class ServerMetrics: Sendable {
         self.registry = registry
         decryptDuration = registry.makeDurationHistogram(
             descriptor: Self.name("decrypt_duration", unit: "seconds", "Time to verify and decrypt one token, successful or not"),
-            buckets: [
-                .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
-                .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
-            ])
+            buckets: Self.latencyBuckets)
         recycles = registry.makeCounter(descriptor: Self.name("hsm_module_recycles", unit: "total", "PKCS#11 module re-initialisations"))
         activeKeys = registry.makeGauge(
             descriptor: Self.name("decryption", unit: "keys", "Active and retired processing keys in the key map"))
@@ -52,13 +49,16 @@ public final class ServerMetrics: Sendable {
             descriptor: Self.name("database", unit: "available", "1 when the database answered its last check"))
         vaultDuration = registry.makeDurationHistogram(
             descriptor: Self.name("vault_duration", unit: "seconds", "Time for one vault operation, successful or not"),
-            buckets: [
-                .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
-                .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
-            ])
+            buckets: Self.latencyBuckets)
         replayPurged = registry.makeCounter(
             descriptor: Self.name("replay_ledger_purged", unit: "total", "Expired transaction ids deleted from the replay ledger"))
     }
+
+    /// From half a millisecond to a second: a decryption or a vault operation, on any HSM.
+    private static let latencyBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
+    ]
 
     private static var requests: MetricNameDescriptor { name("http_requests", unit: "total", "HTTP requests by route and status") }
     private static var outcomes: MetricNameDescriptor {

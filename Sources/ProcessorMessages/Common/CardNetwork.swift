@@ -31,9 +31,21 @@ public enum CardNetwork: String, Sendable, Hashable, CaseIterable {
         self = network
     }
 
+    /// The network the one BIN table names by `code`: the same six networks.
+    public init(_ code: CardNetworkCode) {
+        switch code {
+        case .visa: self = .visa
+        case .mastercard: self = .mastercard
+        case .americanExpress: self = .americanExpress
+        case .discover: self = .discover
+        case .jcb: self = .jcb
+        case .dinersClub: self = .dinersClub
+        }
+    }
+
     /// The network from the leading digits, by the one BIN table (``CardNetworkCode``).
     public init?(accountNumber: String) {
         guard let code = CardNetworkCode(accountNumber: accountNumber) else { return nil }
-        self.init(cnpCode: code.rawValue)
+        self.init(code)
     }
 }

@@ -17,7 +17,7 @@ public struct ForwardedCardData: Sendable, CustomStringConvertible, CustomDebugS
     /// Apple's `eciIndicator`, when Apple gave one.
     public let eci: String?
     /// The network, when known better than the BIN tells (for example from Apple's payment method).
-    public let network: CardNetwork?
+    public private(set) var network: CardNetwork?
 
     public init(
         accountNumber: String,
@@ -50,6 +50,13 @@ public struct ForwardedCardData: Sendable, CustomStringConvertible, CustomDebugS
         self.cryptogram = cryptogram.map { Sensitive($0, hint: "cryptogram") }
         self.eci = eci
         self.network = network
+    }
+
+    /// The same card data, checked already, with `network` as the one known better than the BIN.
+    public func naming(_ network: CardNetwork?) -> ForwardedCardData {
+        var card = self
+        card.network = network
+        return card
     }
 
     /// The first six digits (the BIN).
