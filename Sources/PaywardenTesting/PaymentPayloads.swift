@@ -22,20 +22,55 @@ public enum PaymentPayloads {
         ])
     }
 
-    /// A merchant-token (MPAN) payload with multi-merchant authentication responses (amounts
-    /// as strings there) and fields Paywarden does not know, which must survive untouched.
-    public static func merchantToken(pan: String = "5204245250001488") -> [UInt8] {
-        compact([
+    /// A merchant-token (MPAN) payload with fields Paywarden does not know, which must survive
+    /// untouched, and with `authenticationResponses` two multi-merchant entries (amounts as strings there).
+    public static func merchantToken(pan: String = "5204245250001488", authenticationResponses: Bool = false) -> [UInt8] {
+        let responses =
+            authenticationResponses
+            ? #""authenticationResponses":["#
+                + #"{"merchantIdentifier":"merchant.com.example.a","authenticationData":"AAbbCCddEEff","transactionAmount":"1250"},"#
+                + #"{"merchantIdentifier":"merchant.com.example.b","authenticationData":"GGhhIIjjKKll","transactionAmount":"1250"}],"#
+            : ""
+        return compact([
             #"{"applicationPrimaryAccountNumber":"\#(pan)","applicationExpirationDate":"300531","currencyCode":"840","#,
             #""transactionAmount":2500,"deviceManufacturerIdentifier":"040010030273","paymentDataType":"3DSecure","#,
             #""paymentData":{"onlinePaymentCryptogram":"AJcBBBBBBBBBBBBBBBBBBBBBBBB="},"#,
             #""merchantTokenIdentifier":"DNITHE302409093402145671","#,
             #""merchantTokenMetadata":{"cardArt":[{"url":"https://example.test/art.png","type":"FULL_CARD_ART"}],"#,
-            #""cardMetadata":{"fpanSuffix":"1488","expirationDate":"05/30"}},"authenticationResponses":["#,
-            #"{"merchantIdentifier":"merchant.com.example.a","authenticationData":"AAbbCCddEEff","transactionAmount":"1250"},"#,
-            #"{"merchantIdentifier":"merchant.com.example.b","authenticationData":"GGhhIIjjKKll","transactionAmount":"1250"}],"#,
+            #""cardMetadata":{"fpanSuffix":"1488","expirationDate":"05/30"}},\#(responses)"#,
             #""futureField":{"nested":[1,2.5,null,true],"unicode":"caf\u00e9"}}"#,
         ])
+    }
+
+    /// A 3-D Secure payload of a multi-merchant payment (Apple's `multiTokenContexts`): the top-level
+    /// cryptogram and `authenticationResponses` given as JSON text (several entries, or a malformed
+    /// value for the refusals). ``multiMerchantResponses`` are three well-formed entries shaped like
+    /// the only public sample (64 hex characters, amounts as strings in minor units).
+    public static func multiMerchant(
+        pan: String = "4111111111111111", transactionAmount: String = "50000", authenticationResponses: String = multiMerchantResponses
+    ) -> [UInt8] {
+        compact([
+            #"{"applicationPrimaryAccountNumber":"\#(pan)","applicationExpirationDate":"291231","currencyCode":"840","#,
+            #""transactionAmount":\#(transactionAmount),"deviceManufacturerIdentifier":"040010030273","#,
+            #""paymentDataType":"3DSecure","paymentData":{"onlinePaymentCryptogram":"AgAAAAAABk4DWZ4C28yUQAAAAAA=","eciIndicator":"7"},"#,
+            #""authenticationResponses":\#(authenticationResponses)}"#,
+        ])
+    }
+
+    /// The submerchants of ``multiMerchant(pan:transactionAmount:authenticationResponses:)``: air travel,
+    /// hotel and car rental (Apple's WWDC22 example), 150 + 300 + 50 of a 500 total.
+    public static let submerchants: [(merchantIdentifier: String, cryptogram: String, amount: String)] = [
+        ("0aff534d6d46fd653f60e6161c53101ee8d9cbc20b1bc40533c929d0a6aae6bc", "AAAIAKnglVRsCyOvcgIAAAAAAAA=", "15000"),
+        ("bfc9a63b4ebab8cde90234731cb18a544c306b0af747d93d773fedb603f0945e", "AAAIANBEqODkDcrDTgIAAAAAAAA=", "30000"),
+        ("5b6e0e3f1c2d4a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d", "AAAIAPcarRentaLcRypToGRAm00=", "5000"),
+    ]
+
+    public static var multiMerchantResponses: String {
+        "["
+            + submerchants.map {
+                #"{"merchantIdentifier":"\#($0.merchantIdentifier)","authenticationData":"\#($0.cryptogram)","#
+                    + #""transactionAmount":"\#($0.amount)"}"#
+            }.joined(separator: ",") + "]"
     }
 
     /// The pieces above are one line of JSON split for the source's sake.

@@ -56,7 +56,9 @@ public struct CnpRelay: Sendable {
         public var status: HTTPResponse.Status = .ok
     }
 
-    public func relay(_ request: CnpOnlineRequest, key: APIKey, organization: String) async -> Reply {
+    /// `submerchant`: the request's `Paywarden-Submerchant` header, for a multi-merchant payment.
+    public func relay(_ request: CnpOnlineRequest, key: APIKey, organization: String, submerchant: SubmerchantChoice? = nil) async -> Reply
+    {
         guard merchantIDs[organization]?.contains(request.merchantId) == true else {
             return Self.refused(
                 request,
@@ -76,7 +78,7 @@ public struct CnpRelay: Sendable {
                 // One cryptogram, one authorization: the registration ends before anything is sent.
                 (issued, card) = try await RelayCardData.redeemedForOneUse(
                     paypage.paypageRegistrationId, key: key, organization: organization, cryptogramRequiredBy: Self.format,
-                    service: service)
+                    submerchant: submerchant, service: service)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
@@ -85,7 +87,7 @@ public struct CnpRelay: Sendable {
                 let policy = try await service.organizationPolicy(organization)
                 let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
                 // What cannot be relayed (an EMV payload) is refused before a token is issued for it.
-                let unissued = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: Self.format)
+                let unissued = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: Self.format, submerchant: submerchant)
                 issued = try await service.issueToken(for: decrypted, policy: policy)
                 card = unissued.naming(RelayCardData.network(of: issued))
             } catch {

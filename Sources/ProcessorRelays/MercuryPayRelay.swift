@@ -52,7 +52,10 @@ public struct MercuryPayRelay: Sendable {
         public var headers: HTTPFields = [:]
     }
 
-    public func relay(_ request: MercuryPayRequest, key: APIKey, organization: String) async -> Reply {
+    /// `submerchant`: the request's `Paywarden-Submerchant` header, for a multi-merchant payment.
+    public func relay(
+        _ request: MercuryPayRequest, key: APIKey, organization: String, submerchant: SubmerchantChoice? = nil
+    ) async -> Reply {
         // One merchant's credentials serve every request: only the organisations bound to it use them.
         guard organizations.contains(organization) else {
             return refusal(
@@ -76,6 +79,7 @@ public struct MercuryPayRelay: Sendable {
                 // One cryptogram, one authorization: the registration ends before anything is sent.
                 let (issued, redeemed) = try await RelayCardData.redeemedForOneUse(
                     request.recordNo, key: key, organization: organization, cryptogramRequiredBy: "the MercuryPay upstream",
+                    submerchant: submerchant,
                     service: service)
                 card = redeemed
                 token = issued.token
@@ -143,7 +147,9 @@ public struct MercuryPayRelay: Sendable {
             case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow,
                 .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .unauthorized, .forbidden, .payloadTooLarge,
                 .invalidRequest, .rateLimited, .requestTimeout, .reportGroupInvalid, .invalidAccountNumber, .registrationNotFound,
-                .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired, .unknownMerchant,
+                .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired,
+                .authenticationResponsesInvalid,
+                .submerchantRequired, .submerchantNotFound, .unknownMerchant,
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
                 .eventBusy, .upstreamUnavailable, .internalError:
                 nil

@@ -66,11 +66,15 @@ public struct RadialRelay: Sendable {
     /// Where Radial's SecureVerificationData is the only place for the card's authentication.
     public static let cryptogramForm = "Radial's SecureVerificationData"
 
+    /// A multi-merchant payment's cryptograms are held together, the payload whole: the authorisation
+    /// with the token names the one it uses (`Paywarden-Submerchant`), as a wallet's does.
     public func decryptBlob(_ request: RadialDecryptBlobRequest, organization: String) async -> Reply {
         do throws(VaultFailure) {
             let policy = try await service.organizationPolicy(organization)
             let decrypted = try await service.decrypt(Array(request.blob.paymentDataJSON), policy: policy)
-            let card = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: nil)
+            let multiMerchant = decrypted.payment?.authenticationResponses.isEmpty == false
+            let card = try RelayCardData.forwarded(
+                decrypted.payment, cryptogramRequiredBy: nil, submerchant: multiMerchant ? .coordinator : nil)
             let issued = try await service.issueToken(for: decrypted, policy: policy)
             // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
             if card.cryptogram != nil { try await service.holdCryptogram(of: decrypted, for: issued, organization: organization) }
@@ -92,7 +96,11 @@ public struct RadialRelay: Sendable {
         }
     }
 
-    public func authorize(_ request: RadialCreditCardAuthRequest, storeID: String, key: APIKey, organization: String) async -> Reply {
+    /// `submerchant`: the request's `Paywarden-Submerchant` header, for a multi-merchant payment
+    /// (a wallet's, or the one whose cryptogram `decryptblob` held for a token).
+    public func authorize(
+        _ request: RadialCreditCardAuthRequest, storeID: String, key: APIKey, organization: String, submerchant: SubmerchantChoice? = nil
+    ) async -> Reply {
         guard let upstream else {
             return fault(
                 .upstreamUnavailable, "no Radial upstream is configured (relay_radial_upstream); nothing was decrypted or sent",
@@ -107,7 +115,8 @@ public struct RadialRelay: Sendable {
         switch request.source {
         case .wallet(let blob): wallet = blob
         case .highValueToken(let token):
-            return await authorize(request, token: token, storeID: storeID, key: key, organization: organization, upstream: upstream)
+            return await authorize(
+                request, token: token, storeID: storeID, key: key, organization: organization, submerchant: submerchant, upstream: upstream)
         }
         let card: ForwardedCardData
         let issued: IssuedToken
@@ -115,7 +124,8 @@ public struct RadialRelay: Sendable {
             let policy = try await service.organizationPolicy(organization)
             let decrypted = try await service.decrypt(Array(wallet.paymentDataJSON), policy: policy)
             // What cannot be relayed is refused before a token is issued for it.
-            let unissued = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: Self.cryptogramForm)
+            let unissued = try RelayCardData.forwarded(
+                decrypted.payment, cryptogramRequiredBy: Self.cryptogramForm, submerchant: submerchant)
             guard unissued.resolvedNetwork?.radialTenderType != nil else {
                 throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
             }
@@ -131,7 +141,7 @@ public struct RadialRelay: Sendable {
     /// the token's card, with the cryptogram and ECI `decryptblob` held for its first use.
     private func authorize(
         _ request: RadialCreditCardAuthRequest, token: String, storeID: String, key: APIKey, organization: String,
-        upstream: any ProcessorUpstream
+        submerchant: SubmerchantChoice?, upstream: any ProcessorUpstream
     ) async -> Reply {
         // Detokenization, with the scope Paywarden's own detokenize route requires.
         guard key.scopes.contains(.detokenize) else {
@@ -148,7 +158,7 @@ public struct RadialRelay: Sendable {
             // not detokenized again; the take is audited (`take-held-cryptogram`). A card Radial has
             // no tender type for never authorizes here, so the check below loses nothing either.
             if let held = try await service.takeHeldCryptogram(for: token, key: key, organization: organization) {
-                card = try RelayCardData.forwarded(held, cryptogramRequiredBy: Self.cryptogramForm)
+                card = try RelayCardData.forwarded(held, cryptogramRequiredBy: Self.cryptogramForm, submerchant: submerchant)
             } else {
                 // Later uses: the rule every relay follows, a DPAN refused before it is detokenized.
                 card = try await StoredCredentialRule.cardData(

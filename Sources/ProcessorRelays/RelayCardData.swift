@@ -11,14 +11,15 @@ public enum RelayCardData {
     /// given the issued token's network after (``network(of:)``, ``ForwardedCardData/naming(_:)``).
     /// `cryptogramRequiredBy` names the form that carries a cryptogram only: an EMV payment is
     /// refused for it. `payment` is nil when the payload was not a JSON object, refused like one
-    /// without an account number.
+    /// without an account number. A multi-merchant payment gives the cryptogram of the entry
+    /// `submerchant` names (``SubmerchantChoice``), with the payment's account number, expiry and ECI.
     public static func forwarded(
-        _ payment: DecryptedPayment?, cryptogramRequiredBy format: String?
+        _ payment: DecryptedPayment?, cryptogramRequiredBy format: String?, submerchant: SubmerchantChoice?
     ) throws(VaultFailure) -> ForwardedCardData {
         guard let payment, let number = payment.applicationPrimaryAccountNumber, let expiry = payment.applicationExpirationDate else {
             throw .vault(VaultError(.invalidAccountNumber, "the decrypted payload has no account number or expiry"))
         }
-        let cryptogram = payment.credential.onlinePaymentCryptogram
+        let cryptogram = try SubmerchantChoice.cryptogram(of: payment, submerchant)
         if let format, cryptogram == nil {
             throw .vault(VaultError(.invalidRequest, "the payment is not 3-D Secure: \(format) carries a cryptogram only"))
         }
@@ -37,10 +38,11 @@ public enum RelayCardData {
     /// registration stays live; otherwise it is redeemed and ended in the same write, so a resend
     /// of the ID is 878, never a second authorization with the same cryptogram.
     public static func redeemedForOneUse(
-        _ id: String, key: APIKey, organization: String, cryptogramRequiredBy format: String, service: VaultService
+        _ id: String, key: APIKey, organization: String, cryptogramRequiredBy format: String, submerchant: SubmerchantChoice?,
+        service: VaultService
     ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
         let (redemption, card) = try await service.redeemForOneUse(id, key: key, organization: organization) {
-            payment throws(VaultFailure) in try forwarded(payment, cryptogramRequiredBy: format)
+            payment throws(VaultFailure) in try forwarded(payment, cryptogramRequiredBy: format, submerchant: submerchant)
         }
         let issued = redemption.highValueToken
         return (issued, card.naming(network(of: issued)))
@@ -53,8 +55,10 @@ public enum RelayCardData {
     }
 
     /// A payload the vault held sealed (a cryptogram kept for a token's first use), read here.
-    public static func forwarded(_ paymentData: [UInt8], cryptogramRequiredBy format: String?) throws(VaultFailure) -> ForwardedCardData {
-        try forwarded(DecryptedPayment(json: paymentData), cryptogramRequiredBy: format)
+    public static func forwarded(
+        _ paymentData: [UInt8], cryptogramRequiredBy format: String?, submerchant: SubmerchantChoice?
+    ) throws(VaultFailure) -> ForwardedCardData {
+        try forwarded(DecryptedPayment(json: paymentData), cryptogramRequiredBy: format, submerchant: submerchant)
     }
 
     /// A detokenized account: the number and expiry, no cryptogram (a stored token has none).

@@ -31,7 +31,7 @@ struct DecryptedPaymentTests {
         let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
         let bytes = PaymentPayloads.threeDSecure(pan: pan, cryptogram: cryptogram)
         let payment = try #require(DecryptedPayment(json: bytes))
-        let token = DecryptedPaymentToken(
+        let token = try DecryptedPaymentToken(
             paymentData: bytes, version: .ecV1, transactionID: "ab", publicKeyHash: "h", signingTime: Date(), keyID: "k",
             merchantIdentifierHash: "m")
         var dumped = ""
@@ -53,15 +53,16 @@ struct DecryptedPaymentTests {
     }
 
     @Test func merchantTokenWithAuthenticationResponses() throws {
-        let payment = try #require(DecryptedPayment(json: PaymentPayloads.merchantToken()))
+        let payment = try #require(DecryptedPayment(json: PaymentPayloads.merchantToken(authenticationResponses: true)))
         #expect(payment.merchantTokenIdentifier == "DNITHE302409093402145671")
         let responses = payment.authenticationResponses
         #expect(responses.map(\.merchantIdentifier) == ["merchant.com.example.a", "merchant.com.example.b"])
-        #expect(responses.map { $0.authenticationData?.revealed } == ["AAbbCCddEEff", "GGhhIIjjKKll"])
+        #expect(responses.map { $0.authenticationData.revealed } == ["AAbbCCddEEff", "GGhhIIjjKKll"])
         #expect(responses.map(\.transactionAmount) == ["1250", "1250"])
         // Stored as Foundation wrote it with sorted keys and unescaped slashes, so records keep their bytes.
         let metadata = try #require(payment.merchantTokenMetadata).bytes
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(PaymentPayloads.merchantToken())) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(PaymentPayloads.merchantToken(authenticationResponses: true))) as? [String: Any])
         let foundation = try JSONSerialization.data(
             withJSONObject: try #require(object["merchantTokenMetadata"]), options: [.sortedKeys, .withoutEscapingSlashes])
         #expect(metadata == Array(foundation), "\(String(decoding: metadata, as: UTF8.self))")
@@ -82,8 +83,8 @@ struct DecryptedPaymentTests {
         #expect(DecryptedPayment(json: Array(text.utf8)) == nil)
     }
 
-    @Test func decryptedTokenCarriesItsPayment() {
-        let token = DecryptedPaymentToken(
+    @Test func decryptedTokenCarriesItsPayment() throws {
+        let token = try DecryptedPaymentToken(
             paymentData: PaymentPayloads.emv(), version: .ecV1, transactionID: "00", publicKeyHash: "", signingTime: Date(), keyID: "",
             merchantIdentifierHash: "")
         #expect(token.payment?.json == token.paymentData && token.payment?.paymentDataType == "EMV")

@@ -57,11 +57,13 @@ struct ForgedTokenTests {
     func emvAndMerchantTokenPayloadsSurviveByteForByte(backend: MerchantKeyBackend) async throws {
         let env = try await DecryptionTestEnvironment(backend)
         let merchant = try await env.merchant("merchant.com.example.payloads")
-        for payload in [PaymentPayloads.emv(), PaymentPayloads.merchantToken(), PaymentPayloads.threeDSecure(eci: nil)] {
+        for payload in [
+            PaymentPayloads.emv(), PaymentPayloads.merchantToken(authenticationResponses: true), PaymentPayloads.threeDSecure(eci: nil),
+        ] {
             let result = try await env.decrypter.decrypt(json: try env.ecToken(to: merchant, payload: payload))
             #expect(result.paymentData == payload)
         }
-        let maskedJSON = try #require(PaymentDataMasking.masked(PaymentPayloads.merchantToken()))
+        let maskedJSON = try #require(PaymentDataMasking.masked(PaymentPayloads.merchantToken(authenticationResponses: true)))
         let masked = try #require(try JSONSerialization.jsonObject(with: Data(maskedJSON)) as? [String: Any])
         #expect(masked["applicationPrimaryAccountNumber"] as? String == "************1488")
         #expect(masked["futureField"] != nil)

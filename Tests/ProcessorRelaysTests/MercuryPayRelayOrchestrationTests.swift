@@ -34,18 +34,21 @@ struct MercuryPayRelayOrchestrationTests {
         /// A registration of `payload` on `paypage` (the organisation's own by default) as eProtect
         /// makes one, its ID.
         func register(_ payload: [UInt8], paypage: PaypageRecord? = nil) async throws -> String {
-            let token = DecryptedPaymentToken(
+            let token = try DecryptedPaymentToken(
                 paymentData: payload, version: .ecV1, transactionID: UUID().uuidString, publicKeyHash: "hash", signingTime: Date(),
                 keyID: "00", merchantIdentifierHash: String(repeating: "0", count: 64))
             return try await vault.register(token, paypage: paypage ?? self.paypage).id.value
         }
 
-        func relay(_ recordNo: String, tokenType: String = "RegistrationID") async throws -> MercuryPayRelay.Reply {
+        func relay(
+            _ recordNo: String, tokenType: String = "RegistrationID", submerchant: SubmerchantChoice? = nil
+        ) async throws -> MercuryPayRelay.Reply {
             let body =
                 #"{"OperatorID":"test","InvoiceNo":"10042","RefNo":"10042","Purchase":"19.99","TokenType":"\#(tokenType)","#
                 + #""RecordNo":"\#(recordNo)","Frequency":"OneTime"}"#
             let request = try MercuryPayRequest.parse(Array(body.utf8), operation: .saleByRecordNo)
-            return await relay.relay(request, key: key, organization: MercuryPayRelayOrchestrationTests.organization)
+            return await relay.relay(
+                request, key: key, organization: MercuryPayRelayOrchestrationTests.organization, submerchant: submerchant)
         }
     }
 
@@ -161,6 +164,47 @@ struct MercuryPayRelayOrchestrationTests {
             let used = try #require(try environment.audit.records().last)
             #expect(used.action == "redeem-once" && used.result == "ok")
             #expect(!(try String(contentsOfFile: environment.audit.path, encoding: .utf8)).contains(id))
+        }
+    }
+
+    /// A multi-merchant payment (`authenticationResponses`): relayed only with the entry named, that
+    /// entry's cryptogram sent with the payment's account number and ECI; a relay that names none,
+    /// or one the payment lacks, is refused with nothing sent and the registration left live.
+    @Test func aMultiMerchantPaymentIsRelayedWithTheCryptogramOfTheEntryNamed() async throws {
+        try await withEnvironment { environment in
+            let id = try await environment.register(PaymentPayloads.multiMerchant(pan: Self.pan))
+
+            let unnamed = try await environment.relay(id)
+            #expect(unnamed.status == .unprocessableContent && unnamed.body["PaywardenErrorCode"]?.stringValue == "submerchant_required")
+            let unknown = try await environment.relay(id, submerchant: .merchantIdentifier(String(repeating: "f", count: 64)))
+            #expect(unknown.status == .unprocessableContent && unknown.body["PaywardenErrorCode"]?.stringValue == "submerchant_not_found")
+            #expect(environment.upstream.received.isEmpty)
+
+            // Apple's identifier as sent, compared without case.
+            let hotel = PaymentPayloads.submerchants[1]
+            let reply = try await environment.relay(id, submerchant: .merchantIdentifier(hotel.merchantIdentifier.uppercased()))
+            #expect(reply.status == .ok)
+            let received = try #require(environment.upstream.received.first)
+            #expect(received.problems.isEmpty, "\(received.problems)")
+            #expect(received.accountNumber == Self.pan && received.field("Cryptogram") == hotel.cryptogram && received.field("ECI") == "7")
+            let text = String(decoding: reply.body.serialized(), as: UTF8.self)
+            #expect(!PaymentPayloads.submerchants.contains { text.contains($0.cryptogram) })
+            // One authorisation per registration, whichever entry it used.
+            #expect(try await environment.relay(id, submerchant: .coordinator).status == .gone)
+        }
+    }
+
+    @Test func theCoordinatorsOwnCryptogramIsNamedAsSuchAndASingleMerchantPaymentTakesNoChoice() async throws {
+        try await withEnvironment { environment in
+            let multi = try await environment.register(PaymentPayloads.multiMerchant(pan: Self.pan))
+            #expect(try await environment.relay(multi, submerchant: .coordinator).status == .ok)
+            #expect(environment.upstream.received.last?.field("Cryptogram") == "AgAAAAAABk4DWZ4C28yUQAAAAAA=")
+
+            let single = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan, cryptogram: Self.cryptogram))
+            let refused = try await environment.relay(single, submerchant: .coordinator)
+            #expect(refused.body["PaywardenErrorCode"]?.stringValue == "submerchant_not_found")
+            #expect(environment.upstream.received.count == 1)
+            #expect(try await environment.relay(single).status == .ok)
         }
     }
 }

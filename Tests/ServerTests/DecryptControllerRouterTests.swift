@@ -44,7 +44,8 @@ struct DecryptControllerRouterTests {
         }
     }
 
-    static let decrypted = DecryptedPaymentToken(
+    // swift-format-ignore: NeverUseForceTry
+    static let decrypted = try! DecryptedPaymentToken(
         paymentData: payload, version: .ecV1, transactionID: String(repeating: "ab", count: 32),
         publicKeyHash: "LbsUwAT6w1JV9tFXocU813TCHks+LSuFF0R/eBkrWnQ=", signingTime: Date(timeIntervalSince1970: 1_700_000_000),
         keyID: "0a1b2c", merchantIdentifierHash: String(repeating: "0", count: 64))

@@ -88,6 +88,8 @@ struct DecryptEndpointTests {
             spki[spki.count - 1] ^= 1
             offCurve.ephemeralPublicKeyOverride = spki
             expect(try await server.send(body: try server.ecToken(options: offCurve)), 422, "decryption_failed")
+            let overspent = PaymentPayloads.multiMerchant(transactionAmount: "100")
+            expect(try await server.send(body: try server.ecToken(payload: overspent)), 422, "authentication_responses_invalid")
 
             // Operations endpoints.
             #expect(try await server.operations("/healthz").status == 200)

@@ -12,7 +12,8 @@ import Testing
 struct JSONResponsesTests {
     static func facts(_ text: String) -> DecryptedTokenFacts {
         DecryptedTokenFacts(
-            DecryptedPaymentToken(
+            // swift-format-ignore: NeverUseForceTry
+            try! DecryptedPaymentToken(
                 paymentData: Array(#"{"a":1}"#.utf8), version: .ecV1, transactionID: "0a" + text, publicKeyHash: "ab/+cd==" + text,
                 signingTime: Date(timeIntervalSince1970: 1_700_000_000), keyID: "k\(text)", merchantIdentifierHash: text))
     }
@@ -35,8 +36,15 @@ struct JSONResponsesTests {
 
     @Test(arguments: strings)
     func redemptionEnvelopeMatchesJSONEncoder(_ text: String) throws {
-        for (identifier, eligible, count) in [(nil, false, 0), (text, true, 12_345)] as [(String?, Bool, Int)] {
+        let entries: [RedemptionFacts.AuthenticationResponseFacts] = [
+            .init(merchantIdentifier: text, transactionAmount: "100", authenticationData: "A/+" + text),
+            .init(merchantIdentifier: "b" + text, transactionAmount: "0", authenticationData: "B=="),
+        ]
+        for (identifier, eligible, count, responses) in [(nil, false, 0, []), (text, true, 12_345, entries), (nil, true, 1, [entries[0]])]
+            as [(String?, Bool, Int, [RedemptionFacts.AuthenticationResponseFacts])]
+        {
             let facts = RedemptionFacts(
+                authenticationResponses: responses,
                 token: .init(
                     version: "EC_v1" + text, transactionId: text, publicKeyHash: "a/b+" + text, signingTime: "2026-11-25T16:00:00Z"),
                 highValueToken: .init(

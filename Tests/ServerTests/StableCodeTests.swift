@@ -43,7 +43,10 @@ struct StableCodeTests {
         #expect(documented.isSubset(of: all), "\(documented.subtracting(all))")
         #expect(
             all.subtracting(documented)
-                == ["token_not_recurring_eligible", "cryptogram_required", "event_not_found", "event_applied", "event_busy"],
+                == [
+                    "token_not_recurring_eligible", "cryptogram_required", "event_not_found", "event_applied", "event_busy",
+                    "submerchant_required", "submerchant_not_found",
+                ],
             "\(all.subtracting(documented))")
     }
 

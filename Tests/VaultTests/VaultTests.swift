@@ -51,8 +51,8 @@ struct VaultTests {
         }
 
         /// A decrypted token as the engine hands it over, with `payload`.
-        static func decrypted(_ payload: [UInt8]) -> DecryptedPaymentToken {
-            DecryptedPaymentToken(
+        static func decrypted(_ payload: [UInt8]) throws -> DecryptedPaymentToken {
+            try DecryptedPaymentToken(
                 paymentData: payload, version: .ecV1, transactionID: String(repeating: "ab", count: 32),
                 publicKeyHash: "LbsUwAT6w1JV9tFXocU813TCHks+LSuFF0R/eBkrWnQ=", signingTime: Date(), keyID: "00",
                 merchantIdentifierHash: String(repeating: "0", count: 64))

@@ -15,12 +15,14 @@ public struct DecryptedPaymentToken: Sendable {
     /// Lowercase hex SHA-256 of the merchant identifier.
     public let merchantIdentifierHash: String
 
+    /// Refuses a multi-merchant payload whose `authenticationResponses` cannot be relied on
+    /// (``DecryptedPayment/read(_:)``): the decrypt endpoint never answers one, nor the vault keeps it.
     public init(
         paymentData: [UInt8], version: PaymentTokenVersion, transactionID: String, publicKeyHash: String, signingTime: Date,
         keyID: String, merchantIdentifierHash: String
-    ) {
+    ) throws(PaymentTokenError) {
         self.paymentData = paymentData
-        self.payment = DecryptedPayment(json: paymentData)
+        self.payment = try DecryptedPayment.read(paymentData)
         self.version = version
         self.transactionID = transactionID
         self.publicKeyHash = publicKeyHash

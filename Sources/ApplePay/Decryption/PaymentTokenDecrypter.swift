@@ -88,7 +88,7 @@ public final class PaymentTokenDecrypter: Sendable {
         }
         do {
             let plaintext = try await open(token, with: key)
-            return DecryptedPaymentToken(
+            return try DecryptedPaymentToken(
                 paymentData: plaintext, version: token.version, transactionID: token.transactionIDHex,
                 publicKeyHash: token.publicKeyHashBase64, signingTime: signingTime, keyID: key.keyID,
                 merchantIdentifierHash: Hex.encode(key.merchantIdentifierHash)

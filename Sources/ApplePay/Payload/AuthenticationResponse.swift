@@ -1,19 +1,22 @@
 import PaywardenPrimitives
 
-/// One submerchant's entry in a multi-merchant payment's `authenticationResponses`
-/// (Apple's payment token format for multi-merchant payments): its cryptogram, for the amount
-/// authorised to it.
+/// One submerchant's entry in a multi-merchant payment's `authenticationResponses` (Apple's
+/// "Payment token format reference": "a list of submerchant responses that contain cryptograms"):
+/// its cryptogram, for the amount authorised to it. Read by ``AuthenticationResponses``, which
+/// refuses an entry without all three fields.
 public struct AuthenticationResponse: Sendable {
-    /// 64 hex characters: a digest Apple derives, not the identifier the coordinator sent.
-    public let merchantIdentifier: String?
-    /// The network's cryptogram for this submerchant.
-    public let authenticationData: Sensitive<String>?
-    /// A string here (a number at the top level of the payload).
-    public let transactionAmount: String?
+    /// As Apple sent it. Apple calls it "the submerchant identifier as provided by the coordinator
+    /// merchant"; the only public sample is 64 hex characters, a digest whose input Apple does not
+    /// document (docs/apple-pay.md, "Multi-merchant payments"), so it is matched as written, never derived.
+    public let merchantIdentifier: String
+    /// The network's cryptogram for this submerchant (Base64).
+    public let authenticationData: Sensitive<String>
+    /// Minor units, as written: a string here (a number at the top level of the payload).
+    public let transactionAmount: String
 
-    init(_ object: TokenJSON.Object) {
-        merchantIdentifier = object["merchantIdentifier"]?.text
-        authenticationData = object["authenticationData"]?.text.map { Sensitive($0, hint: "cryptogram") }
-        transactionAmount = object["transactionAmount"]?.textOrNumber
+    init(merchantIdentifier: String, authenticationData: Sensitive<String>, transactionAmount: String) {
+        self.merchantIdentifier = merchantIdentifier
+        self.authenticationData = authenticationData
+        self.transactionAmount = transactionAmount
     }
 }

@@ -8,7 +8,10 @@ import PaywardenPrimitives
 ///
 /// Every field is optional and a field of another JSON type reads as absent: what is required is
 /// the reader's to say (the vault needs the account number and expiry, `applepayResponse` neither),
-/// as it was when each parsed the payload itself. The secrets are ``Sensitive``.
+/// as it was when each parsed the payload itself. The one exception is `authenticationResponses`:
+/// a cryptogram taken from the wrong entry authorises the wrong merchant, so a payload whose
+/// entries are not all well formed is refused whole (``AuthenticationResponses``). The secrets are
+/// ``Sensitive``.
 public struct DecryptedPayment: Sendable {
     /// The payload exactly as decrypted.
     public let json: [UInt8]
@@ -29,12 +32,25 @@ public struct DecryptedPayment: Sendable {
     public let merchantTokenIdentifier: String?
     /// A merchant token's card art, last four and expiry, when an object.
     public let merchantTokenMetadata: CanonicalJSONObject?
-    /// A multi-merchant payment's submerchant cryptograms; empty otherwise.
+    /// A multi-merchant payment's submerchant cryptograms, in Apple's order; empty otherwise.
     public let authenticationResponses: [AuthenticationResponse]
 
-    /// Reads `json`; nil unless it is exactly one JSON object.
+    /// Reads `json`; nil unless it is exactly one JSON object, and for a multi-merchant payment
+    /// whose `authenticationResponses` ``read(_:)`` refuses.
     public init?(json: [UInt8]) {
+        guard let payment = try? Self.read(json) else { return nil }
+        self = payment
+    }
+
+    /// Reads `json` as the decrypter does: nil when it is not exactly one JSON object (the decrypt
+    /// endpoint still answers it as it is), `authentication_responses_invalid` for a multi-merchant
+    /// payment whose entries cannot be relied on.
+    public static func read(_ json: [UInt8]) throws(PaymentTokenError) -> DecryptedPayment? {
         guard let object = try? TokenJSON.object(json) else { return nil }
+        return try DecryptedPayment(json: json, object: object)
+    }
+
+    private init(json: [UInt8], object: TokenJSON.Object) throws(PaymentTokenError) {
         self.json = json
         applicationPrimaryAccountNumber = object["applicationPrimaryAccountNumber"]?.text.map { Sensitive($0, hint: "account number") }
         applicationExpirationDate = object["applicationExpirationDate"]?.text
@@ -54,11 +70,8 @@ public struct DecryptedPayment: Sendable {
         } else {
             merchantTokenMetadata = nil
         }
-        if case .array(let elements)? = object["authenticationResponses"] {
-            authenticationResponses = elements.compactMap { element in
-                guard case .object(let response) = element else { return nil }
-                return AuthenticationResponse(response)
-            }
+        if let responses = object["authenticationResponses"] {
+            authenticationResponses = try AuthenticationResponses.read(responses, transactionAmount: transactionAmount)
         } else {
             authenticationResponses = []
         }

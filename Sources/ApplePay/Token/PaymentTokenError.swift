@@ -17,6 +17,9 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
         case databaseUnavailable = "database_unavailable"
         /// The token is encrypted to a key the caller may not use (another merchant organisation's).
         case merchantNotAuthorized = "merchant_not_authorized"
+        /// A multi-merchant payload whose `authenticationResponses` cannot be relied on (an entry
+        /// without its fields, two entries alike, amounts over the payment's): decrypted, and refused.
+        case authenticationResponsesInvalid = "authentication_responses_invalid"
     }
 
     /// What a caller does about it: refuse the token, or let the caller retry it later.
@@ -32,7 +35,7 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
         switch code {
         case .hsmUnavailable, .overloaded, .databaseUnavailable: .unavailable
         case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow,
-            .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .merchantNotAuthorized:
+            .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .merchantNotAuthorized, .authenticationResponsesInvalid:
             .refused
         }
     }

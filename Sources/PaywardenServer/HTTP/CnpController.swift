@@ -43,7 +43,13 @@ struct CnpController {
                     "Paywarden answers registerTokenRequest here; \(parsed.transaction.name) needs a configured upstream, and none is")
                 return Self.xml(CnpOnlineResponse.errorEnvelope(dialect: parsed.dialect, version: parsed.version, status: status))
             }
-            let reply = await relay.relay(parsed, key: key, organization: organization)
+            let submerchant: SubmerchantChoice?
+            do throws(VaultFailure) {
+                submerchant = try SubmerchantChoice(request.headers)
+            } catch {
+                return Self.xml(CnpRelay.refused(parsed, error.message).document)
+            }
+            let reply = await relay.relay(parsed, key: key, organization: organization, submerchant: submerchant)
             return Self.xml(reply.document, status: reply.status)
         }
         let response = await register(registration, key: key, organization: organization)
@@ -97,7 +103,8 @@ struct CnpController {
             case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow,
                 .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .unauthorized, .forbidden, .payloadTooLarge,
                 .invalidRequest, .rateLimited, .requestTimeout, .reportGroupInvalid, .tokenNotFound, .tokenUnlinked,
-                .tokenNotRecurringEligible, .cryptogramRequired, .unknownMerchant, .validationURLRefused, .identityUnavailable,
+                .tokenNotRecurringEligible, .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired,
+                .submerchantNotFound, .unknownMerchant, .validationURLRefused, .identityUnavailable,
                 .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable,
                 .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
                 .registrationError

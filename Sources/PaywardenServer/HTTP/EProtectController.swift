@@ -73,10 +73,12 @@ struct EProtectController {
         case .unknownPublicKeyHash: "the token is not encrypted to a key of this service"
         case .decryptionFailed: "the token could not be decrypted"
         case .invalidAccountNumber: "the token carries no usable account number"
+        case .authenticationResponsesInvalid: "the token's multi-merchant authentication responses are not usable"
         // Registration asks nothing else of the caller: the rest is Paywarden's (or its HSM's or
         // database's) to fix, and the anonymous caller is told only to retry.
         case .unauthorized, .forbidden, .payloadTooLarge, .invalidRequest, .rateLimited, .requestTimeout, .registrationNotFound,
-            .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired, .unknownMerchant,
+            .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired, .submerchantRequired,
+            .submerchantNotFound, .unknownMerchant,
             .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
             .eventBusy, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
             "Paywarden cannot register tokens right now; retry shortly"

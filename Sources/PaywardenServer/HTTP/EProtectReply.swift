@@ -90,7 +90,8 @@ enum EProtectResponseCode: String, Sendable {
             case .tokenUnlinked: .tokenInvalid
             case .malformedToken, .unsupportedVersion, .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .unauthorized,
                 .forbidden, .payloadTooLarge, .invalidRequest, .rateLimited, .requestTimeout, .tokenNotRecurringEligible,
-                .cryptogramRequired, .unknownMerchant, .validationURLRefused, .identityUnavailable, .appleRequestRefused,
+                .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
+                .validationURLRefused, .identityUnavailable, .appleRequestRefused,
                 .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable, .databaseUnavailable,
                 .upstreamUnavailable, .overloaded, .internalError:
                 .failure

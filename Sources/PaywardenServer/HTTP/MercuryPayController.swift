@@ -51,7 +51,13 @@ struct MercuryPayController {
                 "no MercuryPay upstream is configured (relay_mercurypay_upstream); nothing was redeemed or sent",
                 invoiceNo: parsed.invoiceNo)
         }
-        let reply = await relay.relay(parsed, key: key, organization: organization)
+        let submerchant: SubmerchantChoice?
+        do throws(VaultFailure) {
+            submerchant = try SubmerchantChoice(request.headers)
+        } catch {
+            return Self.error(.badRequest, code: .invalidRequest, error.message, invoiceNo: parsed.invoiceNo)
+        }
+        let reply = await relay.relay(parsed, key: key, organization: organization, submerchant: submerchant)
         return Self.json(reply.body, status: reply.status, headers: reply.headers)
     }
 

@@ -31,7 +31,14 @@ struct RadialController {
         try await handle(request, context: context, scope: .redeem) { body throws(ProcessorMessageError) in
             try RadialCreditCardAuthRequest.parse(body)
         } relay: { parsed, caller in
-            await relay.authorize(parsed, storeID: caller.storeID, key: caller.key, organization: caller.organization)
+            let submerchant: SubmerchantChoice?
+            do throws(VaultFailure) {
+                submerchant = try SubmerchantChoice(request.headers)
+            } catch {
+                return relay.fault(.validationFailed, error.message, .badRequest)
+            }
+            return await relay.authorize(
+                parsed, storeID: caller.storeID, key: caller.key, organization: caller.organization, submerchant: submerchant)
         }
     }
 

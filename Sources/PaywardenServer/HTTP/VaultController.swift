@@ -159,6 +159,16 @@ struct RedemptionFacts: Encodable, Sendable, SelfEncodingEnvelope {
         let expiresAt: String
     }
 
+    /// One submerchant's entry of a multi-merchant payment, as Apple sent it: the cryptogram is
+    /// the one its authorisation carries (the payload beside it holds the same).
+    struct AuthenticationResponseFacts: Encodable, Sendable {
+        let merchantIdentifier: String
+        let transactionAmount: String
+        let authenticationData: String
+    }
+
+    /// Empty unless the payment is multi-merchant.
+    let authenticationResponses: [AuthenticationResponseFacts]
     let token: Token
     let highValueToken: HighValueToken
     let registration: RegistrationFacts
@@ -175,9 +185,20 @@ extension RedemptionFacts {
             kind: issued.kind.rawValue, recurringEligible: issued.kind.recurringEligible,
             merchantTokenIdentifier: issued.merchantTokenIdentifier)
         registration = RegistrationFacts(redemptions: redemption.redemptions, expiresAt: RFC3339.string(from: redemption.expiresAt))
+        // The vault kept only payloads the decrypter read, entries included (DecryptedPayment.read).
+        authenticationResponses = (DecryptedPayment(json: redemption.paymentData)?.authenticationResponses ?? []).map {
+            AuthenticationResponseFacts(
+                merchantIdentifier: $0.merchantIdentifier, transactionAmount: $0.transactionAmount,
+                authenticationData: $0.authenticationData.revealed)
+        }
     }
 
     func writeMembers(to writer: inout JSONMemberWriter) {
+        writer.objects("authenticationResponses", authenticationResponses) { entry, response in
+            entry.member("authenticationData", response.authenticationData)
+            entry.member("merchantIdentifier", response.merchantIdentifier)
+            entry.member("transactionAmount", response.transactionAmount)
+        }
         writer.object("highValueToken") { issued in
             issued.member("format", highValueToken.format)
             issued.member("kind", highValueToken.kind)

@@ -28,7 +28,8 @@ extension StableCode {
         case .registrationExpired, .tokenUnlinked: .gone
         case .payloadTooLarge: .contentTooLarge
         case .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow, .replayedTransaction, .unknownPublicKeyHash,
-            .decryptionFailed, .invalidAccountNumber, .tokenNotRecurringEligible, .cryptogramRequired:
+            .decryptionFailed, .invalidAccountNumber, .tokenNotRecurringEligible, .cryptogramRequired,
+            .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound:
             .unprocessableContent
         case .rateLimited: .tooManyRequests
         case .internalError: .internalServerError

@@ -20,6 +20,7 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     case replayedTransaction = "replayed_transaction"
     case unknownPublicKeyHash = "unknown_public_key_hash"
     case decryptionFailed = "decryption_failed"
+    case authenticationResponsesInvalid = "authentication_responses_invalid"
     // The caller
     case unauthorized
     case forbidden
@@ -37,6 +38,8 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     case tokenUnlinked = "token_unlinked"
     case tokenNotRecurringEligible = "token_not_recurring_eligible"
     case cryptogramRequired = "cryptogram_required"
+    case submerchantRequired = "submerchant_required"
+    case submerchantNotFound = "submerchant_not_found"
     // Merchant tokens and Apple's gateway (OutboundTLS's AppleGatewayError)
     case unknownMerchant = "unknown_merchant"
     case validationURLRefused = "validation_url_refused"
@@ -72,7 +75,8 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .unauthorized, .forbidden, .payloadTooLarge,
             .invalidRequest, .rateLimited, .requestTimeout, .merchantNotAuthorized, .reportGroupInvalid, .invalidAccountNumber,
             .registrationNotFound, .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible,
-            .cryptogramRequired, .unknownMerchant, .validationURLRefused, .identityUnavailable, .appleRequestRefused,
+            .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
+            .validationURLRefused, .identityUnavailable, .appleRequestRefused,
             .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy:
             .refused
         }
@@ -93,6 +97,7 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             case .overloaded: .overloaded
             case .databaseUnavailable: .databaseUnavailable
             case .merchantNotAuthorized: .merchantNotAuthorized
+            case .authenticationResponsesInvalid: .authenticationResponsesInvalid
             }
     }
 
@@ -105,6 +110,8 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             case .tokenUnlinked: .tokenUnlinked
             case .tokenNotRecurringEligible: .tokenNotRecurringEligible
             case .cryptogramRequired: .cryptogramRequired
+            case .submerchantRequired: .submerchantRequired
+            case .submerchantNotFound: .submerchantNotFound
             case .merchantNotAuthorized: .merchantNotAuthorized
             case .reportGroupInvalid: .reportGroupInvalid
             case .invalidAccountNumber: .invalidAccountNumber

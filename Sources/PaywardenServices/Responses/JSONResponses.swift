@@ -96,6 +96,26 @@ public struct JSONMemberWriter {
         buffer.writeString("}")
     }
 
+    /// A member whose value is an array of objects, each written by `body`.
+    public mutating func objects<Elements: Sequence>(
+        _ name: StaticString, _ elements: Elements, _ body: (inout JSONMemberWriter, Elements.Element) -> Void
+    ) {
+        writeName(name)
+        buffer.writeString("[")
+        var separator = false
+        for element in elements {
+            if separator { buffer.writeString(",") }
+            separator = true
+            buffer.writeString("{")
+            var inner = JSONMemberWriter(buffer: buffer)
+            buffer = ByteBuffer()
+            body(&inner, element)
+            buffer = inner.buffer
+            buffer.writeString("}")
+        }
+        buffer.writeString("]")
+    }
+
     private mutating func writeName(_ name: StaticString) {
         if !first { buffer.writeString(",") }
         first = false

@@ -13,6 +13,11 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         /// A stored token of a DPAN presented without a cryptogram to a relay whose format
         /// authenticates a DPAN with its cryptogram only (Radial's card-not-present request).
         case cryptogramRequired = "cryptogram_required"
+        /// A multi-merchant payment relayed without saying which of its `authenticationResponses`
+        /// (or the coordinator's own cryptogram) the authorisation uses.
+        case submerchantRequired = "submerchant_required"
+        /// The entry a relay request names is not in the payment (or the payment is not multi-merchant).
+        case submerchantNotFound = "submerchant_not_found"
         case merchantNotAuthorized = "merchant_not_authorized"
         /// eProtect 880: the paypage does not allow the `reportGroup`.
         case reportGroupInvalid = "report_group_invalid"
@@ -43,7 +48,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .databaseUnavailable, .hsmUnavailable: .unavailable
         case .recordUnreadable: .corrupt
         case .registrationNotFound, .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired,
-            .merchantNotAuthorized, .reportGroupInvalid, .invalidAccountNumber, .invalidRequest:
+            .submerchantRequired, .submerchantNotFound, .merchantNotAuthorized, .reportGroupInvalid, .invalidAccountNumber, .invalidRequest:
             .refused
         }
     }
