@@ -31,7 +31,8 @@ struct WebMerchantEndpointTests {
         let merchantCertificate: [UInt8]
     }
 
-    func withFixture(integrator: Bool = true, _ body: (Fixture) async throws -> Void) async throws {
+    /// `integrator`: the id PAYWARDEN_PLATFORM_INTEGRATOR_ID names (the stand-in accepts only `integratorID`).
+    func withFixture(integrator: String? = integratorID, _ body: (Fixture) async throws -> Void) async throws {
         let ca = TestCertificateAuthority.shared
         let apple = try await AppleGatewayStandIn.start(clientCA: ca.certificate)
         apple.acceptPlatformIntegrator(Self.integratorID)
@@ -46,7 +47,7 @@ struct WebMerchantEndpointTests {
                     configuration.merchantTokens.gateway = try AppleGatewayConfiguration(
                         baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
                         extraTrustRoots: [apple.serverCA])
-                    configuration.merchantTokens.platformIntegratorID = integrator ? Self.integratorID : nil
+                    configuration.merchantTokens.platformIntegratorID = integrator
                 },
                 prepare: { store in
                     // The integrator's identity key is made like a merchant's: `keys create --purpose identity`.
@@ -278,12 +279,27 @@ struct WebMerchantEndpointTests {
     }
 
     @Test func withoutTheIntegratorSettingEveryCallIsRefused() async throws {
-        try await withFixture(integrator: false) { fixture in
+        try await withFixture(integrator: nil) { fixture in
             try await storeFile(fixture)
             let reply = try await register(fixture, domains: ["shop.example.com"])
             #expect(reply.status == 409 && reply.errorCode == "platform_integrator_not_configured", "\(reply.text)")
             #expect(reply.text.contains("PAYWARDEN_PLATFORM_INTEGRATOR_ID"))
             #expect(fixture.apple.webMerchantRequests.isEmpty)
+        }
+    }
+
+    /// Apple's registration API takes the integrator's identity certificate only: configured with a
+    /// merchant's identity key instead, the call is made with it and Apple's 401 says what to fix.
+    @Test func aMerchantsIdentityCertificateIsRefusedForRegistration() async throws {
+        try await withFixture(integrator: Self.merchantID) { fixture in
+            try await storeFile(fixture)
+            let reply = try await register(fixture, domains: ["shop.example.com"])
+            #expect(reply.status == 502 && reply.errorCode == "apple_platform_unauthorized", "\(reply.text)")
+            #expect(reply.text.contains("platform integrator identity certificate"), "\(reply.text)")
+            let call = try #require(fixture.apple.webMerchantRequests.last)
+            #expect(call.clientCertificateDER == fixture.merchantCertificate)
+            #expect(fixture.apple.registeredWebMerchant(Self.partnerID) == nil)
+            #expect(try await fixture.server.server.database.database.webMerchant(id: Self.partnerID) == nil, "nothing recorded")
         }
     }
 
