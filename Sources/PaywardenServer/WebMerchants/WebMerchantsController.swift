@@ -112,8 +112,6 @@ struct WebMerchantsController {
 struct DomainAssociationController {
     let service: WebMerchantService
 
-    static let path = "/.well-known/apple-developer-merchantid-domain-association"
-
     func serve(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
         let stored: [UInt8]?
         do throws(MerchantTokenFailure) {
