@@ -27,6 +27,10 @@ struct WebMerchantEndpointTests {
         let apple: AppleGatewayStandIn
         let platformKey: String
         let sessionKey: String
+        /// Keys of two organisations: each acts on its own registrations only.
+        let examplePlatformKey: String
+        let rivalPlatformKey: String
+        let rivalSessionKey: String
         let integratorCertificate: [UInt8]
         let merchantCertificate: [UInt8]
     }
@@ -38,12 +42,20 @@ struct WebMerchantEndpointTests {
         apple.acceptPlatformIntegrator(Self.integratorID)
         let (platformKey, platformEntry) = APIKey.generate(name: "platform-operator", scopes: [.platform])
         let (sessionKey, sessionEntry) = APIKey.generate(name: "web-checkout", scopes: [.session], organization: "example")
+        let (examplePlatformKey, examplePlatformEntry) = APIKey.generate(
+            name: "example-platform", scopes: [.platform], organization: "example")
+        let (rivalPlatformKey, rivalPlatformEntry) = APIKey.generate(name: "rival-platform", scopes: [.platform], organization: "rival")
+        let (rivalSessionKey, rivalSessionEntry) = APIKey.generate(name: "rival-checkout", scopes: [.session], organization: "rival")
         let certificates = CertificateBox()
         do {
             try await withServer(
                 { configuration in
                     configuration.apiKeys = APIKeyRegistry(
-                        keys: configuration.apiKeys.keys + [try APIKey(entry: platformEntry), try APIKey(entry: sessionEntry)])
+                        keys: configuration.apiKeys.keys
+                            + [
+                                try APIKey(entry: platformEntry), try APIKey(entry: sessionEntry), try APIKey(entry: examplePlatformEntry),
+                                try APIKey(entry: rivalPlatformEntry), try APIKey(entry: rivalSessionEntry),
+                            ])
                     configuration.merchantTokens.gateway = try AppleGatewayConfiguration(
                         baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
                         extraTrustRoots: [apple.serverCA])
@@ -62,6 +74,7 @@ struct WebMerchantEndpointTests {
                 try await body(
                     Fixture(
                         server: server, apple: apple, platformKey: platformKey, sessionKey: sessionKey,
+                        examplePlatformKey: examplePlatformKey, rivalPlatformKey: rivalPlatformKey, rivalSessionKey: rivalSessionKey,
                         integratorCertificate: certificates.get(0), merchantCertificate: certificates.get(1)))
             }
         } catch {
@@ -285,6 +298,49 @@ struct WebMerchantEndpointTests {
             #expect(reply.status == 409 && reply.errorCode == "platform_integrator_not_configured", "\(reply.text)")
             #expect(reply.text.contains("PAYWARDEN_PLATFORM_INTEGRATOR_ID"))
             #expect(fixture.apple.webMerchantRequests.isEmpty)
+        }
+    }
+
+    /// A key with an organisation acts on its organisation's registrations only, and another
+    /// organisation's checkout cannot use them for a session.
+    @Test func eachOrganisationSeesAndUsesItsOwnRegistrationsOnly() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            try await storeFile(fixture)
+            var object: [String: Any] = [
+                "partnerInternalMerchantIdentifier": "example-shop", "partnerMerchantName": "Example Shop",
+                "domainNames": ["shop.example.com"],
+            ]
+            let registered = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants", body: try body(object), apiKey: fixture.examplePlatformKey)
+            #expect(registered.status == 201, "\(registered.text)")
+            #expect(try await server.server.database.database.webMerchant(id: "example-shop")?.organization == "example")
+
+            let rivalShow = try await server.send(.GET, Self.path("example-shop"), apiKey: fixture.rivalPlatformKey)
+            #expect(rivalShow.status == 404 && rivalShow.errorCode == "web_merchant_not_found", "\(rivalShow.text)")
+            let rivalList = try await server.send(.GET, "/v1/apple-pay/web-merchants", apiKey: fixture.rivalPlatformKey)
+            #expect(rivalList.status == 200 && !rivalList.text.contains("example-shop"), "\(rivalList.text)")
+            let rivalUnregister = try await server.send(
+                .POST, Self.path("example-shop") + "/unregister", body: try body(["domainNames": ["shop.example.com"], "reason": "x"]),
+                apiKey: fixture.rivalPlatformKey)
+            #expect(rivalUnregister.status == 404, "\(rivalUnregister.text)")
+            object["partnerMerchantName"] = "Taken Over"
+            let rivalRegister = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants", body: try body(object), apiKey: fixture.rivalPlatformKey)
+            #expect(rivalRegister.status == 404, "\(rivalRegister.text)")
+            #expect(fixture.apple.registeredWebMerchant("example-shop")?.partnerMerchantName == "Example Shop")
+
+            let validationURL = "https://localhost:\(fixture.apple.port)/paymentservices/paymentSession"
+            let session = try body([
+                "merchantId": "example-shop", "validationURL": validationURL, "displayName": "Example Shop", "initiative": "web",
+                "initiativeContext": "shop.example.com",
+            ])
+            let before = fixture.apple.requests.count
+            let rivalSession = try await server.send(.POST, "/v1/apple-pay/payment-session", body: session, apiKey: fixture.rivalSessionKey)
+            #expect(rivalSession.status == 403 && rivalSession.errorCode == "merchant_not_authorized", "\(rivalSession.text)")
+            #expect(fixture.apple.requests.count == before)
+            let ownSession = try await server.send(.POST, "/v1/apple-pay/payment-session", body: session, apiKey: fixture.sessionKey)
+            #expect(ownSession.status == 200, "\(ownSession.text)")
         }
     }
 
