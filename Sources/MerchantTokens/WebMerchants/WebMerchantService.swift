@@ -163,12 +163,12 @@ public final class WebMerchantService: Sendable {
             throw MerchantTokenFailure(error)
         }
         guard let organization else { return all }
-        return all.filter { $0.organization == nil || $0.organization == organization }
+        return all.filter { $0.organization == organization }
     }
 
     /// The web merchant named `identifier` when there is one this organisation may use.
     public func webMerchant(_ identifier: String, organization: String?) async throws(MerchantTokenFailure) -> WebMerchantRecord? {
-        try await owned(identifier, organization: organization, requireActive: false)
+        try await owned(identifier, organization: organization, requireActive: false, sharedAllowed: true)
     }
 
     // MARK: The domain-verification file
@@ -215,8 +215,10 @@ public final class WebMerchantService: Sendable {
     }
 
     /// The record when the organisation may act on it (its own, or one an admin registered); nil otherwise.
-    private func owned(_ identifier: String, organization: String?, requireActive: Bool) async throws(MerchantTokenFailure)
-        -> WebMerchantRecord?
+    /// `sharedAllowed`: whether an organisation may also use a registration an admin made (no
+    /// organisation), as its payment sessions may; changing or reading one is the admin's.
+    private func owned(_ identifier: String, organization: String?, requireActive: Bool, sharedAllowed: Bool = false)
+        async throws(MerchantTokenFailure) -> WebMerchantRecord?
     {
         let record: WebMerchantRecord?
         do throws(StorageError) {
@@ -225,7 +227,7 @@ public final class WebMerchantService: Sendable {
             throw MerchantTokenFailure(error)
         }
         guard let record else { return nil }
-        if let organization, let owner = record.organization, owner != organization {
+        if let organization, record.organization != organization && !(sharedAllowed && record.organization == nil) {
             // Another organisation's merchant is answered as absent: its existence is not the caller's to learn.
             if requireActive { return nil }
             throw Self.notFound(identifier)
