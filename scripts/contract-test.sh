@@ -63,7 +63,7 @@ export PAYWARDEN_TRUST_ROOTS="$WORK/root.pem"
   --merchant-id "$(cat "$WORK/merchant-id")" > "$WORK/paypage.log" 2>&1 || { cat "$WORK/paypage.log"; exit 1; }
 
 KEY="pw_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
-SCOPES=decrypt+redeem+detokenize+session+merchant-tokens
+SCOPES=decrypt+redeem+detokenize+session+merchant-tokens+platform
 export PAYWARDEN_API_KEYS="contract:$(printf '%s' "$KEY" | sha256sum | cut -d' ' -f1):$SCOPES:$ORGANIZATION"
 PORT=$(free_port)
 NOBODY=$(free_port)   # nothing listens there: a call to a peer would be upstream_unavailable
@@ -75,6 +75,8 @@ export PAYWARDEN_RELAY_MERCURYPAY_UPSTREAM="http://127.0.0.1:$NOBODY" PAYWARDEN_
 export PAYWARDEN_RELAY_MERCURYPAY_CRYPTOGRAM_FIELD=Cryptogram PAYWARDEN_RELAY_MERCURYPAY_ECI_FIELD=ECI
 export PAYWARDEN_RELAY_RADIAL_UPSTREAM="http://127.0.0.1:$NOBODY" PAYWARDEN_RELAY_RADIAL_STORE_IDS="$ORGANIZATION=store1"
 export PAYWARDEN_MERCHANT_TOKEN_ALLOWED_SOURCES="127.0.0.0/8"
+# Web merchants: every limit is checked before the missing domain file or identity key refuses.
+export PAYWARDEN_PLATFORM_INTEGRATOR_ID=platformintegrator.com.example.contract
 export PAYWARDEN_EPROTECT_RATE_PER_PAYPAGE=1000000 PAYWARDEN_EPROTECT_RATE_PER_ADDRESS=1000000
 export PAYWARDEN_LOG_LEVEL=warning
 "$BIN/paywarden" serve > "$WORK/server.log" 2>&1 &

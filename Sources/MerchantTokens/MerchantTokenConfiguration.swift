@@ -13,6 +13,8 @@ public struct MerchantTokenConfiguration: Sendable {
     public var trustedProxies: [String]
     public var eventPolicy: MerchantTokenEventPolicy
     public var pollInterval: Duration
+    /// The platform integrator id for web merchants (``WebMerchantService``); nil: not configured.
+    public var platformIntegratorID: String? = nil
 
     public init(settings: MerchantTokenSettings) throws(ConfigurationError) {
         typealias C = SettingCatalog
@@ -44,6 +46,7 @@ public struct MerchantTokenConfiguration: Sendable {
         trustedProxies = settings.trustedProxies
         eventPolicy = MerchantTokenEventPolicy(pendingLimit: settings.pendingLimit)
         pollInterval = settings.pollInterval
+        platformIntegratorID = settings.platformIntegratorID
         _ = try notificationSources()
     }
 

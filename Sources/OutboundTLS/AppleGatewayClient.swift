@@ -179,6 +179,9 @@ public final class AppleGatewayClient: Sendable {
         case unlink = "merchant-token-unlink"
         case updateMetadata = "merchant-token-update-metadata"
         case paymentSession = "payment-session"
+        case registerMerchant = "web-merchant-register"
+        case unregisterMerchant = "web-merchant-unregister"
+        case merchantDetails = "web-merchant-details"
     }
 
     private func merchantTokenURL(_ merchantID: String, _ tail: String) throws(AppleGatewayError) -> String {
@@ -199,6 +202,18 @@ public final class AppleGatewayClient: Sendable {
         _ operation: Operation, credential: IdentityCredential, method: HTTPMethod, url: String, body: [UInt8]?,
         expecting: Set<Int>, metadata: Logger.Metadata
     ) async throws(AppleGatewayError) -> [UInt8] {
+        let answer = try await exchange(
+            operation, credential: credential, method: method, url: url, body: body, expecting: expecting, metadata: metadata)
+        if expecting.contains(answer.status) { return answer.body }
+        throw Self.error(status: answer.status, body: answer.body, operation: operation)
+    }
+
+    /// Apple's answer to one request, whatever its status (logged as accepted when it is one of
+    /// `expecting`); only a transport failure or an oversized body throws.
+    func exchange(
+        _ operation: Operation, credential: IdentityCredential, method: HTTPMethod, url: String, body: [UInt8]?,
+        expecting: Set<Int>, metadata: Logger.Metadata
+    ) async throws(AppleGatewayError) -> (status: Int, headers: HTTPHeaders, body: [UInt8]) {
         let entry = try connections.entry(for: credential)
         let requestID = UUID().uuidString.lowercased()
         var request = HTTPClientRequest(url: url)
@@ -252,10 +267,13 @@ public final class AppleGatewayClient: Sendable {
 
         if expecting.contains(status) {
             logger.info("Apple gateway call", metadata: logMetadata)
-            return bytes
+        } else {
+            if let correlation = response.headers.first(name: "x-keystone-correlationid") {
+                logMetadata["apple-correlation-id"] = "\(GatewayField.sanitized(correlation, limit: 128))"
+            }
+            logger.warning("Apple gateway call refused", metadata: logMetadata)
         }
-        logger.warning("Apple gateway call refused", metadata: logMetadata)
-        throw Self.error(status: status, body: bytes, operation: operation)
+        return (status, response.headers, bytes)
     }
 
     /// Apple's status → what the caller does about it.
@@ -295,7 +313,7 @@ public final class AppleGatewayClient: Sendable {
     }
 
     /// A transport error in a line: NIO and AsyncHTTPClient describe theirs without secrets.
-    private static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         GatewayField.sanitized(String(describing: error), limit: 300)
     }
 }

@@ -21,6 +21,12 @@ public struct AppleGatewayError: Error, Sendable, CustomStringConvertible, Equat
         case responseInvalid = "apple_response_invalid"
         /// The HSM could not sign the handshake or read the identity keys.
         case hsmUnavailable = "hsm_unavailable"
+        /// Apple's 401 to the Web Merchant Registration API: the platform integrator may not call it
+        /// (access not granted, wrong certificate or id), or the merchant is not registered.
+        case platformUnauthorized = "apple_platform_unauthorized"
+        /// Apple's 417 to the Web Merchant Registration API: the platform isn't registered with
+        /// Apple Developer.
+        case platformNotRegistered = "apple_platform_not_registered"
     }
 
     public let code: Code

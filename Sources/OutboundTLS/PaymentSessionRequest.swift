@@ -18,8 +18,13 @@ public struct PaymentSessionRequest: Sendable {
     public init(
         merchantIdentifier: String, validationURL: String, displayName: String, initiative: String, initiativeContext: String
     ) throws(AppleGatewayError) {
-        guard GatewayField.isIdentifier(merchantIdentifier, maximum: 128) else {
-            throw AppleGatewayError(.invalidRequest, "merchantIdentifier must be 1 to 128 letters, digits, dots, hyphens or underscores")
+        // A registered web merchant's partnerInternalMerchantIdentifier has a wider character set.
+        guard GatewayField.isIdentifier(merchantIdentifier, maximum: 128) || WebMerchantField.isPartnerIdentifier(merchantIdentifier)
+        else {
+            throw AppleGatewayError(
+                .invalidRequest,
+                "merchantIdentifier must be 1 to 128 letters, digits, dots, hyphens or underscores, or a registered web merchant's "
+                    + "partnerInternalMerchantIdentifier")
         }
         guard (1...64).contains(displayName.count), !GatewayField.hasControlCharacters(displayName) else {
             throw AppleGatewayError(.invalidRequest, "displayName must be 1 to 64 characters without control characters")

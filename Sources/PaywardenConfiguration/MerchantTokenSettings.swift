@@ -17,6 +17,8 @@ public struct MerchantTokenSettings: Sendable {
     public var trustedProxies: [String]
     public var pendingLimit: Int
     public var pollInterval: Duration
+    /// The platform integrator id whose identity key calls the Web Merchant Registration API.
+    public var platformIntegratorID: String?
 
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
@@ -40,5 +42,14 @@ public struct MerchantTokenSettings: Sendable {
         trustedProxies = try reader.list(C.trustedProxies)
         pendingLimit = try reader.integer(defaulted: C.merchantTokenPendingLimit)
         pollInterval = .seconds(try reader.integer(defaulted: C.merchantTokenPollSeconds))
+        platformIntegratorID = try reader.string(C.platformIntegratorID)
+        if let id = platformIntegratorID,
+            !((1...128).contains(id.utf8.count)
+                && id.unicodeScalars.allSatisfy({
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
+                }))
+        {
+            throw ConfigurationError(C.platformIntegratorID, value: id, expected: "an identifier of letters, digits, . _ - (at most 128)")
+        }
     }
 }

@@ -149,6 +149,10 @@ public enum SettingCatalog {
     public static let merchantTokenPollSeconds = Setting(
         "merchant_token_poll_seconds", .integer(1...3600), default: .value("10"),
         "how often the service looks for merchant-token events due for a fetch (a notification wakes it at once)")
+    public static let platformIntegratorID = Setting(
+        "platform_integrator_id", .string,
+        "the Payment Platform Integrator ID (e.g. platformintegrator.com.example) whose identity key in the HSM calls Apple's Web "
+            + "Merchant Registration API; unset: web-merchant routes and commands are refused")
 
     // MARK: Processor relay
     public static let relayCnpUpstream = Setting(
@@ -271,6 +275,7 @@ public enum SettingCatalog {
         relayMercuryPayECIField, relayRadialUpstream, relayRadialUpstreamCA, relayRadialStoreIDs, relayRadialUpstreamAPIKeyFile,
         relayRadialUpstreamClientCertificate, relayRadialUpstreamClientKey, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
+        platformIntegratorID,
     ]
 
     /// The variable naming the configuration file (not itself a setting of the file).

@@ -161,5 +161,31 @@ public enum SchemaDDL {
             "ALTER TABLE registrations ADD COLUMN lookup_key_id TEXT",
             "CREATE INDEX registrations_lookup_key ON registrations (lookup_key_id)",
         ],
+        // Web merchants the platform integrator registered with Apple (their domains a JSON list),
+        // and the integrator's domain-verification file, one row (id 1), byte for byte.
+        "0006_web_merchants": [
+            """
+            CREATE TABLE web_merchants (
+              id TEXT PRIMARY KEY,
+              partner_merchant_name TEXT NOT NULL,
+              encrypt_to TEXT NOT NULL,
+              merchant_url TEXT,
+              domain_names TEXT NOT NULL,
+              state TEXT NOT NULL,
+              organization TEXT,
+              domain_association_sha256 TEXT,
+              created_at {integer} NOT NULL,
+              updated_at {integer} NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE domain_associations (
+              id {integer} PRIMARY KEY CHECK (id = 1),
+              content {bytes} NOT NULL,
+              sha256 TEXT NOT NULL,
+              stored_at {integer} NOT NULL
+            )
+            """,
+        ],
     ]
 }

@@ -18,7 +18,7 @@ public final class AppleGatewayStandIn: Sendable {
     public let serverCA: NIOSSLCertificate
     public let serverCADER: [UInt8]
     private let sslContext: NIOSSLContext
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     struct State: Sendable {
         var listener: StandInListener?
@@ -26,6 +26,7 @@ public final class AppleGatewayStandIn: Sendable {
         var failures = (count: 0, status: 500)
         var redirects = (count: 0, location: "")
         var requests: [RecordedRequest] = []
+        var webMerchants = WebMerchantRegistry()
     }
 
     private init(serverCA: NIOSSLCertificate, serverCADER: [UInt8], sslContext: NIOSSLContext) {
@@ -114,6 +115,7 @@ public final class AppleGatewayStandIn: Sendable {
                 state.redirects.count -= 1
                 return StandInResponse(status: 302, headers: [("Location", state.redirects.location)])
             }
+            if let answer = Self.routeWebMerchant(request, registry: &state.webMerchants) { return answer }
             return Self.route(request, events: state.events)
         }
     }

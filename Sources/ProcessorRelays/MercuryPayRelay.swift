@@ -153,6 +153,9 @@ public struct MercuryPayRelay: Sendable {
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
                 .eventBusy, .upstreamUnavailable, .internalError:
                 nil
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+                .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
+                nil
             }
         let message = failure.publicMessage(logging: service.logger, "a MercuryPay request was refused")
         let body = MercuryPayErrorResponse.body(

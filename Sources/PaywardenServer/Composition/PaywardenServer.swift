@@ -37,6 +37,7 @@ public struct PaywardenServer: Sendable {
     let merchantTokenEvents: MerchantTokenEventService
     let notificationSources: NotificationSources
     let relay: RelayService
+    let webMerchants: WebMerchantService
     let logger: Logger
 
     /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
@@ -108,12 +109,17 @@ public struct PaywardenServer: Sendable {
             await hsm.close()
             throw ServerStartError(error.message)
         }
+        let appleGateway = AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger)
         let merchantTokens = MerchantTokenService(
-            gateway: AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger),
+            gateway: appleGateway,
             vault: vaultCore, events: database.database, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
             audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger)
         let merchantTokenEvents = MerchantTokenEventService(
             merchantTokens: merchantTokens, database: databaseHealth, pollInterval: configuration.merchantTokens.pollInterval)
+        // The same client (its connections released by the merchant-token service when it stops).
+        let webMerchants = WebMerchantService(
+            gateway: appleGateway, store: database.database, integratorID: configuration.merchantTokens.platformIntegratorID,
+            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger, clock: configuration.vaultClock)
         let relay = RelayService(configuration: configuration.relay, hsm: hsm, keys: keys, metrics: metrics, logger: logger)
         for upstream in configuration.relay.all {
             logger.info(
@@ -135,7 +141,7 @@ public struct PaywardenServer: Sendable {
             maintenance: maintenance, databaseHealth: databaseHealth, vault: vaultCore, vaultService: vault,
             vaultMaintenance: vaultMaintenance,
             merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
-            relay: relay, logger: logger)
+            relay: relay, webMerchants: webMerchants, logger: logger)
     }
 
     /// Before the API listens: the schema is checked (and migrated when allowed), which is also
@@ -177,6 +183,8 @@ public struct PaywardenServer: Sendable {
 
     /// Merchant-token events and the calls to Apple, for admin work in process.
     public var merchantTokenService: MerchantTokenService { merchantTokens }
+    /// The web merchants this server registers with Apple, for admin work in process.
+    public var webMerchantService: WebMerchantService { webMerchants }
 
     /// Whether the HSM is logged in and the key map loaded.
     public var isReady: Bool { maintenance.isReady }
@@ -258,13 +266,27 @@ public struct PaywardenServer: Sendable {
         // No API key: Apple's notification is gated by its source address instead.
         let notifications = MerchantTokenNotificationController(service: merchantTokens, sources: notificationSources)
         router.get("/v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}", use: notifications.notify)
-        let session = PaymentSessionController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
+        let session = PaymentSessionController(
+            service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes, webMerchants: webMerchants)
         keyedGroup("/v1/apple-pay", scope: .session, in: router)
             .post("/payment-session", use: session.create)
         let calls = MerchantTokensController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
         keyedGroup("/v1/merchant-tokens", scope: .merchantTokens, in: router)
             .post("/unlink", use: calls.unlink)
             .post("/notification-url", use: calls.updateNotificationURL)
+        addWebMerchantRoutes(to: router)
+    }
+
+    private func addWebMerchantRoutes(to router: Router<PaywardenRequestContext>) {
+        // Apple fetches the domain-verification file with no credentials, for any registered host.
+        let domainAssociation = DomainAssociationController(service: webMerchants)
+        router.get("/.well-known/apple-developer-merchantid-domain-association", use: domainAssociation.serve)
+        let controller = WebMerchantsController(service: webMerchants, maxBodyBytes: configuration.maxBodyBytes)
+        keyedGroup("/v1/apple-pay/web-merchants", scope: .platform, in: router)
+            .post(use: controller.register)
+            .get(use: controller.list)
+            .get("/{id}", use: controller.show)
+            .post("/{id}/unregister", use: controller.unregister)
     }
 
     private func addVaultRoutes(to router: Router<PaywardenRequestContext>) {

@@ -108,6 +108,9 @@ struct CnpController {
                 .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable,
                 .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
                 .registrationError
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+                .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
+                .registrationError
             }
         return CnpTokenResponseCode(code: base.code, message: "\(base.message) (\(failure.code.rawValue))")
     }

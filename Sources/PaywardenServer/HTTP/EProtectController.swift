@@ -82,6 +82,9 @@ struct EProtectController {
             .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
             .eventBusy, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
             "Paywarden cannot register tokens right now; retry shortly"
+        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+            .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
+            "Paywarden cannot register tokens right now; retry shortly"
         }
     }
 

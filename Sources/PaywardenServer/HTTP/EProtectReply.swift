@@ -95,6 +95,9 @@ enum EProtectResponseCode: String, Sendable {
                 .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable, .databaseUnavailable,
                 .upstreamUnavailable, .overloaded, .internalError:
                 .failure
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+                .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
+                .failure
             }
     }
 

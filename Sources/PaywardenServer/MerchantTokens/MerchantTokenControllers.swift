@@ -4,6 +4,7 @@ import Hummingbird
 import MerchantTokens
 import OutboundTLS
 import PaywardenServices
+import PaywardenStorage
 
 /// Apple's merchant-token notification: `GET /v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}`.
 /// It carries no authentication, so it is a trigger, never data: only Apple's ranges are heard,
@@ -83,6 +84,8 @@ struct MerchantTokensController {
 struct PaymentSessionController {
     let service: MerchantTokenService
     let maxBodyBytes: Int
+    /// Registered web merchants' sessions go through the platform integrator's identity key.
+    var webMerchants: WebMerchantService? = nil
 
     struct SessionRequest: Decodable {
         let merchantId: String
@@ -99,12 +102,30 @@ struct PaymentSessionController {
             let session = try PaymentSessionRequest(
                 merchantIdentifier: body.merchantId, validationURL: body.validationURL, displayName: body.displayName,
                 initiative: body.initiative, initiativeContext: body.initiativeContext)
+            if let webMerchants, let merchant = try await webMerchant(body.merchantId, organization: organization, in: webMerchants) {
+                let object = try await webMerchants.paymentSession(session, merchant: merchant)
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: object)))
+            }
             let object = try await service.paymentSession(session, organization: organization)
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: object)))
         } catch let error as AppleGatewayError {
             throw APIError(MerchantTokenFailure(error))
         } catch let error as MerchantTokenFailure {
             throw APIError(error)
+        }
+    }
+
+    /// The registered web merchant `merchantId` names, when the integrator is configured and the
+    /// organisation may use it; nil sends the request down the merchant path.
+    private func webMerchant(_ merchantID: String, organization: String, in service: WebMerchantService) async throws(MerchantTokenFailure)
+        -> WebMerchantRecord?
+    {
+        guard service.integratorID != nil else { return nil }
+        do throws(MerchantTokenFailure) {
+            return try await service.webMerchant(merchantID, organization: organization)
+        } catch  where error.code == .webMerchantNotFound {
+            return nil
         }
     }
 }

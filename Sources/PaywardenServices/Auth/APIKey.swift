@@ -14,6 +14,8 @@ public enum APIScope: String, Sendable, Hashable, CaseIterable, Codable {
     case session
     /// Merchant-token calls to Apple (unlink, update URL).
     case merchantTokens = "merchant-tokens"
+    /// The platform integrator's web-merchant registrations with Apple.
+    case platform
 }
 
 /// A configured API key: its name, the SHA-256 of the key (the key itself is never stored), its

@@ -35,6 +35,11 @@ extension StableCode {
         case .internalError: .internalServerError
         case .appleRequestRefused, .appleResponseInvalid: .badGateway
         case .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded: .serviceUnavailable
+        case .webMerchantNotFound: .notFound
+        case .webMerchantDomainLimit: .unprocessableContent
+        case .webMerchantDomainNotRegistered: .forbidden
+        case .domainAssociationMissing, .platformIntegratorNotConfigured: .conflict
+        case .applePlatformUnauthorized, .applePlatformNotRegistered: .badGateway
         }
     }
 }

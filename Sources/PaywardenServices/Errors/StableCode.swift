@@ -55,6 +55,14 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     case upstreamUnavailable = "upstream_unavailable"
     case overloaded
     case internalError = "internal_error"
+    // Web merchants (the platform integrator's registrations with Apple)
+    case webMerchantNotFound = "web_merchant_not_found"
+    case webMerchantDomainLimit = "web_merchant_domain_limit"
+    case webMerchantDomainNotRegistered = "web_merchant_domain_not_registered"
+    case domainAssociationMissing = "domain_association_missing"
+    case platformIntegratorNotConfigured = "platform_integrator_not_configured"
+    case applePlatformUnauthorized = "apple_platform_unauthorized"
+    case applePlatformNotRegistered = "apple_platform_not_registered"
 
     /// What the caller can do about it, as ``PKCS11Error``'s category tells the HSM layer.
     public enum Category: String, Sendable, Hashable {
@@ -78,6 +86,9 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
             .validationURLRefused, .identityUnavailable, .appleRequestRefused,
             .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy:
+            .refused
+        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+            .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
             .refused
         }
     }
@@ -133,6 +144,8 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             case .eventNotFound: .eventNotFound
             case .responseInvalid: .appleResponseInvalid
             case .hsmUnavailable: .hsmUnavailable
+            case .platformUnauthorized: .applePlatformUnauthorized
+            case .platformNotRegistered: .applePlatformNotRegistered
             }
     }
 }

@@ -13,6 +13,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
         var events: [String: MerchantTokenEventRecord] = [:]
         var keyRecords: [String: StoredKeyRecord] = [:]
         var applied: [String] = []
+        var webMerchants: [String: WebMerchantRecord] = [:]
+        var domainAssociation: DomainAssociationRecord?
     }
 
     private struct TokenKey: Hashable {
@@ -36,7 +38,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
             [
                 ("replay_ledger", state.replay.count), ("paypages", state.paypages.count), ("registrations", state.registrations.count),
                 ("high_value_tokens", state.tokens.count), ("merchant_token_events", state.events.count),
-                ("merchant_keys", state.keyRecords.count),
+                ("merchant_keys", state.keyRecords.count), ("web_merchants", state.webMerchants.count),
+                ("domain_associations", state.domainAssociation == nil ? 0 : 1),
             ]
         }
     }
@@ -454,5 +457,27 @@ public final class InMemoryDatabase: PaywardenDatabase {
 
     public func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool {
         state.withLock { $0.keyRecords.removeValue(forKey: keyID) != nil }
+    }
+
+    // MARK: WebMerchantStore
+
+    public func saveWebMerchant(_ record: WebMerchantRecord) async throws(StorageError) {
+        state.withLock { $0.webMerchants[record.id] = record }
+    }
+
+    public func webMerchant(id: String) async throws(StorageError) -> WebMerchantRecord? {
+        state.withLock { $0.webMerchants[id] }
+    }
+
+    public func webMerchants() async throws(StorageError) -> [WebMerchantRecord] {
+        state.withLock { $0.webMerchants.values.sorted { $0.id < $1.id } }
+    }
+
+    public func saveDomainAssociation(_ record: DomainAssociationRecord) async throws(StorageError) {
+        state.withLock { $0.domainAssociation = record }
+    }
+
+    public func domainAssociation() async throws(StorageError) -> DomainAssociationRecord? {
+        state.withLock { $0.domainAssociation }
     }
 }

@@ -1,0 +1,283 @@
+import Foundation
+import KeyCustody
+import Logging
+import OutboundTLS
+import PaywardenServices
+import PaywardenStorage
+
+/// Web merchants registered with Apple by the platform integrator (docs/web-merchants.md): each
+/// limit checked before any call to Apple, Apple's answer recorded in the database and audited,
+/// the domain-verification file stored byte for byte. The HTTP controller and the CLI both go
+/// through it.
+public final class WebMerchantService: Sendable {
+    let gateway: any WebMerchantGateway
+    let store: any WebMerchantStore
+    /// The Payment Platform Integrator ID (`platform_integrator_id`); nil refuses every call.
+    public let integratorID: String?
+    let audit: AuditLog?
+    let logger: Logger
+    let clock: @Sendable () -> Date
+
+    /// The domain-verification file Apple issues is a few kilobytes of text; anything near this is not one.
+    public static let maximumDomainAssociationBytes = 256 * 1024
+
+    public init(
+        gateway: any WebMerchantGateway, store: any WebMerchantStore, integratorID: String?, audit: AuditLog?, logger: Logger,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.gateway = gateway
+        self.store = store
+        self.integratorID = integratorID
+        self.audit = audit
+        self.logger = logger
+        self.clock = clock
+    }
+
+    // MARK: Registering
+
+    /// Registers `domainNames` for the merchant (more may be added by later calls, up to 99 in all)
+    /// and returns the registration as recorded. `encryptTo` defaults to the integrator id.
+    public func register(
+        partnerInternalMerchantIdentifier identifier: String, partnerMerchantName: String, domainNames: [String],
+        encryptTo: String?, merchantURL: String?, user: String, organization: String?
+    ) async throws(MerchantTokenFailure) -> WebMerchantRecord {
+        let integrator = try requireIntegrator()
+        let domains = domainNames.map { $0.lowercased() }
+        let request: RegisterMerchantRequest
+        do throws(AppleGatewayError) {
+            request = try RegisterMerchantRequest(
+                partnerInternalMerchantIdentifier: identifier, partnerMerchantName: partnerMerchantName, domainNames: domains,
+                encryptTo: encryptTo ?? integrator, merchantURL: merchantURL)
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+        return try await audited("web-merchants.register", user: user, identifier: identifier, detail: "\(domains.count) domain(s)") {
+            () async throws(MerchantTokenFailure) in
+            let existing = try await owned(identifier, organization: organization, requireActive: false)
+            let active = existing?.state == .active ? existing?.domainNames ?? [] : []
+            let added = domains.filter { !active.contains($0) }
+            guard active.count + added.count <= WebMerchantField.maximumDomains else {
+                throw MerchantTokenFailure(
+                    .webMerchantDomainLimit,
+                    "Apple registers at most \(WebMerchantField.maximumDomains) domains per partnerInternalMerchantIdentifier: "
+                        + "\(identifier) has \(active.count) and this adds \(added.count); unregister some first")
+            }
+            guard let file = try await readDomainAssociation() else {
+                throw MerchantTokenFailure(
+                    .domainAssociationMissing,
+                    "no domain-verification file is stored: Apple fetches it from every domain before registering; store the "
+                        + "platform integrator's file with `paywarden web-merchants domain-association FILE`")
+            }
+            do throws(AppleGatewayError) {
+                try await gateway.registerMerchant(request, integratorID: integrator)
+            } catch {
+                throw MerchantTokenFailure(error)
+            }
+            let now = clock()
+            let record = WebMerchantRecord(
+                id: identifier, partnerMerchantName: request.partnerMerchantName, encryptTo: request.encryptTo,
+                merchantURL: request.merchantURL, domainNames: active + added, state: .active,
+                organization: existing?.organization ?? organization, domainAssociationSHA256: file.sha256,
+                createdAt: existing?.createdAt ?? now, updatedAt: now)
+            try await save(record, afterAppleDid: "registered")
+            return record
+        }
+    }
+
+    /// Unregisters `domainNames` (each one registered now); the merchant's last domain deletes its
+    /// registration at Apple, and it is recorded as deleted.
+    public func unregister(
+        partnerInternalMerchantIdentifier identifier: String, domainNames: [String], reason: String, user: String,
+        organization: String?
+    ) async throws(MerchantTokenFailure) -> WebMerchantRecord {
+        let integrator = try requireIntegrator()
+        let domains = domainNames.map { $0.lowercased() }
+        let request: UnregisterMerchantRequest
+        do throws(AppleGatewayError) {
+            request = try UnregisterMerchantRequest(partnerInternalMerchantIdentifier: identifier, domainNames: domains, reason: reason)
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+        return try await audited("web-merchants.unregister", user: user, identifier: identifier, detail: "\(domains.count) domain(s)") {
+            () async throws(MerchantTokenFailure) in
+            guard var record = try await owned(identifier, organization: organization, requireActive: true) else {
+                throw Self.notFound(identifier)
+            }
+            let unknown = domains.filter { !record.domainNames.contains($0) }
+            guard unknown.isEmpty else {
+                throw MerchantTokenFailure(
+                    .invalidRequest,
+                    "\(identifier) has no registered domain \(unknown.joined(separator: ", ")); Apple unregisters only domains "
+                        + "registered before")
+            }
+            do throws(AppleGatewayError) {
+                try await gateway.unregisterMerchant(request, integratorID: integrator)
+            } catch {
+                throw MerchantTokenFailure(error)
+            }
+            record.domainNames.removeAll { domains.contains($0) }
+            if record.domainNames.isEmpty { record.state = .deleted }
+            record.updatedAt = clock()
+            try await save(record, afterAppleDid: "unregistered")
+            return record
+        }
+    }
+
+    // MARK: Reading
+
+    /// Paywarden's record beside Apple's details (not asked for a deleted registration).
+    public func show(partnerInternalMerchantIdentifier identifier: String, organization: String?) async throws(MerchantTokenFailure)
+        -> WebMerchantShown
+    {
+        let integrator = try requireIntegrator()
+        guard WebMerchantField.isPartnerIdentifier(identifier) else {
+            throw MerchantTokenFailure(
+                .invalidRequest,
+                "partnerInternalMerchantIdentifier must be 3 to 1024 characters from a-z A-Z 0-9 and ~ - _ + & @ $ ! | , . ;")
+        }
+        guard let record = try await owned(identifier, organization: organization, requireActive: false) else {
+            throw Self.notFound(identifier)
+        }
+        guard record.state == .active else {
+            return WebMerchantShown(record: record, apple: nil, encryptToMatches: nil, onlyHere: [], onlyAtApple: [])
+        }
+        let details: MerchantDetails
+        do throws(AppleGatewayError) {
+            details = try await gateway.merchantDetails(partnerInternalMerchantIdentifier: identifier, integratorID: integrator)
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+        let apple = Set((details.domainNames ?? []).map { $0.lowercased() })
+        return WebMerchantShown(
+            record: record, apple: details, encryptToMatches: details.encryptToMatches(record.encryptTo),
+            onlyHere: record.domainNames.filter { !apple.contains($0) },
+            onlyAtApple: apple.subtracting(record.domainNames).sorted())
+    }
+
+    /// Every web merchant the organisation registered (every one for an admin), by identifier.
+    public func list(organization: String?) async throws(MerchantTokenFailure) -> [WebMerchantRecord] {
+        let all: [WebMerchantRecord]
+        do throws(StorageError) {
+            all = try await store.webMerchants()
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+        guard let organization else { return all }
+        return all.filter { $0.organization == organization }
+    }
+
+    /// The web merchant named `identifier` when there is one this organisation may use.
+    public func webMerchant(_ identifier: String, organization: String?) async throws(MerchantTokenFailure) -> WebMerchantRecord? {
+        try await owned(identifier, organization: organization, requireActive: false, sharedAllowed: true)
+    }
+
+    // MARK: The domain-verification file
+
+    /// Stores the platform integrator's domain-verification file byte for byte.
+    public func storeDomainAssociation(_ content: [UInt8], user: String) async throws(MerchantTokenFailure) -> DomainAssociationRecord {
+        guard !content.isEmpty, content.count <= Self.maximumDomainAssociationBytes else {
+            throw MerchantTokenFailure(
+                .invalidRequest,
+                "the domain-verification file must be 1 to \(Self.maximumDomainAssociationBytes) bytes (Apple's is a few kilobytes)")
+        }
+        let record = DomainAssociationRecord(content: content, sha256: WebMerchantField.sha256Hex(content), storedAt: clock())
+        do throws(StorageError) {
+            try await store.saveDomainAssociation(record)
+        } catch {
+            writeAudit(user: user, action: "web-merchants.domain-association", identifier: nil, result: "refused", detail: "database")
+            throw MerchantTokenFailure(error)
+        }
+        writeAudit(
+            user: user, action: "web-merchants.domain-association", identifier: nil, result: "ok",
+            detail: "\(content.count) bytes, sha256 \(record.sha256)")
+        return record
+    }
+
+    /// The stored file, or nil when none is.
+    public func domainAssociation() async throws(MerchantTokenFailure) -> DomainAssociationRecord? {
+        try await readDomainAssociation()
+    }
+
+    // MARK: Helpers
+
+    func requireIntegrator() throws(MerchantTokenFailure) -> String {
+        guard let integratorID else {
+            throw MerchantTokenFailure(
+                .platformIntegratorNotConfigured,
+                "no platform integrator is configured: set PAYWARDEN_PLATFORM_INTEGRATOR_ID (platform_integrator_id) to the Payment "
+                    + "Platform Integrator ID whose identity key is in the HSM")
+        }
+        return integratorID
+    }
+
+    static func notFound(_ identifier: String) -> MerchantTokenFailure {
+        MerchantTokenFailure(.webMerchantNotFound, "no web merchant \(identifier) is registered here")
+    }
+
+    /// The record when the organisation may act on it (its own, or one an admin registered); nil otherwise.
+    /// `sharedAllowed`: whether an organisation may also use a registration an admin made (no
+    /// organisation), as its payment sessions may; changing or reading one is the admin's.
+    private func owned(_ identifier: String, organization: String?, requireActive: Bool, sharedAllowed: Bool = false)
+        async throws(MerchantTokenFailure) -> WebMerchantRecord?
+    {
+        let record: WebMerchantRecord?
+        do throws(StorageError) {
+            record = try await store.webMerchant(id: identifier)
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+        guard let record else { return nil }
+        if let organization, record.organization != organization && !(sharedAllowed && record.organization == nil) {
+            // Another organisation's merchant is answered as absent: its existence is not the caller's to learn.
+            if requireActive { return nil }
+            throw Self.notFound(identifier)
+        }
+        if requireActive && record.state != .active { return nil }
+        return record
+    }
+
+    private func readDomainAssociation() async throws(MerchantTokenFailure) -> DomainAssociationRecord? {
+        do throws(StorageError) {
+            return try await store.domainAssociation()
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+    }
+
+    /// Apple changed; the record follows. Should the database fail now, the log says so, since
+    /// Apple's side is done and a repeat of the same call is safe.
+    private func save(_ record: WebMerchantRecord, afterAppleDid what: String) async throws(MerchantTokenFailure) {
+        do throws(StorageError) {
+            try await store.saveWebMerchant(record)
+        } catch {
+            logger.error(
+                "Apple \(what) the web merchant but the record could not be written; repeat the same call",
+                metadata: ["web-merchant": "\(record.id)", "error": "\(error)"])
+            throw MerchantTokenFailure(error)
+        }
+    }
+
+    private func audited<Value>(
+        _ action: String, user: String, identifier: String, detail: String, _ body: () async throws(MerchantTokenFailure) -> Value
+    ) async throws(MerchantTokenFailure) -> Value {
+        do {
+            let value = try await body()
+            writeAudit(user: user, action: action, identifier: identifier, result: "ok", detail: detail)
+            return value
+        } catch {
+            writeAudit(user: user, action: action, identifier: identifier, result: "refused", detail: "\(detail): \(error.code.rawValue)")
+            throw error
+        }
+    }
+
+    func writeAudit(user: String, action: String, identifier: String?, result: String, detail: String) {
+        guard let audit else { return }
+        do {
+            try audit.append(
+                AuditLog.Record(
+                    time: clock(), user: user, action: action, keyID: nil, merchantID: identifier, result: result, detail: detail))
+        } catch {
+            logger.error("the audit log could not be written", metadata: ["action": "\(action)", "error": "\(error)"])
+        }
+    }
+}
