@@ -54,9 +54,10 @@ public struct MerchantDetails: Sendable, Hashable, Codable {
         SHA256.hash(data: Data(identifier.utf8)).map { String(format: "%02X", $0) }.joined()
     }
 
-    /// Whether Apple's `encryptTo` is the hash of `identifier` (hex compared case-insensitively).
-    public func encryptToMatches(_ identifier: String) -> Bool {
-        guard let encryptTo else { return false }
+    /// Whether Apple's `encryptTo` is the hash of `identifier` (hex compared case-insensitively);
+    /// nil when Apple's details leave it out (Apple marks no field required).
+    public func encryptToMatches(_ identifier: String) -> Bool? {
+        guard let encryptTo else { return nil }
         return encryptTo.uppercased() == Self.encryptToHash(identifier)
     }
 }

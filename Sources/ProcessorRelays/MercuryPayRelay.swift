@@ -153,7 +153,8 @@ public struct MercuryPayRelay: Sendable {
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
                 .eventBusy, .upstreamUnavailable, .internalError:
                 nil
-            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+                .domainAssociationMissing,
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 nil
             }

@@ -13,9 +13,13 @@ struct WebMerchantFieldTests {
             let details = MerchantDetails(
                 partnerInternalMerchantIdentifier: nil, partnerMerchantName: nil, domainNames: nil, encryptTo: text,
                 partnerMerchantValidationURI: nil)
-            #expect(details.encryptToMatches("platformintegrator.com.example"))
-            #expect(!details.encryptToMatches("merchant.com.example"))
+            #expect(details.encryptToMatches("platformintegrator.com.example") == true)
+            #expect(details.encryptToMatches("merchant.com.example") == false)
         }
+        let silent = MerchantDetails(
+            partnerInternalMerchantIdentifier: nil, partnerMerchantName: nil, domainNames: nil, encryptTo: nil,
+            partnerMerchantValidationURI: nil)
+        #expect(silent.encryptToMatches("platformintegrator.com.example") == nil, "unknown, not a mismatch")
     }
 
     @Test func identifiersAreAppleCharacterSetAndLength() {

@@ -40,7 +40,7 @@ struct WebMerchantEndpointTests {
         let ca = TestCertificateAuthority.shared
         let apple = try await AppleGatewayStandIn.start(clientCA: ca.certificate)
         apple.acceptPlatformIntegrator(Self.integratorID)
-        let (platformKey, platformEntry) = APIKey.generate(name: "platform-operator", scopes: [.platform])
+        let (platformKey, platformEntry) = APIKey.generate(name: "platform-operator", scopes: [.platform], organization: "example")
         let (sessionKey, sessionEntry) = APIKey.generate(name: "web-checkout", scopes: [.session], organization: "example")
         let (examplePlatformKey, examplePlatformEntry) = APIKey.generate(
             name: "example-platform", scopes: [.platform], organization: "example")
@@ -329,6 +329,25 @@ struct WebMerchantEndpointTests {
                 .POST, "/v1/apple-pay/web-merchants", body: try body(object), apiKey: fixture.rivalPlatformKey)
             #expect(rivalRegister.status == 404, "\(rivalRegister.text)")
             #expect(fixture.apple.registeredWebMerchant("example-shop")?.partnerMerchantName == "Example Shop")
+            // Nor may it register the same domain under an identifier of its own (Paywarden serves the
+            // verification file for every host, so Apple's check would pass), or have tokens
+            // encrypted to anyone but the integrator.
+            let calls = fixture.apple.webMerchantRequests.count
+            let rivalDomain = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants",
+                body: try body([
+                    "partnerInternalMerchantIdentifier": "rival-shop", "partnerMerchantName": "Rival", "domainNames": ["SHOP.example.com"],
+                ]), apiKey: fixture.rivalPlatformKey)
+            #expect(rivalDomain.status == 409 && rivalDomain.errorCode == "web_merchant_domain_taken", "\(rivalDomain.text)")
+            let elsewhere = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants",
+                body: try body([
+                    "partnerInternalMerchantIdentifier": "rival-shop", "partnerMerchantName": "Rival", "domainNames": ["rival.example.org"],
+                    "encryptTo": "merchant.com.example",
+                ]), apiKey: fixture.rivalPlatformKey)
+            #expect(
+                elsewhere.status == 403 && elsewhere.errorCode == "forbidden" && elsewhere.text.contains("encryptTo"), "\(elsewhere.text)")
+            #expect(fixture.apple.webMerchantRequests.count == calls)
 
             let validationURL = "https://localhost:\(fixture.apple.port)/paymentservices/paymentSession"
             let session = try body([

@@ -35,14 +35,24 @@ public final class WebMerchantService: Sendable {
 
     // MARK: Registering
 
-    /// Registers `domainNames` for the merchant (more may be added by later calls, up to 99 in all)
-    /// and returns the registration as recorded. `encryptTo` defaults to the integrator id.
+    /// Registers `domainNames` for the merchant of `organization` (more may be added by later
+    /// calls, up to 99 in all) and returns the registration as recorded. `encryptTo` defaults to the
+    /// integrator id; only an admin (`mayEncryptToOthers`) names another party's, since tokens of
+    /// the merchant are then encrypted to that party's key. A domain registered now for another
+    /// organisation's merchant is refused: Paywarden serves one verification file for every host, so
+    /// Apple's check alone would not stop one tenant taking another's checkout domain.
     public func register(
         partnerInternalMerchantIdentifier identifier: String, partnerMerchantName: String, domainNames: [String],
-        encryptTo: String?, merchantURL: String?, user: String, organization: String?
+        encryptTo: String?, merchantURL: String?, user: String, organization: String, mayEncryptToOthers: Bool
     ) async throws(MerchantTokenFailure) -> WebMerchantRecord {
         let integrator = try requireIntegrator()
         let domains = domainNames.map { $0.lowercased() }
+        if let encryptTo, encryptTo != integrator, !mayEncryptToOthers {
+            throw MerchantTokenFailure(
+                .forbidden,
+                "encryptTo may name only the platform integrator \(integrator) for an organisation's key; another party's id "
+                    + "(a processor that decrypts for the merchant) is an admin's choice: paywarden web-merchants register --encrypt-to")
+        }
         let request: RegisterMerchantRequest
         do throws(AppleGatewayError) {
             request = try RegisterMerchantRequest(
@@ -56,6 +66,7 @@ public final class WebMerchantService: Sendable {
             let existing = try await owned(identifier, organization: organization, requireActive: false)
             let active = existing?.state == .active ? existing?.domainNames ?? [] : []
             let added = domains.filter { !active.contains($0) }
+            try await refuseOtherOrganisationsDomains(added, organization: organization)
             guard active.count + added.count <= WebMerchantField.maximumDomains else {
                 throw MerchantTokenFailure(
                     .webMerchantDomainLimit,
@@ -77,7 +88,7 @@ public final class WebMerchantService: Sendable {
             let record = WebMerchantRecord(
                 id: identifier, partnerMerchantName: request.partnerMerchantName, encryptTo: request.encryptTo,
                 merchantURL: request.merchantURL, domainNames: active + added, state: .active,
-                organization: existing?.organization ?? organization, domainAssociationSHA256: file.sha256,
+                organization: organization, domainAssociationSHA256: file.sha256,
                 createdAt: existing?.createdAt ?? now, updatedAt: now)
             try await save(record, afterAppleDid: "registered")
             return record
@@ -166,9 +177,9 @@ public final class WebMerchantService: Sendable {
         return all.filter { $0.organization == organization }
     }
 
-    /// The web merchant named `identifier` when there is one this organisation may use.
+    /// The web merchant named `identifier` when there is one this organisation may use: its own.
     public func webMerchant(_ identifier: String, organization: String?) async throws(MerchantTokenFailure) -> WebMerchantRecord? {
-        try await owned(identifier, organization: organization, requireActive: false, sharedAllowed: true)
+        try await owned(identifier, organization: organization, requireActive: false)
     }
 
     // MARK: The domain-verification file
@@ -214,11 +225,29 @@ public final class WebMerchantService: Sendable {
         MerchantTokenFailure(.webMerchantNotFound, "no web merchant \(identifier) is registered here")
     }
 
-    /// The record when the organisation may act on it (its own, or one an admin registered); nil otherwise.
-    /// `sharedAllowed`: whether an organisation may also use a registration an admin made (no
-    /// organisation), as its payment sessions may; changing or reading one is the admin's.
-    private func owned(_ identifier: String, organization: String?, requireActive: Bool, sharedAllowed: Bool = false)
-        async throws(MerchantTokenFailure) -> WebMerchantRecord?
+    /// Refuses `domains` any other organisation's active web merchant has registered.
+    private func refuseOtherOrganisationsDomains(_ domains: [String], organization: String) async throws(MerchantTokenFailure) {
+        guard !domains.isEmpty else { return }
+        let all: [WebMerchantRecord]
+        do throws(StorageError) {
+            all = try await store.webMerchants()
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+        let wanted = Set(domains)
+        let taken = all.filter { $0.state == .active && $0.organization != organization }.flatMap(\.domainNames).filter(wanted.contains)
+        guard taken.isEmpty else {
+            throw MerchantTokenFailure(
+                .webMerchantDomainTaken,
+                "\(Set(taken).sorted().joined(separator: ", ")) is registered for another organisation's web merchant; a domain "
+                    + "belongs to one organisation here")
+        }
+    }
+
+    /// The record when the organisation may act on it (its own; every one for an admin, `organization`
+    /// nil); nil otherwise.
+    private func owned(_ identifier: String, organization: String?, requireActive: Bool) async throws(MerchantTokenFailure)
+        -> WebMerchantRecord?
     {
         let record: WebMerchantRecord?
         do throws(StorageError) {
@@ -227,7 +256,7 @@ public final class WebMerchantService: Sendable {
             throw MerchantTokenFailure(error)
         }
         guard let record else { return nil }
-        if let organization, record.organization != organization && !(sharedAllowed && record.organization == nil) {
+        if let organization, record.organization != organization {
             // Another organisation's merchant is answered as absent: its existence is not the caller's to learn.
             if requireActive { return nil }
             throw Self.notFound(identifier)

@@ -90,6 +90,9 @@ struct WebMerchantRegister: AsyncParsableCommand {
     @Option(help: "The merchant's human-readable name (partnerMerchantName), at most 1024 characters.")
     var name: String
 
+    @Option(help: "The organisation the merchant belongs to: only its API keys use the registration for payment sessions.")
+    var organization: String
+
     @Option(name: .customLong("domain"), help: "A fully qualified domain to register; repeat for more.")
     var domains: [String] = []
 
@@ -110,7 +113,8 @@ struct WebMerchantRegister: AsyncParsableCommand {
             audit.note("web merchant \(merchant.identifier), \(domains.count) domain(s)")
             let record = try await service.register(
                 partnerInternalMerchantIdentifier: merchant.identifier, partnerMerchantName: name, domainNames: domains,
-                encryptTo: encryptTo, merchantURL: merchantURL, user: AuditLog.currentUser, organization: nil)
+                encryptTo: encryptTo, merchantURL: merchantURL, user: AuditLog.currentUser, organization: organization,
+                mayEncryptToOthers: true)
             let view = WebMerchantView(record)
             if output.json { try printJSON(view) } else { print("registered with Apple: \(view.line)") }
         }
@@ -171,7 +175,11 @@ struct WebMerchantShow: AsyncParsableCommand {
                 return
             }
             print("Apple: domains: \((apple.domainNames ?? []).joined(separator: ",")), name \"\(apple.partnerMerchantName ?? "-")\"")
-            print("encryptTo: \(view.encryptToMatches == true ? "matches" : "DIFFERS (Apple holds SHA-256 \(apple.encryptTo ?? "-"))")")
+            switch view.encryptToMatches {
+            case true?: print("encryptTo: matches")
+            case false?: print("encryptTo: DIFFERS (Apple holds SHA-256 \(apple.encryptTo ?? "-"))")
+            case nil: print("encryptTo: not in Apple's details")
+            }
             if !view.domainsOnlyHere.isEmpty { print("registered here only: \(view.domainsOnlyHere.joined(separator: ","))") }
             if !view.domainsOnlyAtApple.isEmpty { print("at Apple only: \(view.domainsOnlyAtApple.joined(separator: ","))") }
         }

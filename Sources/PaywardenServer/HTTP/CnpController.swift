@@ -108,7 +108,8 @@ struct CnpController {
                 .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable,
                 .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
                 .registrationError
-            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+                .domainAssociationMissing,
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 .registrationError
             }

@@ -82,7 +82,8 @@ struct EProtectController {
             .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
             .eventBusy, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
             "Paywarden cannot register tokens right now; retry shortly"
-        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+            .domainAssociationMissing,
             .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
             "Paywarden cannot register tokens right now; retry shortly"
         }

@@ -30,15 +30,16 @@ struct WebMerchantsController {
         let webMerchants: [WebMerchantView]
     }
 
+    /// A registration belongs to the key's organisation, whose payment sessions alone may use it.
     func register(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
-        let key = try Self.requireKey(context)
+        let (key, organization) = try OrganizationKey.require(context, for: "web-merchant registrations")
         let body: RegisterRequest = try await JSONRequest.decode(request, limit: min(maxBodyBytes, 256 * 1024))
         let record: WebMerchantRecord
         do throws(MerchantTokenFailure) {
             record = try await service.register(
                 partnerInternalMerchantIdentifier: body.partnerInternalMerchantIdentifier, partnerMerchantName: body.partnerMerchantName,
                 domainNames: body.domainNames, encryptTo: body.encryptTo, merchantURL: body.merchantUrl, user: "api-key:\(key.name)",
-                organization: key.organization)
+                organization: organization, mayEncryptToOthers: false)
         } catch {
             throw APIError(error)
         }

@@ -38,7 +38,7 @@ extension StableCode {
         case .webMerchantNotFound: .notFound
         case .webMerchantDomainLimit: .unprocessableContent
         case .webMerchantDomainNotRegistered: .forbidden
-        case .domainAssociationMissing, .platformIntegratorNotConfigured: .conflict
+        case .domainAssociationMissing, .platformIntegratorNotConfigured, .webMerchantDomainTaken: .conflict
         case .applePlatformUnauthorized, .applePlatformNotRegistered: .badGateway
         }
     }

@@ -58,6 +58,8 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     // Web merchants (the platform integrator's registrations with Apple)
     case webMerchantNotFound = "web_merchant_not_found"
     case webMerchantDomainLimit = "web_merchant_domain_limit"
+    /// A domain registered now for another organisation's web merchant.
+    case webMerchantDomainTaken = "web_merchant_domain_taken"
     case webMerchantDomainNotRegistered = "web_merchant_domain_not_registered"
     case domainAssociationMissing = "domain_association_missing"
     case platformIntegratorNotConfigured = "platform_integrator_not_configured"
@@ -87,7 +89,8 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             .validationURLRefused, .identityUnavailable, .appleRequestRefused,
             .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy:
             .refused
-        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainNotRegistered, .domainAssociationMissing,
+        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+            .domainAssociationMissing,
             .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
             .refused
         }
