@@ -272,17 +272,22 @@ struct WebMerchantEndpointTests {
             #expect(fixture.apple.webMerchantRequests.count == 5)
             // 500 every time: bounded, then 503 upstream_unavailable.
             fixture.apple.failWebMerchantNext(10, status: 500)
-            let down = try await register(fixture, domains: ["shop.example.com"])
+            let down = try await register(fixture, domains: ["shop.example.com", "down.example.com"])
             #expect(down.status == 503 && down.errorCode == "upstream_unavailable", "\(down.text)")
             #expect(fixture.apple.webMerchantRequests.count == 5 + AppleGatewayClient.webMerchantAttempts)
             fixture.apple.failWebMerchantNext(0, status: 500)
 
-            // Registering the same domains again: Apple's 200 or 400 (unverified which); the record stays as it was.
+            // Registering the same domains again (Apple's 200 or 400, unverified which): the registration as
+            // recorded, Apple not asked; with a new domain, only that one is sent.
             fixture.apple.answerRepeatedRegistration(400)
+            let calls = fixture.apple.webMerchantRequests.count
             let repeated = try await register(fixture, domains: ["shop.example.com"])
-            #expect(repeated.status == 502 && repeated.errorCode == "apple_request_refused", "\(repeated.text)")
+            #expect(repeated.status == 201 && fixture.apple.webMerchantRequests.count == calls, "\(repeated.text)")
+            let grown = try await register(fixture, domains: ["shop.example.com", "more.example.com"])
+            #expect(grown.status == 201, "\(grown.text)")
+            #expect(fixture.apple.webMerchantRequests.last?.jsonBody?["domainNames"] as? [String] == ["more.example.com"])
             let stored = try await server.server.database.database.webMerchant(id: Self.partnerID)
-            #expect(stored?.domainNames == ["shop.example.com"] && stored?.state == .active)
+            #expect(stored?.domainNames == ["shop.example.com", "more.example.com"] && stored?.state == .active)
 
             // A merchant's identity certificate cannot call these endpoints: the stand-in answers as Apple does.
             let audit = try AuditLog(path: server.server.configuration.auditLogPath ?? "/nonexistent").records()

@@ -79,8 +79,21 @@ public final class WebMerchantService: Sendable {
                     "no domain-verification file is stored: Apple fetches it from every domain before registering; store the "
                         + "platform integrator's file with `paywarden web-merchants domain-association FILE`")
             }
+            // Apple does not say whether registering a registered domain again is 200 or 400 (docs/web-merchants.md),
+            // so only new domains are sent, and a repeat of a registration as recorded asks nothing of Apple.
+            if let existing, added.isEmpty, existing.state == .active, existing.partnerMerchantName == request.partnerMerchantName,
+                existing.encryptTo == request.encryptTo, existing.merchantURL == request.merchantURL
+            {
+                return existing
+            }
             do throws(AppleGatewayError) {
-                try await gateway.registerMerchant(request, integratorID: integrator)
+                let sent =
+                    added.isEmpty || added.count == domains.count
+                    ? request
+                    : try RegisterMerchantRequest(
+                        partnerInternalMerchantIdentifier: identifier, partnerMerchantName: request.partnerMerchantName,
+                        domainNames: added, encryptTo: request.encryptTo, merchantURL: request.merchantURL)
+                try await gateway.registerMerchant(sent, integratorID: integrator)
             } catch {
                 throw MerchantTokenFailure(error)
             }
