@@ -214,13 +214,14 @@ let package = Package(
             name: "KeyCustodyTests",
             dependencies: [
                 "KeyCustody", "PKCS11", "PaywardenStorage", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", crypto,
-                x509,
+                x509, "ApplePay",
             ]
         ),
         .testTarget(
             name: "OutboundTLSTests",
             dependencies: [
                 "OutboundTLS", "PKCS11", "KeyCustody", "PaywardenTesting", "PaywardenTestTraits", asyncHTTPClient, nioSSL, x509, crypto,
+                "ApplePay",
             ]
         ),
         .testTarget(
