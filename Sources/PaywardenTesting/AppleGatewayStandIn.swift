@@ -19,6 +19,8 @@ public final class AppleGatewayStandIn: Sendable {
     public let serverCADER: [UInt8]
     private let sslContext: NIOSSLContext
     private let state = Mutex(State())
+    /// The merchant tokens' "devices" of the usage-information routes.
+    let usageInformation = Mutex(UsageInformationDevices())
 
     struct State: Sendable {
         var listener: StandInListener?
@@ -114,7 +116,7 @@ public final class AppleGatewayStandIn: Sendable {
                 state.redirects.count -= 1
                 return StandInResponse(status: 302, headers: [("Location", state.redirects.location)])
             }
-            return Self.route(request, events: state.events)
+            return usageInformationRoute(request) ?? Self.route(request, events: state.events)
         }
     }
 }
