@@ -57,7 +57,10 @@ enum SchemaVersion2 {
         }
         let status = try await database.schemaStatus()
         #expect(
-            status.applied == migrations && status.pending == ["0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings"])
+            status.applied == migrations
+                && status.pending == [
+                    "0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings", "0006_merchant_token_usage_information",
+                ])
         _ = try await database.engine.execute(
             """
             INSERT INTO high_value_tokens (organization, token, fingerprint, fingerprint_key_id, account_kind, merchant_token_id, state,
@@ -88,7 +91,10 @@ enum SchemaVersion2 {
     static let registrationKey = [UInt8](repeating: 0x4C, count: 32)
 
     static func checkUpgrade<Driver: SQLDriver>(of database: SQLDatabase<Driver>) async throws {
-        #expect(try await database.migrate() == ["0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings"])
+        #expect(
+            try await database.migrate() == [
+                "0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings", "0006_merchant_token_usage_information",
+            ])
         #expect(try await database.schemaStatus().isCurrent)
         #expect(try await database.migrate().isEmpty)
         // The tokens are kept, with no metadata yet; the events table is the new one.

@@ -1,5 +1,7 @@
 /// Every store, on one database: what the service and the admin commands open.
-public protocol PaywardenDatabase: ReplayLedger, RegistrationStore, TokenStore, PaypageStore, EventStore, KeyRecordStore, Migrations {
+public protocol PaywardenDatabase: ReplayLedger, RegistrationStore, TokenStore, PaypageStore, EventStore, KeyRecordStore, Migrations,
+    UsageInformationStore
+{
     /// `sqlite`, `postgres` or `memory`.
     var driver: String { get }
     /// Where the data is, for operators: a path, or a URL without its password.
