@@ -13,6 +13,8 @@ public struct MerchantTokenConfiguration: Sendable {
     public var trustedProxies: [String]
     public var eventPolicy: MerchantTokenEventPolicy
     public var pollInterval: Duration
+    /// Where devices fetch usage-information packages (`PAYWARDEN_PUBLIC_URL`); nil: usage information is off.
+    public var publicURL: String?
 
     public init(settings: MerchantTokenSettings) throws(ConfigurationError) {
         typealias C = SettingCatalog
@@ -44,6 +46,7 @@ public struct MerchantTokenConfiguration: Sendable {
         trustedProxies = settings.trustedProxies
         eventPolicy = MerchantTokenEventPolicy(pendingLimit: settings.pendingLimit)
         pollInterval = settings.pollInterval
+        publicURL = settings.publicURL
         _ = try notificationSources()
     }
 

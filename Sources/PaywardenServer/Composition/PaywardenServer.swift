@@ -111,7 +111,10 @@ public struct PaywardenServer: Sendable {
         let merchantTokens = MerchantTokenService(
             gateway: AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger),
             vault: vaultCore, events: database.database, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
-            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger)
+            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger,
+            usageInformation: configuration.merchantTokens.publicURL.map {
+                UsageInformationConfiguration(store: database.database, senderKeys: SenderKeys(hsm: hsm), publicURL: $0)
+            })
         let merchantTokenEvents = MerchantTokenEventService(
             merchantTokens: merchantTokens, database: databaseHealth, pollInterval: configuration.merchantTokens.pollInterval)
         let relay = RelayService(configuration: configuration.relay, hsm: hsm, keys: keys, metrics: metrics, logger: logger)
@@ -246,7 +249,7 @@ public struct PaywardenServer: Sendable {
 
     /// Routes under `path` for a bearer API key with `scope`: the authenticator identifies, the
     /// requirement authorises (401 without a valid key, 403 without the scope).
-    private func keyedGroup(
+    func keyedGroup(
         _ path: RouterPath, scope: APIScope, in router: Router<PaywardenRequestContext>
     ) -> RouterGroup<PaywardenRequestContext> {
         router.group(path)
@@ -265,6 +268,7 @@ public struct PaywardenServer: Sendable {
         keyedGroup("/v1/merchant-tokens", scope: .merchantTokens, in: router)
             .post("/unlink", use: calls.unlink)
             .post("/notification-url", use: calls.updateNotificationURL)
+        addUsageInformationRoutes(to: router)
     }
 
     private func addVaultRoutes(to router: Router<PaywardenRequestContext>) {
