@@ -61,12 +61,13 @@ extension MerchantTokenService {
     public func usageInformationPackage(merchantTokenID: String, authorization: String?) async throws(UsageInformationAccessError)
         -> [UInt8]
     {
+        // Without Apple's scheme nothing is looked up: 401, whether or not the token has a package.
+        let scheme = "ApplePayMerchantTokenUsageInformation "
+        guard let authorization, authorization.hasPrefix(scheme), authorization.count > scheme.count else { throw .unauthorized }
         guard let configuration = usageInformation,
             let record = try? await configuration.store.usageInformation(merchantTokenID: merchantTokenID),
             record.state == .published, let response = record.packageResponse, let expected = record.authenticationTokenHash
         else { throw .notFound }
-        let scheme = "ApplePayMerchantTokenUsageInformation "
-        guard let authorization, authorization.hasPrefix(scheme) else { throw .unauthorized }
         let presented = Array(SHA256.hash(data: Array(authorization.dropFirst(scheme.count).utf8)))
         // Both are SHA-256 digests: compared in full, whatever differs.
         guard presented.count == expected.count, zip(presented, expected).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
