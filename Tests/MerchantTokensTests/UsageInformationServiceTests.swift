@@ -141,6 +141,25 @@ struct UsageInformationServiceTests {
                     authorization: "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")
             }
 
+            // Another merchant token's token opens nothing here, and this one's nothing there (U14).
+            let other = "DNITHE000000000000000077"
+            try await environment.database.saveUsageInformation(
+                UsageInformationRecord(
+                    merchantTokenID: other, merchantID: Self.merchantID, organization: "example", state: .published, package: [1],
+                    packageResponse: Array("{}".utf8), authenticationTokenHash: Array(SHA256.hash(data: Array("other-token".utf8))),
+                    updatedAt: Date()))
+            #expect(
+                try await environment.service.usageInformationPackage(
+                    merchantTokenID: other, authorization: "ApplePayMerchantTokenUsageInformation other-token") == Array("{}".utf8))
+            await #expect(throws: UsageInformationAccessError.unauthorized) {
+                _ = try await environment.service.usageInformationPackage(
+                    merchantTokenID: other, authorization: "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")
+            }
+            await #expect(throws: UsageInformationAccessError.unauthorized) {
+                _ = try await environment.service.usageInformationPackage(
+                    merchantTokenID: Self.merchantTokenID, authorization: "ApplePayMerchantTokenUsageInformation other-token")
+            }
+
             // A new PUT replaces the package and rotates the token: the old one is refused.
             let second = Array(String(decoding: Self.document, as: UTF8.self).replacingOccurrences(of: "Example", with: "Example 2").utf8)
             #expect(try await publish(environment, second) == .published)
