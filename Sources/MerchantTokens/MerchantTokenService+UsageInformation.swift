@@ -15,14 +15,15 @@ extension MerchantTokenService {
     /// Validates and publishes `document` for `merchantTokenID`. `.awaitingKey` when Apple has no
     /// device key yet (202): publication resumes on `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`.
     public func publishUsageInformation(
-        merchantID: String, merchantTokenID: String, document: [UInt8], organization: String?, user: String
+        merchantID: String, merchantTokenID: String, document: [UInt8], files: [String: [UInt8]] = [:], organization: String?,
+        user: String
     ) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
         let configuration = try usageInformationConfiguration()
         try Self.checkIdentifiers(merchantID: merchantID, merchantTokenID: merchantTokenID)
         let package: UsageInformationPackage
         do {
             let validated = try UsageInformationValidator(merchantTokenIdentifier: merchantTokenID, now: vault.now).validate(document)
-            package = try UsageInformationPackage(usageInformation: validated)
+            package = try UsageInformationPackage(usageInformation: validated, files: files)
         } catch {
             throw MerchantTokenFailure(.invalidRequest, "usageInformation: \(error)")
         }

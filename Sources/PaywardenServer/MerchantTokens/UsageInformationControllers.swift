@@ -23,19 +23,51 @@ struct UsageInformationController {
         guard let merchantID = request.uri.queryParameters.get("merchantId") else {
             throw APIError(.invalidRequest, message: "the merchantId query parameter is required")
         }
-        let document = try await RequestBody.collect(request, limit: maxBodyBytes)
+        let body = try await RequestBody.collect(request, limit: maxBodyBytes)
+        let (document, files) = try Self.documentAndFiles(body, contentType: request.headers[.contentType] ?? "")
         let state: UsageInformationRecord.State
         do {
             state = try await service.publishUsageInformation(
-                merchantID: merchantID, merchantTokenID: merchantTokenID, document: document, organization: organization,
+                merchantID: merchantID, merchantTokenID: merchantTokenID, document: document, files: files, organization: organization,
                 user: "api-key:\(key.name)")
         } catch {
             throw APIError(error)
         }
-        let body = try JSONEncoder().encode(Published(merchantTokenId: merchantTokenID, state: state.rawValue))
+        let answer = try JSONEncoder().encode(Published(merchantTokenId: merchantTokenID, state: state.rawValue))
         return Response(
             status: state == .published ? .ok : .accepted, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: Array(body))))
+            body: .init(byteBuffer: ByteBuffer(bytes: Array(answer))))
+    }
+}
+
+extension UsageInformationController {
+    /// A JSON body is the document alone. `multipart/form-data` carries it as the part named
+    /// `usageInformation` and the package's other files as parts named `file`, each `filename` its
+    /// path in the package (`merchantLogo@2x.png`, `fr.lproj/usageInformation.strings`).
+    static func documentAndFiles(_ body: [UInt8], contentType: String) throws -> ([UInt8], [String: [UInt8]]) {
+        guard let boundary = MultipartFormData.boundary(contentType: contentType) else { return (body, [:]) }
+        let form: MultipartFormData
+        do {
+            form = try MultipartFormData(body, boundary: boundary)
+        } catch {
+            throw APIError(.invalidRequest, message: error.reason)
+        }
+        var document: [UInt8]?
+        var files: [String: [UInt8]] = [:]
+        for part in form.parts {
+            switch (part.name, part.filename) {
+            case ("usageInformation", _) where document == nil:
+                document = part.body
+            case ("file", let filename?) where files[filename] == nil:
+                files[filename] = part.body
+            default:
+                throw APIError(
+                    .invalidRequest,
+                    message: "the form holds one part named usageInformation and parts named file, each with its own filename")
+            }
+        }
+        guard let document else { throw APIError(.invalidRequest, message: "the form has no part named usageInformation") }
+        return (document, files)
     }
 }
 
