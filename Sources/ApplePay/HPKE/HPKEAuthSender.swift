@@ -49,14 +49,14 @@ public enum HPKEAuthSender {
         )
     }
 
-    /// One message, sealed with a fresh ephemeral key: the single-shot `SealAuth` of §6.1.
+    /// One message in Apple's suite (DHKEM(P-384, HKDF-SHA384), HKDF-SHA384, AES-256-GCM), sealed
+    /// with a fresh ephemeral key: the single-shot `SealAuth` of §6.1.
     public static func seal(
-        _ plaintext: [UInt8], suite: HPKESuite = .p384SHA384AES256GCM, recipientKey: [UInt8], info: [UInt8],
-        additionalData: [UInt8] = [], senderKey: any HPKESenderKey
+        _ plaintext: [UInt8], recipientKey: [UInt8], info: [UInt8], additionalData: [UInt8] = [], senderKey: any HPKESenderKey
     ) async throws -> HPKESealedMessage {
-        guard suite == .p384SHA384AES256GCM else { throw HPKEError.keyNotOfSuite }
         var (enc, context) = try await setup(
-            suite: suite, recipientKey: recipientKey, info: info, senderKey: senderKey, ephemeralKey: P384.KeyAgreement.PrivateKey())
+            suite: .p384SHA384AES256GCM, recipientKey: recipientKey, info: info, senderKey: senderKey,
+            ephemeralKey: P384.KeyAgreement.PrivateKey())
         return HPKESealedMessage(encapsulatedKey: enc, ciphertext: try context.seal(plaintext, additionalData: additionalData))
     }
 }
