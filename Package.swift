@@ -131,7 +131,7 @@ let package = Package(
             name: "MerchantTokens",
             dependencies: [
                 "PaywardenServices", "Vault", "KeyCustody", "OutboundTLS", "PaywardenConfiguration", "PaywardenStorage", nioSSL,
-                httpTypes, nioCore, serviceLifecycle, logging,
+                httpTypes, nioCore, serviceLifecycle, logging, "ApplePay", "PKCS11", crypto,
             ]
         ),
         // The processor relays' orchestration: a client's message in, the vault's card data in its
@@ -214,13 +214,14 @@ let package = Package(
             name: "KeyCustodyTests",
             dependencies: [
                 "KeyCustody", "PKCS11", "PaywardenStorage", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", crypto,
-                x509,
+                x509, "ApplePay",
             ]
         ),
         .testTarget(
             name: "OutboundTLSTests",
             dependencies: [
                 "OutboundTLS", "PKCS11", "KeyCustody", "PaywardenTesting", "PaywardenTestTraits", asyncHTTPClient, nioSSL, x509, crypto,
+                "ApplePay",
             ]
         ),
         .testTarget(
@@ -253,7 +254,7 @@ let package = Package(
             name: "MerchantTokensTests",
             dependencies: [
                 "MerchantTokens", "PaywardenServices", "OutboundTLS", "KeyCustody", "Vault", "PKCS11", "PaywardenStorage",
-                "PaywardenTesting", "PaywardenTestTraits",
+                "PaywardenTesting", "PaywardenTestTraits", "ApplePay", crypto,
             ]
         ),
         // The relays' orchestration with the upstream answering in process: no socket.

@@ -15,6 +15,8 @@ public struct MerchantTokenConfiguration: Sendable {
     public var pollInterval: Duration
     /// The platform integrator id for web merchants (``WebMerchantService``); nil: not configured.
     public var platformIntegratorID: String? = nil
+    /// Where devices fetch usage-information packages (`PAYWARDEN_PUBLIC_URL`); nil: usage information is off.
+    public var publicURL: String?
 
     public init(settings: MerchantTokenSettings) throws(ConfigurationError) {
         typealias C = SettingCatalog
@@ -47,6 +49,7 @@ public struct MerchantTokenConfiguration: Sendable {
         eventPolicy = MerchantTokenEventPolicy(pendingLimit: settings.pendingLimit)
         pollInterval = settings.pollInterval
         platformIntegratorID = settings.platformIntegratorID
+        publicURL = settings.publicURL
         _ = try notificationSources()
     }
 

@@ -78,7 +78,7 @@ extension MerchantTokenService {
 
     /// An organisation acts only for the merchants of its paypages, and only on merchant tokens
     /// it holds a high-value token for. Admins (no organisation) act for any.
-    private func authorize(merchantID: String, merchantTokenID: String? = nil, organization: String?) async throws(MerchantTokenFailure) {
+    func authorize(merchantID: String, merchantTokenID: String? = nil, organization: String?) async throws(MerchantTokenFailure) {
         guard let organization else { return }
         do {
             let policy = try await vault.organizationPolicy(organization)

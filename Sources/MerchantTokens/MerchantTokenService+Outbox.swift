@@ -58,8 +58,9 @@ extension MerchantTokenService {
             outcome.detail = details.recordedJSON
             let effect = try await vault.applyMerchantTokenEvent(
                 type: details.eventType, merchantTokenID: details.merchantTokenIdentifier, metadata: details.metadataJSON)
+            let usage = try await applyToUsageInformation(type: details.eventType, merchantTokenID: details.merchantTokenIdentifier)
             outcome.state = .applied
-            outcome.effect = effect.summary
+            outcome.effect = usage.map { "\(effect.summary); \($0)" } ?? effect.summary
             outcome.lastError = nil
         } catch let error as AppleGatewayError {
             failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: Self.isWorthRetrying(error))

@@ -21,6 +21,8 @@ public final class MerchantTokenService: Sendable {
     let audit: AuditLog?
     let policy: MerchantTokenEventPolicy
     let logger: Logger
+    /// Merchant-token usage information; nil when it is off (no public URL).
+    let usageInformation: UsageInformationConfiguration?
     private let knownMerchants = Mutex<KnownMerchants>(KnownMerchants())
     /// Events waiting for a fetch, as last read (at most once a second); the outbox forgets the
     /// reading after each attempt.
@@ -31,8 +33,9 @@ public final class MerchantTokenService: Sendable {
     public init(
         gateway: any MerchantTokenGateway, vault: CardVault, events: any EventStore, keys: MerchantKeyStore,
         policy: MerchantTokenEventPolicy,
-        metrics: ServerMetrics?, audit: AuditLog?, logger: Logger
+        metrics: ServerMetrics?, audit: AuditLog?, logger: Logger, usageInformation: UsageInformationConfiguration? = nil
     ) {
+        self.usageInformation = usageInformation
         self.gateway = gateway
         self.vault = vault
         self.events = events

@@ -182,23 +182,25 @@ public final class AppleGatewayClient: Sendable {
         case registerMerchant = "web-merchant-register"
         case unregisterMerchant = "web-merchant-unregister"
         case merchantDetails = "web-merchant-details"
+        case merchantTokenPublicKey = "merchant-token-public-key"
+        case usageDataNotification = "merchant-token-usage-notify"
     }
 
-    private func merchantTokenURL(_ merchantID: String, _ tail: String) throws(AppleGatewayError) -> String {
+    func merchantTokenURL(_ merchantID: String, _ tail: String) throws(AppleGatewayError) -> String {
         guard GatewayField.isIdentifier(merchantID, maximum: 128) else {
             throw AppleGatewayError(.invalidRequest, "the merchant id must be 1 to 128 letters, digits, dots, hyphens or underscores")
         }
         return "\(configuration.origin)/paymentservices/v1/merchantId/\(merchantID)/merchantToken/\(tail)"
     }
 
-    private static func checkTokenIdentifier(_ identifier: String) throws(AppleGatewayError) {
+    static func checkTokenIdentifier(_ identifier: String) throws(AppleGatewayError) {
         guard GatewayField.isPrintableToken(identifier, maximum: 64) else {
             throw AppleGatewayError(.invalidRequest, "merchantTokenIdentifier must be 1 to 64 printable ASCII characters")
         }
     }
 
     /// One request: Apple's body when the status is one of `expecting`, else the mapped error.
-    private func send(
+    func send(
         _ operation: Operation, credential: IdentityCredential, method: HTTPMethod, url: String, body: [UInt8]?,
         expecting: Set<Int>, metadata: Logger.Metadata
     ) async throws(AppleGatewayError) -> [UInt8] {

@@ -19,6 +19,8 @@ public struct MerchantTokenSettings: Sendable {
     public var pollInterval: Duration
     /// The platform integrator id whose identity key calls the Web Merchant Registration API.
     public var platformIntegratorID: String?
+    /// `PAYWARDEN_PUBLIC_URL`: where devices fetch usage-information packages; nil: the feature is off.
+    public var publicURL: String?
 
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
@@ -50,6 +52,30 @@ public struct MerchantTokenSettings: Sendable {
                 }))
         {
             throw ConfigurationError(C.platformIntegratorID, value: id, expected: "an identifier of letters, digits, . _ - (at most 128)")
+        }
+        publicURL = try reader.string(C.publicURL)
+        if let publicURL { try Self.checkPublicURL(publicURL) }
+    }
+}
+
+extension MerchantTokenSettings {
+    /// `https://HOST[:PORT][/PATH]`, or `http://` to a loopback host (tests); no credentials, query
+    /// or fragment, no trailing slash (devices append `/v1/merchantToken/…`).
+    static func checkPublicURL(_ text: String) throws(ConfigurationError) {
+        let setting = SettingCatalog.publicURL
+        let expected = "an https URL (http only to 127.0.0.1, ::1 or localhost), without credentials, query, fragment or trailing slash"
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            let host = components.host, !host.isEmpty, components.user == nil, components.password == nil,
+            components.query == nil, components.fragment == nil, !text.hasSuffix("/")
+        else { throw ConfigurationError(setting, value: text, expected: expected) }
+        switch scheme {
+        case "https": return
+        case "http" where RelaySettings.isLoopback(host): return
+        case "http":
+            throw ConfigurationError(
+                "\(setting.environmentName) is plain http to \(host): devices fetch authentication tokens' packages there, so only "
+                    + "https is accepted (http only to a loopback host)")
+        default: throw ConfigurationError(setting, value: text, expected: expected)
         }
     }
 }

@@ -252,6 +252,12 @@ public enum SettingCatalog {
         "database_auto_migrate", .boolean, default: .computed("true for SQLite, false for PostgreSQL"),
         "serve migrates an older schema at start-up instead of refusing to start")
 
+    // MARK: Merchant-token usage information
+    public static let publicURL = Setting(
+        "public_url", .url,
+        "base URL devices reach Paywarden at for merchant-token usage information (Apple's webServiceURL; devices GET "
+            + "BASE/v1/merchantToken/{id}/usageInformation); https, or http to a loopback host; unset: usage information is off")
+
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
         home, logLevel,
@@ -276,6 +282,7 @@ public enum SettingCatalog {
         relayRadialUpstreamClientCertificate, relayRadialUpstreamClientKey, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
         platformIntegratorID,
+        publicURL,
     ]
 
     /// The variable naming the configuration file (not itself a setting of the file).

@@ -187,5 +187,32 @@ public enum SchemaDDL {
             )
             """,
         ],
+        // Merchant-token usage information: the package a merchant published for a token, what the
+        // device is served, the hash of its authentication token; and each merchant's HPKE sender key.
+        "0007_merchant_token_usage_information": [
+            """
+            CREATE TABLE usage_information (
+              merchant_token_id TEXT PRIMARY KEY,
+              merchant_identifier TEXT NOT NULL,
+              organization TEXT NOT NULL,
+              state TEXT NOT NULL,
+              package {bytes} NOT NULL,
+              package_response {bytes},
+              authentication_token_hash {bytes},
+              updated_at {integer} NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE usage_information_sender_keys (
+              merchant_identifier TEXT PRIMARY KEY,
+              custody TEXT NOT NULL,
+              hsm_key_id TEXT NOT NULL,
+              public_key {bytes} NOT NULL,
+              wrapped_seed {bytes},
+              wrap_path TEXT,
+              created_at {integer} NOT NULL
+            )
+            """,
+        ],
     ]
 }

@@ -42,7 +42,7 @@ extension AppleGatewayStandIn {
     }
 
     /// Apple requires `Content-Type: application/json` and an `x-request-id` UUID on every call.
-    private static func checkHeaders(_ request: RecordedRequest) -> StandInResponse? {
+    static func checkHeaders(_ request: RecordedRequest) -> StandInResponse? {
         guard request.header("content-type")?.lowercased().hasPrefix("application/json") == true else {
             return .error(status: 400, message: "Content-Type must be application/json")
         }

@@ -19,6 +19,8 @@ public final class AppleGatewayStandIn: Sendable {
     public let serverCADER: [UInt8]
     private let sslContext: NIOSSLContext
     let state = Mutex(State())
+    /// The merchant tokens' "devices" of the usage-information routes.
+    let usageInformation = Mutex(UsageInformationDevices())
 
     struct State: Sendable {
         var listener: StandInListener?
@@ -116,7 +118,7 @@ public final class AppleGatewayStandIn: Sendable {
                 return StandInResponse(status: 302, headers: [("Location", state.redirects.location)])
             }
             if let answer = Self.routeWebMerchant(request, registry: &state.webMerchants) { return answer }
-            return Self.route(request, events: state.events)
+            return usageInformationRoute(request) ?? Self.route(request, events: state.events)
         }
     }
 }

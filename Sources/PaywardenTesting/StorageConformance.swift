@@ -50,5 +50,5 @@ public struct StorageConformance: Sendable, CustomStringConvertible {
     /// Every check, by name.
     public static let all: [StorageConformance] =
         replayChecks + registrationChecks + registrationRotationChecks + tokenChecks + tokenRotationChecks + paypageChecks
-        + eventChecks + merchantTokenChecks + keyRecordChecks + migrationChecks + webMerchantChecks
+        + eventChecks + merchantTokenChecks + keyRecordChecks + migrationChecks + webMerchantChecks + usageInformationChecks
 }

@@ -32,6 +32,8 @@ struct DevelopmentTokenTests {
         let report = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         #expect(report["token"] as? String == "paywarden")
         #expect(report["ecdhPath"] as? String == "ecdh+sensitive-z+digest-key")
+        #expect(report["p384ECDHPath"] as? String == "p384-ecdh+sensitive-z+digest-key")
+        #expect(report["usageInformationSenderKey"] as? String == "in the HSM")
         #expect(
             report["rsaDecryptionPath"] as? String == (backend == "nss" ? "rsa-oaep-sha256-unwrap" : "rsa-x509+openssl-oaep-decode"))
         #expect(report["unknownAttributes"] as? [String] == (backend == "nss" ? ["CKA_COPYABLE"] : []))

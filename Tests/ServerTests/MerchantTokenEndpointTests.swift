@@ -57,6 +57,7 @@ struct MerchantTokenEndpointTests {
                     configuration.merchantTokens.trustedProxies = proxies
                     configuration.merchantTokens.eventPolicy = MerchantTokenEventPolicy(pendingLimit: pendingLimit, retryBase: 0.2)
                     configuration.merchantTokens.pollInterval = .milliseconds(200)
+                    configuration.merchantTokens.publicURL = "https://pay.example.com"
                     configuration.vaultClock = { clock.now }
                 },
                 prepare: { store in

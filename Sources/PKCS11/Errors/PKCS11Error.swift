@@ -85,7 +85,7 @@ extension PKCS11Error {
         PKCS11Error(code: .invalidInput, category: .badInput, message: message)
     }
 
-    static func mechanismUnsupported(_ message: String) -> PKCS11Error {
+    public static func mechanismUnsupported(_ message: String) -> PKCS11Error {
         PKCS11Error(code: .mechanismUnsupported, category: .misconfiguration, message: message)
     }
 

@@ -21,6 +21,9 @@ public struct Capabilities: Sendable, Hashable {
     public let mechanisms: Set<MechanismType>
     /// One line per path tried, with the reason a path was not taken.
     public let report: [String]
+    /// The P-384 ECDH path for HPKE (usage information's sender key), or nil when the token
+    /// cannot keep a P-384 key sensitive and do ECDH with it (the key is then wrapped instead).
+    public var p384ECDHPath: P384ECDHPath? = nil
 
     /// Nothing probed (administration that never uses the key operations).
     static func unprobed(_ mechanisms: Set<MechanismType>) -> Capabilities {

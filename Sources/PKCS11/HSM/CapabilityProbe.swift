@@ -15,9 +15,10 @@ enum CapabilityProbe {
         let wrap = probeDataKeyWrap(session: session, aesGCM: aesGCM, report: &report)
         let hmac = probeHMAC(session: session, report: &report)
         let unknown = probeOptionalAttributes(session: session, report: &report)
+        let p384 = probeP384ECDH(session: session, configuration: configuration, report: &report)
         return Capabilities(
             ecdhPath: ecdh, rsaDecryptionPath: rsa, dataKeyWrapPath: wrap, aesGCM: aesGCM, hmacSHA256: hmac, rsaPSS: pss,
-            unknownAttributes: unknown, mechanisms: mechanisms, report: report
+            unknownAttributes: unknown, mechanisms: mechanisms, report: report, p384ECDHPath: p384
         )
     }
 

@@ -25,6 +25,8 @@ public enum Mechanism: Sendable {
     case aesGCM(iv: [UInt8], additionalData: [UInt8], tagBits: Int)
     /// AES key wrap with padding (RFC 5649).
     case aesKeyWrapPad
+    /// SHA-384 digest: HPKE's P-384 suite hashes an ECDH secret with it inside the HSM.
+    case sha384
 
     /// Whether `CKR_GENERAL_ERROR` from this mechanism means the input was refused. SoftHSM
     /// answers a bad GCM tag or a failed AES key-wrap integrity check that way; for RSA the input
@@ -53,6 +55,7 @@ public enum Mechanism: Sendable {
         case .sha256HMAC: .sha256HMAC
         case .aesGCM: .aesGCM
         case .aesKeyWrapPad: .aesKeyWrapPad
+        case .sha384: .sha384
         }
     }
 

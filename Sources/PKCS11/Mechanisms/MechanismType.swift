@@ -19,6 +19,7 @@ public struct MechanismType: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let aesKeyWrapPad = MechanismType(rawValue: UInt(CKM_AES_KEY_WRAP_PAD))
     public static let sha256HMAC = MechanismType(rawValue: UInt(CKM_SHA256_HMAC))
     public static let sha256RSAPKCSPSS = MechanismType(rawValue: UInt(CKM_SHA256_RSA_PKCS_PSS))
+    public static let sha384 = MechanismType(rawValue: UInt(CKM_SHA384))
 
     public var description: String {
         switch self {
@@ -36,6 +37,7 @@ public struct MechanismType: RawRepresentable, Hashable, Sendable, CustomStringC
         case .aesKeyWrapPad: "CKM_AES_KEY_WRAP_PAD"
         case .sha256HMAC: "CKM_SHA256_HMAC"
         case .sha256RSAPKCSPSS: "CKM_SHA256_RSA_PKCS_PSS"
+        case .sha384: "CKM_SHA384"
         default: "0x" + String(rawValue, radix: 16)
         }
     }

@@ -58,7 +58,7 @@ extension Session {
     }
 
     /// Ends a digest operation that may still be active, discarding its result.
-    private func endDigestOperation() {
+    func endDigestOperation() {
         do {
             _ = try digestFinal()
         } catch  where error.returnValue == .operationNotInitialized {

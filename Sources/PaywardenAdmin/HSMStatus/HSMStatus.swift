@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeyCustody
 import PKCS11
 
 struct HSMStatus: AsyncParsableCommand {
@@ -31,6 +32,8 @@ struct HSMStatus: AsyncParsableCommand {
                 identityTLS: hsm.capabilities.rsaPSS ? ["TLS 1.2", "TLS 1.3"] : ["TLS 1.2"],
                 unknownAttributes: hsm.capabilities.unknownAttributes.map(\.description).sorted(),
                 probe: hsm.capabilities.report,
+                p384ECDHPath: hsm.capabilities.p384ECDHPath?.rawValue,
+                usageInformationSenderKey: SenderKeyCustody.forNewKeys(hsm.capabilities).map { "\($0)" },
                 keys: keys.map {
                     Status.Key(
                         id: $0.id.hex, label: $0.label, algorithm: $0.algorithm.rawValue,
@@ -62,6 +65,9 @@ struct HSMStatus: AsyncParsableCommand {
                 if !status.unknownAttributes.isEmpty {
                     print("attributes: unknown to the token, left out of templates: \(status.unknownAttributes.joined(separator: ", "))")
                 }
+                let senderKey =
+                    status.usageInformationSenderKey.map { "new P-384 keys \($0)" } ?? "unavailable (no P-384 ECDH, no data-key wrapping)"
+                print("usage info: sender key \(senderKey)")
                 for line in status.probe { print("  probe:    \(line)") }
                 print("keys:       \(keys.count)")
                 for key in status.keys { print("  \(key.id)  \(key.algorithm)  \(key.label)") }
@@ -89,6 +95,10 @@ struct HSMStatus: AsyncParsableCommand {
         /// Optional attributes the token does not know, which Paywarden's templates leave out.
         let unknownAttributes: [String]
         let probe: [String]
+        /// The P-384 ECDH path for usage information's HPKE sender keys, when the token has one.
+        let p384ECDHPath: String?
+        /// Where new usage-information sender keys go: "in the HSM" or "wrapped by an HSM key".
+        let usageInformationSenderKey: String?
         let keys: [Key]
         let secretKeys: [Key]
     }

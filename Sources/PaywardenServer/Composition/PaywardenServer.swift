@@ -113,7 +113,10 @@ public struct PaywardenServer: Sendable {
         let merchantTokens = MerchantTokenService(
             gateway: appleGateway,
             vault: vaultCore, events: database.database, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
-            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger)
+            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger,
+            usageInformation: configuration.merchantTokens.publicURL.map {
+                UsageInformationConfiguration(store: database.database, senderKeys: SenderKeys(hsm: hsm), publicURL: $0)
+            })
         let merchantTokenEvents = MerchantTokenEventService(
             merchantTokens: merchantTokens, database: databaseHealth, pollInterval: configuration.merchantTokens.pollInterval)
         // The same client (its connections released by the merchant-token service when it stops).
@@ -254,7 +257,7 @@ public struct PaywardenServer: Sendable {
 
     /// Routes under `path` for a bearer API key with `scope`: the authenticator identifies, the
     /// requirement authorises (401 without a valid key, 403 without the scope).
-    private func keyedGroup(
+    func keyedGroup(
         _ path: RouterPath, scope: APIScope, in router: Router<PaywardenRequestContext>
     ) -> RouterGroup<PaywardenRequestContext> {
         router.group(path)
@@ -275,6 +278,7 @@ public struct PaywardenServer: Sendable {
             .post("/unlink", use: calls.unlink)
             .post("/notification-url", use: calls.updateNotificationURL)
         addWebMerchantRoutes(to: router)
+        addUsageInformationRoutes(to: router)
     }
 
     private func addWebMerchantRoutes(to router: Router<PaywardenRequestContext>) {

@@ -12,6 +12,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
         var paypages: [String: PaypageRecord] = [:]
         var events: [String: MerchantTokenEventRecord] = [:]
         var keyRecords: [String: StoredKeyRecord] = [:]
+        var usageInformation: [String: UsageInformationRecord] = [:]
+        var senderKeys: [String: UsageInformationSenderKeyRecord] = [:]
         var applied: [String] = []
         var webMerchants: [String: WebMerchantRecord] = [:]
         var domainAssociation: DomainAssociationRecord?
@@ -39,7 +41,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
                 ("replay_ledger", state.replay.count), ("paypages", state.paypages.count), ("registrations", state.registrations.count),
                 ("high_value_tokens", state.tokens.count), ("merchant_token_events", state.events.count),
                 ("merchant_keys", state.keyRecords.count), ("web_merchants", state.webMerchants.count),
-                ("domain_associations", state.domainAssociation == nil ? 0 : 1),
+                ("domain_associations", state.domainAssociation == nil ? 0 : 1), ("usage_information", state.usageInformation.count),
+                ("usage_information_sender_keys", state.senderKeys.count),
             ]
         }
     }
@@ -71,6 +74,33 @@ public final class InMemoryDatabase: PaywardenDatabase {
             state.applied = Schema.migrations
             return pending
         }
+    }
+
+    // MARK: UsageInformationStore
+
+    public func usageInformationSenderKey(merchantID: String) async throws(StorageError) -> UsageInformationSenderKeyRecord? {
+        state.withLock { $0.senderKeys[merchantID] }
+    }
+
+    public func createUsageInformationSenderKey(_ record: UsageInformationSenderKeyRecord) async throws(StorageError) {
+        try state.withLock { state throws(StorageError) in
+            guard state.senderKeys[record.merchantID] == nil else {
+                throw StorageError(.conflict, "the merchant has a sender key", table: "usage_information_sender_keys")
+            }
+            state.senderKeys[record.merchantID] = record
+        }
+    }
+
+    public func usageInformation(merchantTokenID: String) async throws(StorageError) -> UsageInformationRecord? {
+        state.withLock { $0.usageInformation[merchantTokenID] }
+    }
+
+    public func saveUsageInformation(_ record: UsageInformationRecord) async throws(StorageError) {
+        state.withLock { $0.usageInformation[record.merchantTokenID] = record }
+    }
+
+    public func deleteUsageInformation(merchantTokenID: String) async throws(StorageError) -> Bool {
+        state.withLock { $0.usageInformation.removeValue(forKey: merchantTokenID) != nil }
     }
 
     // MARK: ReplayLedger

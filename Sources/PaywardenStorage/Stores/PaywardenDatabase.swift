@@ -1,6 +1,6 @@
 /// Every store, on one database: what the service and the admin commands open.
 public protocol PaywardenDatabase: ReplayLedger, RegistrationStore, TokenStore, PaypageStore, EventStore, KeyRecordStore, Migrations,
-    WebMerchantStore
+    WebMerchantStore, UsageInformationStore
 {
     /// `sqlite`, `postgres` or `memory`.
     var driver: String { get }

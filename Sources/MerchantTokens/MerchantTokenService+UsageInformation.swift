@@ -1,0 +1,234 @@
+import ApplePay
+import Crypto
+import Foundation
+import KeyCustody
+import OutboundTLS
+import PKCS11
+import PaywardenServices
+import PaywardenStorage
+
+/// Merchant Token Usage Information (docs/usage-information.md): a merchant publishes Apple's
+/// `UsageInformation` for a merchant token; Paywarden zips it, seals it for the token's device
+/// with the merchant's P-384 sender key (in the HSM where it can be), tells Apple where the device
+/// fetches it, and serves it to the device that presents the authentication token.
+extension MerchantTokenService {
+    /// Validates and publishes `document` for `merchantTokenID`. `.awaitingKey` when Apple has no
+    /// device key yet (202): publication resumes on `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`.
+    public func publishUsageInformation(
+        merchantID: String, merchantTokenID: String, document: [UInt8], files: [String: [UInt8]] = [:], organization: String?,
+        user: String
+    ) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
+        let configuration = try usageInformationConfiguration()
+        try Self.checkIdentifiers(merchantID: merchantID, merchantTokenID: merchantTokenID)
+        let package: UsageInformationPackage
+        do {
+            let validated = try UsageInformationValidator(merchantTokenIdentifier: merchantTokenID, now: vault.now).validate(document)
+            package = try UsageInformationPackage(usageInformation: validated, files: files)
+        } catch {
+            throw MerchantTokenFailure(.invalidRequest, "usageInformation: \(error)")
+        }
+        try await authorize(merchantID: merchantID, merchantTokenID: merchantTokenID, organization: organization)
+        let record = UsageInformationRecord(
+            merchantTokenID: merchantTokenID, merchantID: merchantID, organization: organization ?? "", state: .awaitingKey,
+            package: package.zip, packageResponse: nil, authenticationTokenHash: nil, updatedAt: vault.now)
+        let state = try await seal(record, configuration)
+        writeAudit(
+            user: user, action: "merchant-token-usage-information", merchantID: merchantID, result: state.rawValue,
+            detail: "merchant token \(merchantTokenID), package \(package.zip.count) bytes")
+        return state
+    }
+
+    /// `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`: the package (if any) sealed again to the device's new key.
+    func usageInformationKeyUpdated(merchantTokenID: String) async throws(MerchantTokenFailure) -> String? {
+        guard let configuration = usageInformation else { return nil }
+        guard let record = try await readUsageInformation(merchantTokenID, configuration) else { return nil }
+        let state = try await seal(record, configuration)
+        return "usage information \(state.rawValue)"
+    }
+
+    /// `UNLINK`: the package is no longer served.
+    func usageInformationUnlinked(merchantTokenID: String) async throws(MerchantTokenFailure) -> String? {
+        guard let configuration = usageInformation else { return nil }
+        do {
+            return try await configuration.store.deleteUsageInformation(merchantTokenID: merchantTokenID)
+                ? "usage information deleted" : nil
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+    }
+
+    /// The device's fetch: the package response when `authorization` is
+    /// `ApplePayMerchantTokenUsageInformation {authenticationToken}` with this token's current token.
+    public func usageInformationPackage(merchantTokenID: String, authorization: String?) async throws(UsageInformationAccessError)
+        -> [UInt8]
+    {
+        // Without Apple's scheme nothing is looked up: 401, whether or not the token has a package.
+        let scheme = "ApplePayMerchantTokenUsageInformation "
+        guard let authorization, authorization.hasPrefix(scheme), authorization.count > scheme.count else { throw .unauthorized }
+        guard let configuration = usageInformation,
+            let record = try? await configuration.store.usageInformation(merchantTokenID: merchantTokenID),
+            record.state == .published, let response = record.packageResponse, let expected = record.authenticationTokenHash
+        else { throw .notFound }
+        let presented = Array(SHA256.hash(data: Array(authorization.dropFirst(scheme.count).utf8)))
+        // Both are SHA-256 digests: compared in full, whatever differs.
+        guard presented.count == expected.count, zip(presented, expected).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
+            throw .unauthorized
+        }
+        return response
+    }
+
+    // MARK: Sealing
+
+    private func usageInformationConfiguration() throws(MerchantTokenFailure) -> UsageInformationConfiguration {
+        guard let usageInformation else {
+            throw MerchantTokenFailure(.invalidRequest, "usage information is off: set PAYWARDEN_PUBLIC_URL to turn it on")
+        }
+        return usageInformation
+    }
+
+    private func readUsageInformation(
+        _ merchantTokenID: String, _ configuration: UsageInformationConfiguration
+    ) async throws(MerchantTokenFailure) -> UsageInformationRecord? {
+        do { return try await configuration.store.usageInformation(merchantTokenID: merchantTokenID) } catch {
+            throw MerchantTokenFailure(error)
+        }
+    }
+
+    /// Fetches the device's key, seals the package and the metadata, notifies Apple, and records
+    /// the outcome. Nothing is recorded when Apple refuses; on 202 the package waits for the key.
+    private func seal(
+        _ record: UsageInformationRecord, _ configuration: UsageInformationConfiguration
+    ) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
+        let outcome: UsageInformationRecord
+        do {
+            outcome = try await sealed(record, configuration)
+        } catch {
+            throw Self.usageInformationFailure(error)
+        }
+        do {
+            try await configuration.store.saveUsageInformation(outcome)
+        } catch {
+            throw MerchantTokenFailure(error)
+        }
+        return outcome.state
+    }
+
+    /// The record as it stands once Apple was asked for the key and, with one, notified.
+    private func sealed(_ record: UsageInformationRecord, _ configuration: UsageInformationConfiguration) async throws
+        -> UsageInformationRecord
+    {
+        guard let apple = gateway as? any UsageInformationGateway else {
+            throw MerchantTokenFailure(.internalError, "the gateway cannot make usage-information calls")
+        }
+        let answer = try await apple.merchantTokenPublicKey(merchantID: record.merchantID, merchantTokenID: record.merchantTokenID)
+        guard case .key(let devicePublicKey, _) = answer else {
+            return Self.updated(record, state: .awaitingKey, response: nil, tokenHash: nil, at: vault.now)
+        }
+        let senderKey = try await senderKey(merchantID: record.merchantID, configuration)
+        let package = try await UsageInformationEnvelope.seal(
+            record.package, merchantTokenIdentifier: record.merchantTokenID, merchantTokenPublicKey: devicePublicKey, senderKey: senderKey)
+        if let violation = package.limitViolation {
+            // Apple's 4000-character cap on `data` contradicts its 5 MB packages (UNVERIFIED which holds).
+            logger.warning(
+                "usage-information package beyond Apple's documented field limits",
+                metadata: ["merchant-token": "\(record.merchantTokenID)", "limit": "\(violation)"])
+        }
+        let authenticationToken = Self.newAuthenticationToken()
+        let metadataJSON = Array(
+            try JSONSerialization.data(
+                withJSONObject: ["webServiceURL": configuration.publicURL, "authenticationToken": authenticationToken],
+                options: [.sortedKeys, .withoutEscapingSlashes]))
+        let metadata = try await UsageInformationEnvelope.seal(
+            metadataJSON, merchantTokenIdentifier: record.merchantTokenID, merchantTokenPublicKey: devicePublicKey, senderKey: senderKey)
+        try await apple.notifyUsageDataAvailable(
+            merchantID: record.merchantID, merchantTokenID: record.merchantTokenID, metadata: metadata.notificationMetadata)
+        let response = Array(
+            try JSONSerialization.data(withJSONObject: package.packageResponse, options: [.sortedKeys, .withoutEscapingSlashes]))
+        return Self.updated(
+            record, state: .published, response: response, tokenHash: Array(SHA256.hash(data: Array(authenticationToken.utf8))),
+            at: vault.now)
+    }
+
+    private static func updated(
+        _ record: UsageInformationRecord, state: UsageInformationRecord.State, response: [UInt8]?, tokenHash: [UInt8]?, at now: Date
+    ) -> UsageInformationRecord {
+        UsageInformationRecord(
+            merchantTokenID: record.merchantTokenID, merchantID: record.merchantID, organization: record.organization, state: state,
+            package: record.package, packageResponse: response, authenticationTokenHash: tokenHash, updatedAt: now)
+    }
+
+    /// 32 random bytes, Base64url without padding: the device's `authenticationToken`.
+    private static func newAuthenticationToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    private static func usageInformationFailure(_ error: any Error) -> MerchantTokenFailure {
+        switch error {
+        case let error as MerchantTokenFailure: error
+        case let error as AppleGatewayError: MerchantTokenFailure(error)
+        case let error as StorageError: MerchantTokenFailure(error)
+        case let error as PKCS11Error:
+            MerchantTokenFailure(.hsmUnavailable, "the usage-information sender key could not be used: \(error.message)")
+        default: MerchantTokenFailure(.internalError, "sealing the usage information failed: \(error)")
+        }
+    }
+
+    /// The merchant's sender key, made on first use in the custody the HSM allows.
+    private func senderKey(merchantID: String, _ configuration: UsageInformationConfiguration) async throws -> any HPKESenderKey {
+        if let stored = try await configuration.store.usageInformationSenderKey(merchantID: merchantID) {
+            return try await configuration.senderKeys.open(try Self.reference(stored))
+        }
+        let made = try await configuration.senderKeys.create(
+            label: "usage-information \(merchantID)", forceWrapped: configuration.forceWrappedSenderKeys)
+        let record = UsageInformationSenderKeyRecord(
+            merchantID: merchantID, custody: made.custody.rawValue, hsmKeyID: made.hsmKeyID.hex, publicKey: made.publicKey,
+            wrappedSeed: made.wrappedSeed?.bytes, wrapPath: made.wrappedSeed?.path.rawValue, createdAt: vault.now)
+        let conflict: Bool
+        do {
+            try await configuration.store.createUsageInformationSenderKey(record)
+            conflict = false
+        } catch {
+            guard error.category == .conflict else { throw error }
+            conflict = true
+        }
+        guard conflict else { return try await configuration.senderKeys.open(made) }
+        // Another instance made one first: theirs is the merchant's key.
+        try? await configuration.senderKeys.destroy(made)
+        guard let stored = try await configuration.store.usageInformationSenderKey(merchantID: merchantID) else {
+            throw MerchantTokenFailure(.internalError, "the merchant's usage-information sender key vanished")
+        }
+        return try await configuration.senderKeys.open(try Self.reference(stored))
+    }
+
+    static func reference(_ record: UsageInformationSenderKeyRecord) throws -> SenderKeyReference {
+        guard let custody = SenderKeyCustody(rawValue: record.custody), let id = KeyIdentifier(hex: record.hsmKeyID) else {
+            throw MerchantTokenFailure(.internalError, "the usage-information sender key record is unreadable")
+        }
+        var wrapped: WrappedDataKey?
+        if let seed = record.wrappedSeed, let path = record.wrapPath.flatMap(DataKeyWrapPath.init(rawValue:)) {
+            wrapped = WrappedDataKey(path: path, bytes: seed)
+        }
+        return SenderKeyReference(custody: custody, hsmKeyID: id, publicKey: record.publicKey, wrappedSeed: wrapped)
+    }
+}
+
+/// Why a device's fetch of a package is refused: 404 (no package, or the token unlinked) or 401.
+public enum UsageInformationAccessError: Error, Sendable, Hashable {
+    case notFound
+    case unauthorized
+}
+
+extension MerchantTokenService {
+    /// What an applied event means for the token's usage information: a new device key seals the
+    /// package again; an unlink stops serving it. Nil when nothing changed.
+    func applyToUsageInformation(type: String, merchantTokenID: String) async throws(MerchantTokenFailure) -> String? {
+        switch type {
+        case "UPDATED_MERCHANT_TOKEN_PUBLIC_KEY": try await usageInformationKeyUpdated(merchantTokenID: merchantTokenID)
+        case "UNLINK": try await usageInformationUnlinked(merchantTokenID: merchantTokenID)
+        default: nil
+        }
+    }
+}

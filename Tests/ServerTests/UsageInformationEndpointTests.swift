@@ -1,0 +1,127 @@
+import Crypto
+import Foundation
+import PaywardenTesting
+import Testing
+
+/// Usage information over HTTP: the merchant's PUT (scope `merchant-tokens`) and the device's GET
+/// with Apple's authorization scheme, against the stand-in gateway holding the device key.
+extension MerchantTokenEndpointTests {
+    static let usageDocument = Array(
+        (#"{"schemaVersion":1,"merchantName":"Example","merchantTokenIdentifier":"DNITHE302409093402145671","#
+            + #""modificationDate":"2026-09-20T10:00:00Z","pastPayments":[{"identifier":"p-1","paymentDate":"2026-09-01","#
+            + #""totalAmount":{"amount":"12.99","currency":"USD"}}]}"#).utf8)
+
+    @Test func usageInformationIsPublishedAndServedToTheDeviceOnly() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            _ = try await vaultedMerchantToken(server)
+            let device = fixture.apple.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            let path = "/v1/merchant-tokens/\(Self.merchantTokenID)/usage-information?merchantId=\(Self.merchantID)"
+
+            let invalid = try await server.send(
+                .PUT, path,
+                body: Array(String(decoding: Self.usageDocument, as: UTF8.self).replacingOccurrences(of: "USD", with: "usd").utf8),
+                apiKey: fixture.webKey)
+            #expect(invalid.status == 400 && invalid.errorCode == "invalid_request", "\(invalid.text)")
+            #expect(fixture.apple.usageNotifications.isEmpty)
+
+            let published = try await server.send(.PUT, path, body: Self.usageDocument, apiKey: fixture.webKey)
+            #expect(published.status == 200, "\(published.text)")
+            #expect(try json(published)["state"] as? String == "published")
+            let notification = try #require(fixture.apple.usageNotifications.last)
+            #expect(notification.webServiceURL == "https://pay.example.com")
+
+            let packagePath = "/v1/merchantToken/\(Self.merchantTokenID)/usageInformation"
+            let fetched = try await server.send(
+                .GET, packagePath, apiKey: .some(nil),
+                headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")])
+            #expect(fetched.status == 200, "\(fetched.text)")
+            let fields = try #require(try JSONSerialization.jsonObject(with: Data(fetched.body)) as? [String: String])
+            let zip = try AppleGatewayStandIn.openEnvelope(
+                fields, merchantTokenID: Self.merchantTokenID, device: device, merchantPublicKey: notification.merchantPublicKey)
+            // A stored zip holds the document verbatim after its 30-byte local header and name.
+            let name = Array("usageInformation.json".utf8)
+            #expect(Array(zip[30..<(30 + name.count)]) == name)
+            #expect(Array(zip[(30 + name.count)..<(30 + name.count + Self.usageDocument.count)]) == Self.usageDocument)
+
+            for headers in [[("Authorization", "ApplePayMerchantTokenUsageInformation not-the-token")], []] {
+                let refused = try await server.send(.GET, packagePath, apiKey: .some(nil), headers: headers)
+                #expect(refused.status == 401, "\(refused.text)")
+                #expect(try json(refused)["statusCode"] as? Int == 401)
+                #expect(!refused.text.contains(fields["data"] ?? "-"))
+            }
+            let unknown = try await server.send(
+                .GET, "/v1/merchantToken/DNITHE000000000000000000/usageInformation", apiKey: .some(nil),
+                headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")])
+            #expect(unknown.status == 404, "\(unknown.text)")
+
+            // The PUT needs the merchant-tokens scope's key.
+            let anonymous = try await server.send(.PUT, path, body: Self.usageDocument, apiKey: .some(nil))
+            #expect(anonymous.status == 401)
+        }
+    }
+}
+
+extension MerchantTokenEndpointTests {
+    /// `multipart/form-data`: the document and the package's images and strings, which the device
+    /// finds in the zip it opens (read back by Info-ZIP's unzip).
+    @Test func usageInformationCarriesImagesAsFormParts() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            _ = try await vaultedMerchantToken(server)
+            let device = fixture.apple.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            let path = "/v1/merchant-tokens/\(Self.merchantTokenID)/usage-information?merchantId=\(Self.merchantID)"
+            let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<200).map { UInt8($0) }
+            let strings = Array(#""plan" = "Formule";"#.utf8)
+            let boundary = "paywarden-test-boundary"
+            func part(_ disposition: String, _ body: [UInt8]) -> [UInt8] {
+                Array("--\(boundary)\r\nContent-Disposition: form-data; \(disposition)\r\n\r\n".utf8) + body + Array("\r\n".utf8)
+            }
+            let form =
+                part(#"name="usageInformation""#, Self.usageDocument) + part(#"name="file"; filename="merchantLogo@2x.png""#, png)
+                + part(#"name="file"; filename="fr.lproj/usageInformation.strings""#, strings) + Array("--\(boundary)--\r\n".utf8)
+            let contentType = "multipart/form-data; boundary=\(boundary)"
+
+            let published = try await server.send(.PUT, path, body: form, apiKey: fixture.webKey, contentType: contentType)
+            #expect(published.status == 200, "\(published.text)")
+            let notification = try #require(fixture.apple.usageNotifications.last)
+            let fetched = try await server.send(
+                .GET, "/v1/merchantToken/\(Self.merchantTokenID)/usageInformation", apiKey: .some(nil),
+                headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")])
+            let fields = try #require(try JSONSerialization.jsonObject(with: Data(fetched.body)) as? [String: String])
+            let zip = try AppleGatewayStandIn.openEnvelope(
+                fields, merchantTokenID: Self.merchantTokenID, device: device, merchantPublicKey: notification.merchantPublicKey)
+            let archive = FileManager.default.temporaryDirectory.appendingPathComponent("usage-\(UUID().uuidString).zip")
+            try Data(zip).write(to: archive)
+            defer { try? FileManager.default.removeItem(at: archive) }
+            #expect(try Self.unzip(archive, "usageInformation.json") == Self.usageDocument)
+            #expect(try Self.unzip(archive, "merchantLogo@2x.png") == png)
+            #expect(try Self.unzip(archive, "fr.lproj/usageInformation.strings") == strings)
+
+            // A file outside the package's layout, a form without the document, a broken form: 400.
+            for (body, why) in [
+                (
+                    part(#"name="usageInformation""#, Self.usageDocument) + part(#"name="file"; filename="../x.png""#, png)
+                        + Array("--\(boundary)--\r\n".utf8), "files["
+                ),
+                (part(#"name="file"; filename="logo.png""#, png) + Array("--\(boundary)--\r\n".utf8), "no part named usageInformation"),
+                (part(#"name="usageInformation""#, Self.usageDocument), "no closing boundary"),
+            ] {
+                let refused = try await server.send(.PUT, path, body: body, apiKey: fixture.webKey, contentType: contentType)
+                #expect(refused.status == 400 && refused.text.contains(why), "\(refused.text)")
+            }
+        }
+    }
+
+    static func unzip(_ archive: URL, _ member: String) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unzip")
+        process.arguments = ["-p", archive.path, member]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Array(output)
+    }
+}
