@@ -66,6 +66,9 @@ extension MerchantTokenService {
             failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: Self.isWorthRetrying(error))
         } catch let error as VaultError {
             failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: error.category == .unavailable)
+        } catch let error as MerchantTokenFailure {
+            // Usage information's own refusals (Apple's 400/403/404, a package that cannot be sealed) do not pass later.
+            failed(&outcome, reason: "\(error.code.rawValue): \(error.message)", retryable: error.isTemporary)
         } catch {
             failed(&outcome, reason: "\(error)", retryable: true)
         }

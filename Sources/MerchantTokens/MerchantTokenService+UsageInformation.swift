@@ -27,11 +27,27 @@ extension MerchantTokenService {
         } catch {
             throw MerchantTokenFailure(.invalidRequest, "usageInformation: \(error)")
         }
-        try await authorize(merchantID: merchantID, merchantTokenID: merchantTokenID, organization: organization)
-        let record = UsageInformationRecord(
-            merchantTokenID: merchantTokenID, merchantID: merchantID, organization: organization ?? "", state: .awaitingKey,
-            package: package.zip, packageResponse: nil, authenticationTokenHash: nil, updatedAt: vault.now)
-        let state = try await seal(record, configuration)
+        let state: UsageInformationRecord.State
+        do throws(MerchantTokenFailure) {
+            try await authorize(merchantID: merchantID, merchantTokenID: merchantTokenID, organization: organization)
+            // Two organisations may hold the same merchant token: the one that published owns the package.
+            if let organization, let existing = try await readUsageInformation(merchantTokenID, configuration),
+                !existing.organization.isEmpty, existing.organization != organization
+            {
+                throw MerchantTokenFailure(
+                    .merchantNotAuthorized, "another organisation published this merchant token's usage information; only it may replace it"
+                )
+            }
+            let record = UsageInformationRecord(
+                merchantTokenID: merchantTokenID, merchantID: merchantID, organization: organization ?? "", state: .awaitingKey,
+                package: package.zip, packageResponse: nil, authenticationTokenHash: nil, updatedAt: vault.now)
+            state = try await seal(record, configuration)
+        } catch {
+            writeAudit(
+                user: user, action: "merchant-token-usage-information", merchantID: merchantID, result: "refused",
+                detail: "merchant token \(merchantTokenID): \(error.code.rawValue)")
+            throw error
+        }
         writeAudit(
             user: user, action: "merchant-token-usage-information", merchantID: merchantID, result: state.rawValue,
             detail: "merchant token \(merchantTokenID), package \(package.zip.count) bytes")
@@ -63,11 +79,21 @@ extension MerchantTokenService {
         -> [UInt8]
     {
         // Without Apple's scheme nothing is looked up: 401, whether or not the token has a package.
+        // The scheme's name is compared without case (RFC 9110, section 11.1).
         let scheme = "ApplePayMerchantTokenUsageInformation "
-        guard let authorization, authorization.hasPrefix(scheme), authorization.count > scheme.count else { throw .unauthorized }
-        guard let configuration = usageInformation,
-            let record = try? await configuration.store.usageInformation(merchantTokenID: merchantTokenID),
-            record.state == .published, let response = record.packageResponse, let expected = record.authenticationTokenHash
+        guard let authorization, authorization.count > scheme.count,
+            authorization.prefix(scheme.count).lowercased() == scheme.lowercased()
+        else { throw .unauthorized }
+        guard let configuration = usageInformation else { throw .notFound }
+        let stored: UsageInformationRecord?
+        do {
+            stored = try await configuration.store.usageInformation(merchantTokenID: merchantTokenID)
+        } catch {
+            // Not "removed": a device told 404 may stop asking.
+            throw .unavailable
+        }
+        guard let record = stored, record.state == .published, let response = record.packageResponse,
+            let expected = record.authenticationTokenHash
         else { throw .notFound }
         let presented = Array(SHA256.hash(data: Array(authorization.dropFirst(scheme.count).utf8)))
         // Both are SHA-256 digests: compared in full, whatever differs.
@@ -219,6 +245,8 @@ extension MerchantTokenService {
 public enum UsageInformationAccessError: Error, Sendable, Hashable {
     case notFound
     case unauthorized
+    /// The database cannot answer now.
+    case unavailable
 }
 
 extension MerchantTokenService {

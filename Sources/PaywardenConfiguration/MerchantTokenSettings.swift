@@ -60,7 +60,8 @@ public struct MerchantTokenSettings: Sendable {
 
 extension MerchantTokenSettings {
     /// `https://HOST[:PORT][/PATH]`, or `http://` to a loopback host (tests); no credentials, query
-    /// or fragment, no trailing slash (devices append `/v1/merchantToken/…`).
+    /// or fragment, no trailing slash (devices append `/v1/merchantToken/…`). Paywarden serves that
+    /// route at its root: a `PATH` is a reverse proxy's, stripped before the request arrives.
     static func checkPublicURL(_ text: String) throws(ConfigurationError) {
         let setting = SettingCatalog.publicURL
         let expected = "an https URL (http only to 127.0.0.1, ::1 or localhost), without credentials, query, fragment or trailing slash"

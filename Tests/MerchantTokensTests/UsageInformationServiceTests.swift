@@ -25,6 +25,7 @@ struct UsageInformationServiceTests {
         let service: MerchantTokenService
         let standIn: AppleGatewayStandIn
         let database: InMemoryDatabase
+        let vault: CardVault
     }
 
     func withEnvironment(forceWrapped: Bool = false, _ body: (Environment) async throws -> Void) async throws {
@@ -58,7 +59,7 @@ struct UsageInformationServiceTests {
                 usageInformation: UsageInformationConfiguration(
                     store: database, senderKeys: SenderKeys(hsm: hsm), publicURL: Self.publicURL, forceWrappedSenderKeys: forceWrapped))
             do {
-                try await body(Environment(service: service, standIn: standIn, database: database))
+                try await body(Environment(service: service, standIn: standIn, database: database, vault: vault))
             } catch {
                 await client.shutdown()
                 try? await standIn.stop()
@@ -125,6 +126,11 @@ struct UsageInformationServiceTests {
             let stored = try #require(try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID))
             #expect(stored.authenticationTokenHash == Array(SHA256.hash(data: Array(notification.authenticationToken.utf8))))
 
+            // The scheme's name in any case (RFC 9110).
+            let lowercase = try await environment.service.usageInformationPackage(
+                merchantTokenID: Self.merchantTokenID,
+                authorization: "applepaymerchanttokenusageinformation \(notification.authenticationToken)")
+            #expect(!lowercase.isEmpty)
             // 401 for a wrong token, none, or another scheme; 404 for a token with nothing published.
             for authorization in [
                 "ApplePayMerchantTokenUsageInformation wrong", nil, "Bearer \(notification.authenticationToken)",
@@ -239,6 +245,30 @@ struct UsageInformationServiceTests {
             }
             #expect(otherOrganisation?.code == .merchantNotAuthorized)
             #expect(environment.standIn.requests.isEmpty, "refused before any call to Apple")
+        }
+    }
+
+    /// Two organisations may hold one merchant token (each vaulted it): the one that published owns
+    /// the package, and the other's PUT is refused with nothing sent or changed.
+    @Test func anotherOrganisationHoldingTheTokenCannotReplaceThePackage() async throws {
+        try await withEnvironment { (environment) async throws -> Void in
+            let rival = try await environment.vault.createPaypage(
+                id: "rival", organization: "rival", merchantIdentifiers: [Self.merchantID], reportGroups: [], tokenFormat: .t)
+            _ = try await environment.vault.issueToken(
+                for: try AccountFacts(paymentData: PaymentPayloads.merchantToken()),
+                policy: try #require(OrganizationPolicy(paypage: rival)))
+            environment.standIn.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            #expect(try await publish(environment) == .published)
+            let notifications = environment.standIn.usageNotifications.count
+            let replaced = await Self.failure { () async throws(MerchantTokenFailure) in
+                try await environment.service.publishUsageInformation(
+                    merchantID: Self.merchantID, merchantTokenID: Self.merchantTokenID, document: Self.document, organization: "rival",
+                    user: "test")
+            }
+            #expect(replaced?.code == .merchantNotAuthorized && replaced?.message.contains("another organisation") == true)
+            #expect(environment.standIn.usageNotifications.count == notifications)
+            let stored = try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID)
+            #expect(stored?.organization == "example")
         }
     }
 

@@ -9,8 +9,9 @@ public enum HPKEAuthSender {
     static let modeAuth: UInt8 = 0x02
 
     /// `SetupAuthS(pkR, info, skS)` with the given ephemeral key: returns `enc` and the context
-    /// that seals messages.
-    public static func setup(
+    /// that seals messages. Package-only: a caller that chose the ephemeral key could reuse it, and
+    /// with it the AES-GCM key and nonce; only the RFC's test vectors name one.
+    package static func setup(
         suite: HPKESuite, recipientKey: [UInt8], info: [UInt8], senderKey: any HPKESenderKey,
         ephemeralKey: any HPKEEphemeralKey
     ) async throws -> (encapsulatedKey: [UInt8], context: HPKESenderContext) {
@@ -54,9 +55,10 @@ public enum HPKEAuthSender {
     public static func seal(
         _ plaintext: [UInt8], recipientKey: [UInt8], info: [UInt8], additionalData: [UInt8] = [], senderKey: any HPKESenderKey
     ) async throws -> HPKESealedMessage {
-        var (enc, context) = try await setup(
+        let (enc, initial) = try await setup(
             suite: .p384SHA384AES256GCM, recipientKey: recipientKey, info: info, senderKey: senderKey,
             ephemeralKey: P384.KeyAgreement.PrivateKey())
+        var context = initial
         return HPKESealedMessage(encapsulatedKey: enc, ciphertext: try context.seal(plaintext, additionalData: additionalData))
     }
 }

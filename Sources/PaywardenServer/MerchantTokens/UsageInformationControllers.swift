@@ -88,6 +88,10 @@ struct UsageInformationPackageController {
             return Self.error(.notFound, "no usage information for this merchant token")
         } catch .unauthorized {
             return Self.error(.unauthorized, "send Authorization: ApplePayMerchantTokenUsageInformation {authenticationToken}")
+        } catch .unavailable {
+            var response = Self.error(.serviceUnavailable, "usage information cannot be read now; retry later")
+            response.headers[.retryAfter] = "1"
+            return response
         }
     }
 
