@@ -34,30 +34,11 @@ struct MerchantTokenAdmin {
         hsm options: HSMOptions,
         _ body: @Sendable (_ service: MerchantTokenService, _ vault: CardVault, _ audit: VaultAudit) async throws -> Void
     ) async throws {
-        try await VaultAdmin(name, mutates: mutates).run(hsm: options) { vault, settings, audit, database in
-            let configuration: MerchantTokenConfiguration
-            do throws(ConfigurationError) {
-                configuration = try MerchantTokenConfiguration(settings: settings.merchantTokens)
-            } catch {
-                throw CommandFailure(.misconfiguration, error.message)
-            }
-            let hsm = vault.keyring.hsm
-            let keys = MerchantKeyStore(hsm: hsm, records: database)
-            let logger = Logger(label: "paywarden")
-            let gateway = AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.gateway, logger: logger)
+        try await AppleGatewayAdmin(name: name, mutates: mutates).run(hsm: options) { context in
             let service = MerchantTokenService(
-                gateway: gateway, vault: vault, events: database, keys: keys, policy: configuration.eventPolicy, metrics: nil, audit: nil,
-                logger: logger)
-            do {
-                try await body(service, vault, audit)
-            } catch let failure as MerchantTokenFailure {
-                await gateway.shutdown()
-                throw CommandFailure(failure.isTemporary ? .unavailable : .refused, failure.description)
-            } catch {
-                await gateway.shutdown()
-                throw error
-            }
-            await gateway.shutdown()
+                gateway: context.gateway, vault: context.vault, events: context.database, keys: context.keys,
+                policy: context.configuration.eventPolicy, metrics: nil, audit: nil, logger: context.logger)
+            try await body(service, context.vault, context.audit)
         }
     }
 }

@@ -35,31 +35,11 @@ struct WebMerchantAdmin {
     func run(hsm options: HSMOptions, _ body: @Sendable (_ service: WebMerchantService, _ audit: VaultAudit) async throws -> Void)
         async throws
     {
-        try await VaultAdmin(name, mutates: mutates).run(hsm: options) { vault, settings, audit, database in
-            let configuration: MerchantTokenConfiguration
-            do throws(ConfigurationError) {
-                configuration = try MerchantTokenConfiguration(settings: settings.merchantTokens)
-            } catch {
-                throw CommandFailure(.misconfiguration, error.message)
-            }
-            let hsm = vault.keyring.hsm
-            let keys = MerchantKeyStore(hsm: hsm, records: database)
-            let logger = Logger(label: "paywarden")
-            let gateway = AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.gateway, logger: logger)
+        try await AppleGatewayAdmin(name: name, mutates: mutates).run(hsm: options) { context in
             let service = WebMerchantService(
-                gateway: gateway, store: database, integratorID: configuration.platformIntegratorID, audit: nil, logger: logger)
-            do {
-                try await body(service, audit)
-            } catch let failure as MerchantTokenFailure {
-                await gateway.shutdown()
-                let status: CommandFailure.Status =
-                    failure.isTemporary ? .unavailable : failure.code == .platformIntegratorNotConfigured ? .misconfiguration : .refused
-                throw CommandFailure(status, failure.description)
-            } catch {
-                await gateway.shutdown()
-                throw error
-            }
-            await gateway.shutdown()
+                gateway: context.gateway, store: context.database, integratorID: context.configuration.platformIntegratorID, audit: nil,
+                logger: context.logger)
+            try await body(service, context.audit)
         }
     }
 }
