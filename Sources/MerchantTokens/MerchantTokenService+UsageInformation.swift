@@ -120,14 +120,18 @@ extension MerchantTokenService {
         }
     }
 
-    /// Fetches the device's key, seals the package and the metadata, notifies Apple, and records
-    /// the outcome. Nothing is recorded when Apple refuses; on 202 the package waits for the key.
+    /// Fetches the device's key, seals the package and the metadata, records the publication,
+    /// notifies Apple, and records the outcome. The new authentication token's hash is recorded
+    /// before Apple hands the token to the device, so the device never presents a token the
+    /// database does not know yet; when Apple refuses, the record as it was is put back. On 202 the
+    /// package waits for the key.
     private func seal(
         _ record: UsageInformationRecord, _ configuration: UsageInformationConfiguration
     ) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
+        let previous = try await readUsageInformation(record.merchantTokenID, configuration)
         let outcome: UsageInformationRecord
         do {
-            outcome = try await sealed(record, configuration)
+            outcome = try await sealed(record, configuration, previous: previous)
         } catch {
             throw Self.usageInformationFailure(error)
         }
@@ -140,9 +144,9 @@ extension MerchantTokenService {
     }
 
     /// The record as it stands once Apple was asked for the key and, with one, notified.
-    private func sealed(_ record: UsageInformationRecord, _ configuration: UsageInformationConfiguration) async throws
-        -> UsageInformationRecord
-    {
+    private func sealed(
+        _ record: UsageInformationRecord, _ configuration: UsageInformationConfiguration, previous: UsageInformationRecord?
+    ) async throws -> UsageInformationRecord {
         guard let apple = gateway as? any UsageInformationGateway else {
             throw MerchantTokenFailure(.internalError, "the gateway cannot make usage-information calls")
         }
@@ -166,13 +170,37 @@ extension MerchantTokenService {
                 options: [.sortedKeys, .withoutEscapingSlashes]))
         let metadata = try await UsageInformationEnvelope.seal(
             metadataJSON, merchantTokenIdentifier: record.merchantTokenID, merchantTokenPublicKey: devicePublicKey, senderKey: senderKey)
-        try await apple.notifyUsageDataAvailable(
-            merchantID: record.merchantID, merchantTokenID: record.merchantTokenID, metadata: metadata.notificationMetadata)
         let response = Array(
             try JSONSerialization.data(withJSONObject: package.packageResponse, options: [.sortedKeys, .withoutEscapingSlashes]))
-        return Self.updated(
+        let published = Self.updated(
             record, state: .published, response: response, tokenHash: Array(SHA256.hash(data: Array(authenticationToken.utf8))),
             at: vault.now)
+        try await configuration.store.saveUsageInformation(published)
+        do {
+            try await apple.notifyUsageDataAvailable(
+                merchantID: record.merchantID, merchantTokenID: record.merchantTokenID, metadata: metadata.notificationMetadata)
+        } catch {
+            // Apple holds the token it had (or none): that one stays the one served.
+            await restore(previous, of: record.merchantTokenID, configuration)
+            throw error
+        }
+        return published
+    }
+
+    private func restore(
+        _ previous: UsageInformationRecord?, of merchantTokenID: String, _ configuration: UsageInformationConfiguration
+    ) async {
+        do {
+            if let previous {
+                try await configuration.store.saveUsageInformation(previous)
+            } else {
+                _ = try await configuration.store.deleteUsageInformation(merchantTokenID: merchantTokenID)
+            }
+        } catch {
+            logger.error(
+                "Apple was not notified and the usage information as it was could not be put back; publish it again",
+                metadata: ["merchant-token": "\(merchantTokenID)", "error": "\(error)"])
+        }
     }
 
     private static func updated(

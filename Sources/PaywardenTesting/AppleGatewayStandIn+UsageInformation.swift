@@ -29,6 +29,8 @@ public struct StandInUsageNotification: Sendable {
 struct UsageInformationDevices: Sendable {
     var keys: [String: P384.KeyAgreement.PrivateKey] = [:]
     var answers: [String: StandInPublicKeyAnswer] = [:]
+    /// A status `notify` answers for the token instead of checking it.
+    var notifyStatuses: [String: Int] = [:]
     var notifications: [StandInUsageNotification] = []
 }
 
@@ -46,6 +48,11 @@ extension AppleGatewayStandIn {
             devices.answers[merchantTokenID] = answer
             return devices.keys[merchantTokenID]!
         }
+    }
+
+    /// Makes `notify` for `merchantTokenID` answer `status` (nil: check and accept again).
+    public func answerUsageNotify(merchantTokenID: String, status: Int?) {
+        usageInformation.withLock { $0.notifyStatuses[merchantTokenID] = status }
     }
 
     /// Every notification accepted so far, oldest first.
@@ -67,6 +74,9 @@ extension AppleGatewayStandIn {
             guard let device = devices.keys[token] else { return .error(status: 404, message: "Resource not found") }
             if parts[5] == "publicKey" {
                 return Self.publicKeyAnswer(devices.answers[token] ?? .key, device: device)
+            }
+            if let status = devices.notifyStatuses[token] {
+                return .error(status: status, message: "the stand-in was told to answer \(status)")
             }
             switch Self.openNotification(body, merchantTokenID: token, device: device) {
             case .success(let (url, authenticationToken, sender)):

@@ -248,6 +248,38 @@ struct UsageInformationServiceTests {
         }
     }
 
+    /// A publication Apple refuses to be notified of leaves the one before it served, to the token
+    /// Apple holds; the new token's hash was recorded before the notification and is put back.
+    @Test func aRefusedNotificationLeavesThePublicationBeforeIt() async throws {
+        try await withEnvironment { (environment) async throws -> Void in
+            let device = environment.standIn.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            #expect(try await publish(environment) == .published)
+            let first = try #require(environment.standIn.usageNotifications.last)
+            let before = try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID)
+
+            environment.standIn.answerUsageNotify(merchantTokenID: Self.merchantTokenID, status: 400)
+            let changed = Array(String(decoding: Self.document, as: UTF8.self).replacingOccurrences(of: "Plan", with: "Plan B").utf8)
+            let refused = await Self.failure { () async throws(MerchantTokenFailure) in try await publish(environment, changed) }
+            #expect(refused?.code == .appleRequestRefused)
+            #expect(try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID) == before)
+            #expect(try await deviceReads(environment, device: device, notification: first) == Self.document)
+
+            // Never published: nothing is left behind.
+            let other = "DNITHE302409093402145672"
+            environment.standIn.setUsageInformationDevice(merchantTokenID: other)
+            environment.standIn.answerUsageNotify(merchantTokenID: other, status: 403)
+            let unpublished = await Self.failure { () async throws(MerchantTokenFailure) in
+                try await environment.service.publishUsageInformation(
+                    merchantID: Self.merchantID, merchantTokenID: other,
+                    document: Array(
+                        String(decoding: Self.document, as: UTF8.self).replacingOccurrences(of: Self.merchantTokenID, with: other).utf8),
+                    organization: nil, user: "test")
+            }
+            #expect(unpublished != nil)
+            #expect(try await environment.database.usageInformation(merchantTokenID: other) == nil)
+        }
+    }
+
     /// Two organisations may hold one merchant token (each vaulted it): the one that published owns
     /// the package, and the other's PUT is refused with nothing sent or changed.
     @Test func anotherOrganisationHoldingTheTokenCannotReplaceThePackage() async throws {
