@@ -35,9 +35,15 @@ struct MerchantTokenAdmin {
         _ body: @Sendable (_ service: MerchantTokenService, _ vault: CardVault, _ audit: VaultAudit) async throws -> Void
     ) async throws {
         try await AppleGatewayAdmin(name: name, mutates: mutates).run(hsm: options) { context in
+            // As the service has it, so a retried event also seals again or deletes the token's usage information.
+            let usageInformation = context.configuration.publicURL.map {
+                UsageInformationConfiguration(
+                    store: context.database, senderKeys: SenderKeys(hsm: context.vault.keyring.hsm), publicURL: $0)
+            }
             let service = MerchantTokenService(
                 gateway: context.gateway, vault: context.vault, events: context.database, keys: context.keys,
-                policy: context.configuration.eventPolicy, metrics: nil, audit: nil, logger: context.logger)
+                policy: context.configuration.eventPolicy, metrics: nil, audit: nil, logger: context.logger,
+                usageInformation: usageInformation)
             try await body(service, context.vault, context.audit)
         }
     }
