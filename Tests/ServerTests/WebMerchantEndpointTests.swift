@@ -417,13 +417,13 @@ struct WebMerchantEndpointTests {
                 ])
             }
             let ok = try await server.send(
-                .POST, "/v1/apple-pay/payment-session", body: try session(Self.partnerID, domain: "shop.example.com"),
+                .POST, "/v1/apple-pay/payment-session", body: try session(Self.partnerID, domain: "Shop.Example.com"),
                 apiKey: fixture.sessionKey)
             #expect(ok.status == 200, "\(ok.text)")
             #expect((try json(ok)["merchantSessionIdentifier"] as? String)?.hasPrefix("SSH") == true)
             let sent = try #require(fixture.apple.requests.last { $0.path == "/paymentservices/paymentSession" })
             #expect(sent.jsonBody?["merchantIdentifier"] as? String == Self.partnerID, "the partner identifier, never the integrator id")
-            #expect(sent.jsonBody?["initiativeContext"] as? String == "shop.example.com")
+            #expect(sent.jsonBody?["initiativeContext"] as? String == "shop.example.com", "the domain as registered")
             #expect(sent.clientCertificateDER == fixture.integratorCertificate)
 
             // A domain not registered for it: refused before any call.

@@ -24,7 +24,11 @@ extension WebMerchantService {
             throw MerchantTokenFailure(.webMerchantDomainNotRegistered, why + "; register it with POST /v1/apple-pay/web-merchants")
         }
         do throws(AppleGatewayError) {
-            return try await gateway.paymentSession(request, integratorID: integrator)
+            // The domain as registered (lowercase), not as the caller wrote it.
+            let registered = try PaymentSessionRequest(
+                merchantIdentifier: request.merchantIdentifier, validationURL: request.validationURL, displayName: request.displayName,
+                initiative: request.initiative.rawValue, initiativeContext: request.initiativeContext.lowercased())
+            return try await gateway.paymentSession(registered, integratorID: integrator)
         } catch {
             throw MerchantTokenFailure(error)
         }
