@@ -94,7 +94,7 @@ public struct CnpRelay: Sendable {
                 return refusal(request, transaction: transaction, failure: error)
             }
         case .other("token"):
-            return await relayStoredToken(request, transaction: transaction, key: key, organization: organization)
+            return await relayStoredToken(request, transaction: transaction, key: key, organization: organization, submerchant: submerchant)
         case .other, .none:
             return await passthrough(request)
         }
@@ -116,7 +116,7 @@ public struct CnpRelay: Sendable {
     /// through unchanged. The organisation's own is swapped for its card, without a cryptogram.
     /// A vault that cannot answer refuses the request (503) rather than guess.
     private func relayStoredToken(
-        _ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, key: APIKey, organization: String
+        _ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, key: APIKey, organization: String, submerchant: SubmerchantChoice?
     ) async -> Reply {
         let namespace = request.dialect.namespaceURI
         guard
@@ -130,6 +130,8 @@ public struct CnpRelay: Sendable {
             if error.code == .tokenNotFound { return await passthrough(request) }
             return refusal(request, transaction: transaction, failure: error)
         }
+        // A stored token's card has no submerchant entries to name.
+        if submerchant != nil { return refusal(request, transaction: transaction, failure: SubmerchantChoice.notMultiMerchant) }
         // Turning a token into its card is detokenization: the scope Paywarden's own route requires.
         guard key.scopes.contains(.detokenize) else {
             return Self.refused(request, "API key \(key.name) needs the detokenize scope to pay with a Paywarden token; nothing was sent")

@@ -88,6 +88,8 @@ public struct MercuryPayRelay: Sendable {
                 guard key.scopes.contains(.detokenize) else {
                     return Self.forbidden("API key \(key.name) needs the detokenize scope for an OmniToken", invoiceNo: request.invoiceNo)
                 }
+                // A stored token's card has no submerchant entries to name.
+                if submerchant != nil { throw SubmerchantChoice.notMultiMerchant }
                 // A recurring sale on a DPAN's token is refused on the token's record, before it is detokenized.
                 card = try await StoredCredentialRule.cardData(
                     forToken: request.recordNo, use: Self.storedCredentialUse(request), key: key, organization: organization,

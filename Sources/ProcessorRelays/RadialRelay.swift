@@ -77,7 +77,9 @@ public struct RadialRelay: Sendable {
                 decrypted.payment, cryptogramRequiredBy: nil, submerchant: multiMerchant ? .coordinator : nil)
             let issued = try await service.issueToken(for: decrypted, policy: policy)
             // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
-            if card.cryptogram != nil { try await service.holdCryptogram(of: decrypted, for: issued, organization: organization) }
+            if card.cryptogram != nil || multiMerchant {
+                try await service.holdCryptogram(of: decrypted, for: issued, organization: organization)
+            }
             let fields = CnpApplePayResponse(decrypted.payment)
             let network = RelayCardData.network(of: issued) ?? card.resolvedNetwork
             let reply = RadialDecryptBlobReply(
@@ -157,9 +159,18 @@ public struct RadialRelay: Sendable {
             // under a context naming the token's keyed look-up, it opens in no other row), so it is
             // not detokenized again; the take is audited (`take-held-cryptogram`). A card Radial has
             // no tender type for never authorizes here, so the check below loses nothing either.
-            if let held = try await service.takeHeldCryptogram(for: token, key: key, organization: organization) {
-                card = try RelayCardData.forwarded(held, cryptogramRequiredBy: Self.cryptogramForm, submerchant: submerchant)
+            // A multi-merchant payment's entry is chosen before the take: naming none, or one it lacks,
+            // is refused with the payload still held.
+            if let held = try await service.takeHeldCryptogram(
+                for: token, key: key, organization: organization,
+                accept: { payload throws(VaultFailure) in
+                    try RelayCardData.forwarded(payload, cryptogramRequiredBy: Self.cryptogramForm, submerchant: submerchant)
+                })
+            {
+                card = held
             } else {
+                // No held payload: a stored credential, which has no submerchant entries to name.
+                if submerchant != nil { throw SubmerchantChoice.notMultiMerchant }
                 // Later uses: the rule every relay follows, a DPAN refused before it is detokenized.
                 card = try await StoredCredentialRule.cardData(
                     forToken: token, use: .customerInitiated, devicePANs: .never("Radial's card-not-present request"), facts: facts,

@@ -47,18 +47,20 @@ public enum SubmerchantChoice: Sendable, Hashable {
         self = .merchantIdentifier(value)
     }
 
+    /// A choice where there is nothing to choose from: a single-merchant payment, or a stored
+    /// token's card (no cryptogram at all).
+    static let notMultiMerchant = VaultFailure.vault(
+        VaultError(
+            .submerchantNotFound,
+            "the payment is not multi-merchant (no authenticationResponses): send no Paywarden-Submerchant header; nothing was sent"))
+
     /// The cryptogram `payment` gives the authorisation `choice` names, refused when the choice and
     /// the payment disagree: `submerchant_required` for a multi-merchant payment without a choice,
     /// `submerchant_not_found` for an entry the payment lacks or a choice on a single-merchant one.
     static func cryptogram(of payment: DecryptedPayment, _ choice: SubmerchantChoice?) throws(VaultFailure) -> Sensitive<String>? {
         let entries = payment.authenticationResponses
         guard !entries.isEmpty else {
-            guard choice == nil else {
-                throw .vault(
-                    VaultError(
-                        .submerchantNotFound,
-                        "the payment is not multi-merchant (no authenticationResponses): send no Paywarden-Submerchant header"))
-            }
+            guard choice == nil else { throw notMultiMerchant }
             return payment.credential.onlinePaymentCryptogram
         }
         switch choice {

@@ -40,6 +40,15 @@ extension CardVault {
     /// The payload held for `token` in `organization`, ended as it is handed out; nil when none is
     /// held, it expired, was purged or was taken already.
     public func takeHeldCryptogram(for token: String, organization: String) async throws(VaultError) -> [UInt8]? {
+        try await takeHeldCryptogram(for: token, organization: organization) { payload throws(VaultError) in payload }
+    }
+
+    /// The same, `accept` first turning the opened payload into what is used, or refusing it: a
+    /// refusal leaves the payload held (a relay request that names no usable entry of a
+    /// multi-merchant payment spends nothing).
+    public func takeHeldCryptogram<Accepted>(
+        for token: String, organization: String, accept: ([UInt8]) throws(VaultError) -> Accepted
+    ) async throws(VaultError) -> Accepted? {
         // The newest look-up key first: a row hashed under an older key during a rotation is still found.
         for key in keyring.keys(.fingerprint) {
             let lookupKey = try await lookupKey(Self.heldCryptogramName(token, organization: organization), key: key)
@@ -55,10 +64,11 @@ extension CardVault {
                 kind: .registration, organization: organization, recordID: lookupKey, paypageID: Self.heldCryptogramPaypageID)
             let contents = try SealedCoding.decode(
                 RegistrationContents.self, try await sealer.open(sealed, with: sealKey, context: context))
+            let accepted = try accept(Array(contents.paymentData))
             // Ending it is the claim: of two uses racing, one ends it and the other gets no cryptogram.
             guard try await storage({ () async throws(StorageError) in try await database.endRegistration(lookupKey: lookupKey, at: now) })
             else { return nil }
-            return Array(contents.paymentData)
+            return accepted
         }
         return nil
     }

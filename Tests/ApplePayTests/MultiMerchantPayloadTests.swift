@@ -46,6 +46,7 @@ struct MultiMerchantPayloadTests {
         (#"[{"merchantIdentifier":"m1","authenticationData":"AA*A=","transactionAmount":"100"}]"#, "entry 0 has no authenticationData"),
         (#"[{"merchantIdentifier":"m1","authenticationData":"AAAA","transactionAmount":"2.50"}]"#, "entry 0 has no transactionAmount"),
         (#"[{"merchantIdentifier":"m1","authenticationData":"AAAA","transactionAmount":"-5"}]"#, "entry 0 has no transactionAmount"),
+        (#"[{"merchantIdentifier":"Coordinator","authenticationData":"AAAA","transactionAmount":"5"}]"#, "entry 0 is named `coordinator`"),
         (#"[{"merchantIdentifier":"m1","authenticationData":"AAAA"}]"#, "entry 0 has no transactionAmount"),
         (
             #"[{"merchantIdentifier":"M1","authenticationData":"AAAA","transactionAmount":"1"},"#

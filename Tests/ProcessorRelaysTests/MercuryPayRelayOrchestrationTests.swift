@@ -197,14 +197,21 @@ struct MercuryPayRelayOrchestrationTests {
     @Test func theCoordinatorsOwnCryptogramIsNamedAsSuchAndASingleMerchantPaymentTakesNoChoice() async throws {
         try await withEnvironment { environment in
             let multi = try await environment.register(PaymentPayloads.multiMerchant(pan: Self.pan))
-            #expect(try await environment.relay(multi, submerchant: .coordinator).status == .ok)
+            let coordinator = try await environment.relay(multi, submerchant: .coordinator)
+            #expect(coordinator.status == .ok)
             #expect(environment.upstream.received.last?.field("Cryptogram") == "AgAAAAAABk4DWZ4C28yUQAAAAAA=")
 
+            // A stored token's card has no entries to name: the header is refused, not ignored.
+            let token = try #require(coordinator.body["RecordNo"]?.stringValue)
+            let stored = try await environment.relay(token, tokenType: "OmniToken", submerchant: .coordinator)
+            #expect(stored.body["PaywardenErrorCode"]?.stringValue == "submerchant_not_found", "\(stored.body)")
+            #expect(environment.upstream.received.count == 1)
             let single = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan, cryptogram: Self.cryptogram))
             let refused = try await environment.relay(single, submerchant: .coordinator)
             #expect(refused.body["PaywardenErrorCode"]?.stringValue == "submerchant_not_found")
             #expect(environment.upstream.received.count == 1)
             #expect(try await environment.relay(single).status == .ok)
+            #expect(try await environment.relay(token, tokenType: "OmniToken").status == .ok, "without the header, the card")
         }
     }
 }

@@ -22,16 +22,26 @@ extension RadialRelayTests {
         }
     }
 
-    /// Without the header the held payload was taken before its entries could be read: the
-    /// authorisation is refused with nothing sent, and the held cryptograms are spent (docs/processors.md).
-    @Test func aHeldMultiMerchantPaymentWithoutAChoiceIsRefusedWithNothingSent() async throws {
+    /// Without the header, or naming an entry the payment lacks, the authorisation is refused with
+    /// nothing sent and the payload still held: the entry is chosen before the take.
+    @Test func aHeldMultiMerchantPaymentWithoutAChoiceIsRefusedAndStaysHeld() async throws {
         try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)
             let token = try await decryptedToken(server, payload: PaymentPayloads.multiMerchant(pan: "4457119922390446"))
             let reply = try await post(server, Self.authorizationPath, tokenAuthorization(token))
             #expect(reply.status == 422 && element("Code", in: reply.text) == "TOKEN_NOT_ACCEPTED", "\(reply.text)")
             #expect(element("Description", in: reply.text)?.hasPrefix("submerchant_required: ") == true, "\(reply.text)")
+            let unknown = try await server.send(
+                .POST, Self.authorizationPath, body: tokenAuthorization(token), apiKey: .some(Self.app.key), contentType: "application/xml",
+                headers: [("Paywarden-Submerchant", String(repeating: "e", count: 64))])
+            #expect(element("Description", in: unknown.text)?.hasPrefix("submerchant_not_found: ") == true, "\(unknown.text)")
             #expect(upstream.receivedRadial.isEmpty)
+
+            let car = PaymentPayloads.submerchants[2]
+            let used = try await server.send(
+                .POST, Self.authorizationPath, body: tokenAuthorization(token), apiKey: .some(Self.app.key), contentType: "application/xml",
+                headers: [("Paywarden-Submerchant", car.merchantIdentifier.uppercased())])
+            #expect(used.status == 200 && upstream.receivedRadial.first?.cryptogram == car.cryptogram, "\(used.text)")
         }
     }
 }

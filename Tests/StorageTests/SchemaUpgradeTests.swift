@@ -38,8 +38,12 @@ struct SchemaUpgradeTests {
 /// an event of the old shape in it.
 enum SchemaVersion2 {
     static let migrations = ["0001_replay_ledger_and_vault", "0002_vault_key_indexes"]
-    /// Every migration after version 2, in order: what the upgrade applies.
-    static let laterMigrations = Array(Schema.migrations.dropFirst(2))
+    /// Every migration after version 2, in order: what the upgrade applies. Written out, so that a
+    /// renamed or reordered migration fails here.
+    static let laterMigrations = [
+        "0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings", "0006_web_merchants",
+        "0007_merchant_token_usage_information",
+    ]
     static let t0 = Date(timeIntervalSince1970: 1_795_000_000)
 
     static let token = TokenRecord(

@@ -25,6 +25,10 @@ enum AuthenticationResponses {
         var sum: Int64 = 0
         for (index, element) in elements.enumerated() {
             let response = try entry(element, index: index)
+            // The relays' header names the payment's own cryptogram `coordinator`: an entry of that name would be ambiguous.
+            guard response.merchantIdentifier.lowercased() != "coordinator" else {
+                throw refused("entry \(index) is named `coordinator`, the name of the payment's own cryptogram")
+            }
             guard identifiers.insert(response.merchantIdentifier.lowercased()).inserted else {
                 throw refused("entry \(index) repeats another entry's merchantIdentifier, so the two cannot be told apart")
             }

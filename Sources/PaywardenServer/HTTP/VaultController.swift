@@ -185,7 +185,8 @@ extension RedemptionFacts {
             kind: issued.kind.rawValue, recurringEligible: issued.kind.recurringEligible,
             merchantTokenIdentifier: issued.merchantTokenIdentifier)
         registration = RegistrationFacts(redemptions: redemption.redemptions, expiresAt: RFC3339.string(from: redemption.expiresAt))
-        // The vault kept only payloads the decrypter read, entries included (DecryptedPayment.read).
+        // Entries as DecryptedPayment reads them: a payload it refuses (only one held from before entries were
+        // checked could be) answers none, and its paymentData still carries what Apple sent.
         authenticationResponses = (DecryptedPayment(json: redemption.paymentData)?.authenticationResponses ?? []).map {
             AuthenticationResponseFacts(
                 merchantIdentifier: $0.merchantIdentifier, transactionAmount: $0.transactionAmount,

@@ -134,9 +134,29 @@ public final class VaultService: Sendable {
 
     /// The payload held for `token`'s first use, ended as it is taken; nil when none is left.
     /// Audited: who took a cryptogram (or found none), never the token or the cryptogram.
-    public func takeHeldCryptogram(for token: String, key: APIKey, organization: String) async throws(VaultFailure) -> [UInt8]? {
+    /// `accept` turns the held payload into what is used, or refuses it and leaves it held.
+    public func takeHeldCryptogram<Accepted>(
+        for token: String, key: APIKey, organization: String, accept: ([UInt8]) throws(VaultFailure) -> Accepted
+    ) async throws(VaultFailure) -> Accepted? {
         try await audited("take-held-cryptogram", key: key, organization: organization, naming: { $0 == nil ? "none held" : "taken" }) {
-            () async throws(VaultError) in try await vault.takeHeldCryptogram(for: token, organization: organization)
+            () async throws(VaultFailure) in
+            // As redeemForOneUse: a refusal of the caller's own is carried out beside the vault's closure.
+            var refusal: VaultFailure?
+            do throws(VaultFailure) {
+                return try await vaulted { () async throws(VaultError) in
+                    try await vault.takeHeldCryptogram(for: token, organization: organization) { payload throws(VaultError) in
+                        do throws(VaultFailure) {
+                            return try accept(payload)
+                        } catch {
+                            refusal = error
+                            if case .vault(let refused) = error { throw refused }
+                            throw VaultError(.invalidRequest, error.message)
+                        }
+                    }
+                }
+            } catch {
+                throw refusal ?? error
+            }
         }
     }
 
