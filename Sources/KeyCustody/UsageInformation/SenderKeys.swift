@@ -21,17 +21,35 @@ public struct SenderKeys: Sendable {
             let (id, point) = try await hsm.generateP384KeyAgreementKey(label: label)
             return SenderKeyReference(custody: .inHSM, hsmKeyID: id, publicKey: point, wrappedSeed: nil)
         case .wrappedByHSMKey:
-            guard let kind = hsm.dataKeyEncryptingKeyKind else { throw PKCS11Error.mechanismUnsupported("no data-key wrapping") }
-            let kek = try await hsm.generateSecretKey(SecretKeySpecification(label: label, kind: kind))
-            let seed = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-            do {
-                let wrapped = try await hsm.wrapDataKey(kek.id, dataKey: seed)
-                let publicKey = try Self.privateKey(seed: seed).serializedPublicKey
-                return SenderKeyReference(custody: .wrappedByHSMKey, hsmKeyID: kek.id, publicKey: publicKey, wrappedSeed: wrapped)
-            } catch {
-                _ = try? await hsm.destroySecretKey(kek.id)
-                throw error
-            }
+            return try await createWrapped(label: label)
+        }
+    }
+
+    /// A seed wrapped by a new HSM key-encrypting key, which is destroyed again if the seed cannot
+    /// be wrapped. (A separate function, without `try?` in its `catch`: the Swift 6.2 release
+    /// build's coroutine splitting crashed on that shape.)
+    private func createWrapped(label: String) async throws -> SenderKeyReference {
+        guard let kind = hsm.dataKeyEncryptingKeyKind else { throw PKCS11Error.mechanismUnsupported("no data-key wrapping") }
+        let kek = try await hsm.generateSecretKey(SecretKeySpecification(label: label, kind: kind))
+        let seed = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let wrapped: WrappedDataKey
+        let publicKey: [UInt8]
+        do {
+            wrapped = try await hsm.wrapDataKey(kek.id, dataKey: seed)
+            publicKey = try Self.privateKey(seed: seed).serializedPublicKey
+        } catch {
+            await discard(kek.id)
+            throw error
+        }
+        return SenderKeyReference(custody: .wrappedByHSMKey, hsmKeyID: kek.id, publicKey: publicKey, wrappedSeed: wrapped)
+    }
+
+    /// Destroys an unused key-encrypting key; one that cannot be destroyed now is an unused key left behind, nothing worse.
+    private func discard(_ id: KeyIdentifier) async {
+        do {
+            try await hsm.destroySecretKey(id)
+        } catch {
+            return
         }
     }
 
