@@ -84,25 +84,10 @@ public final class VaultService: Sendable {
     public func redeemForOneUse<Accepted>(
         _ id: String, key: APIKey, organization: String, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
-        // The vault's closure throws the vault's errors; a refusal of another kind is carried out
-        // beside it, and is what the audit line and the caller are told.
         try await audited("redeem-once", key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
             () async throws(VaultFailure) in
-            var refusal: VaultFailure?
-            do throws(VaultFailure) {
-                return try await vaulted { () async throws(VaultError) in
-                    try await vault.redeemForOneUse(id, organization: organization) { payment throws(VaultError) in
-                        do throws(VaultFailure) {
-                            return try accept(payment)
-                        } catch {
-                            refusal = error
-                            if case .vault(let refused) = error { throw refused }
-                            throw VaultError(.invalidRequest, error.message)
-                        }
-                    }
-                }
-            } catch {
-                throw refusal ?? error
+            try await vaulted(accepting: accept) { (vaultAccept) async throws(VaultError) in
+                try await vault.redeemForOneUse(id, organization: organization, accept: vaultAccept)
             }
         }
     }
@@ -140,13 +125,28 @@ public final class VaultService: Sendable {
     ) async throws(VaultFailure) -> Accepted? {
         try await audited("take-held-cryptogram", key: key, organization: organization, naming: { $0 == nil ? "none held" : "taken" }) {
             () async throws(VaultFailure) in
-            // As redeemForOneUse: a refusal of the caller's own is carried out beside the vault's closure.
-            var refusal: VaultFailure?
-            do throws(VaultFailure) {
-                return try await vaulted { () async throws(VaultError) in
-                    try await vault.takeHeldCryptogram(for: token, organization: organization) { payload throws(VaultError) in
+            try await vaulted(accepting: accept) { (vaultAccept) async throws(VaultError) in
+                try await vault.takeHeldCryptogram(for: token, organization: organization, accept: vaultAccept)
+            }
+        }
+    }
+
+    /// A vault operation whose `accept` closure may throw only the vault's errors, given the
+    /// caller's, which may refuse with any ``VaultFailure``: such a refusal is carried out beside the
+    /// vault's closure (the vault sees it as a refusal and changes nothing) and is what the audit
+    /// line and the caller are told.
+    private func vaulted<Input, Accepted, Result>(
+        accepting accept: (Input) throws(VaultFailure) -> Accepted,
+        _ operation: ((Input) throws(VaultError) -> Accepted) async throws(VaultError) -> Result
+    ) async throws(VaultFailure) -> Result {
+        var refusal: VaultFailure?
+        do throws(VaultFailure) {
+            return try await vaulted { () async throws(VaultError) in
+                // Called only within this call: the closure does not outlive it.
+                try await withoutActuallyEscaping(accept) { accept async throws(VaultError) in
+                    try await operation { input throws(VaultError) in
                         do throws(VaultFailure) {
-                            return try accept(payload)
+                            return try accept(input)
                         } catch {
                             refusal = error
                             if case .vault(let refused) = error { throw refused }
@@ -154,9 +154,9 @@ public final class VaultService: Sendable {
                         }
                     }
                 }
-            } catch {
-                throw refusal ?? error
             }
+        } catch {
+            throw refusal ?? error
         }
     }
 
