@@ -60,6 +60,9 @@ public struct HSMSettings: Sendable {
     public var allowSoftwareOAEPDecoding: Bool
     /// `auto`, `on` or `off`.
     public var sessionKeyCopies: String
+    /// `auto`, `inline` or `pool`.
+    public var dispatch: String
+    public var inlineThreshold: Duration
     public var recycleEvery: Int
     public var operationTimeout: Duration
     public var healthCheckTimeout: Duration
@@ -90,6 +93,8 @@ public struct HSMSettings: Sendable {
         allowExtractableSharedSecret = try reader.boolean(C.hsmAllowExtractableECDH)
         allowSoftwareOAEPDecoding = try reader.boolean(C.hsmAllowSoftwareOAEP)
         sessionKeyCopies = try reader.choice(defaulted: C.hsmSessionKeyCopies)
+        dispatch = try reader.choice(defaulted: C.hsmDispatch)
+        inlineThreshold = .microseconds(try reader.integer(defaulted: C.hsmInlineThresholdMicroseconds))
         recycleEvery = try reader.integer(defaulted: C.hsmRecycleEvery)
         operationTimeout = .milliseconds(try reader.integer(defaulted: C.hsmOperationTimeoutMilliseconds))
         healthCheckTimeout = .milliseconds(try reader.integer(defaulted: C.hsmHealthTimeoutMilliseconds))
@@ -166,7 +171,8 @@ public struct ServerSettings: Sendable {
         requestReadTimeoutSeconds = try reader.integer(defaulted: C.requestReadTimeoutSeconds)
         maxRequestsPerConnection = try reader.integer(defaulted: C.maxRequestsPerConnection)
         maxConnectionsPerClient = try reader.integer(defaulted: C.maxConnectionsPerClient)
-        eventLoopThreads = try reader.integer(defaulted: C.eventLoopThreads)
+        let dispatch = try reader.choice(C.hsmDispatch)
+        eventLoopThreads = try reader.integer(C.eventLoopThreads) ?? EarlySettings.defaultEventLoopThreads(dispatch: dispatch)
         eProtectRatePerPaypage = try reader.integer(defaulted: C.eProtectRatePerPaypage)
         eProtectRatePerAddress = try reader.integer(defaulted: C.eProtectRatePerAddress)
         vaultMaintenanceSeconds = try reader.integer(defaulted: C.vaultMaintenanceSeconds)
@@ -218,15 +224,23 @@ public struct ServerSettings: Sendable {
 
 /// Settings read before anything else starts (the event loops must exist before any task runs).
 public enum EarlySettings {
-    /// `PAYWARDEN_EVENT_LOOP_THREADS`, default 1.
+    /// `PAYWARDEN_EVENT_LOOP_THREADS`. By default one per core, where inline HSM calls run
+    /// (`PAYWARDEN_HSM_DISPATCH` auto or inline), and one with pool dispatch, where the requests'
+    /// work runs on the HSM workers and a second loop only competes with them for the cores.
     public static func eventLoopThreads(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError)
         -> Int
     {
         let setting = SettingCatalog.eventLoopThreads
-        guard let text = environment[setting.environmentName], !text.isEmpty else { return 1 }
+        guard let text = environment[setting.environmentName], !text.isEmpty else {
+            return defaultEventLoopThreads(dispatch: environment[SettingCatalog.hsmDispatch.environmentName])
+        }
         guard let count = Int(text), case .integer(let range) = setting.kind, range.contains(count) else {
             throw ConfigurationError(setting, value: text, expected: setting.kind.accepts)
         }
         return count
+    }
+
+    static func defaultEventLoopThreads(dispatch: String?) -> Int {
+        dispatch == "pool" ? 1 : ProcessInfo.processInfo.activeProcessorCount
     }
 }

@@ -43,6 +43,13 @@ public enum SettingCatalog {
     public static let hsmSessionKeyCopies = Setting(
         "hsm_session_key_copies", .choice(["auto", "on", "off"]), default: .value("auto"),
         "decrypt with per-session copies of the token keys (auto: on for SoftHSM)")
+    public static let hsmDispatch = Setting(
+        "hsm_dispatch", .choice(["auto", "inline", "pool"]), default: .value("auto"),
+        "where HSM calls run: on the request's own thread (inline), on the HSM worker threads (pool), or inline when the module "
+            + "answers a round trip within hsm_inline_threshold_us (auto: SoftHSM and NSS softokn inline, a network HSM on the pool)")
+    public static let hsmInlineThresholdMicroseconds = Setting(
+        "hsm_inline_threshold_us", .integer(1...100_000), default: .value("50"),
+        "the module round trip (median of 9 C_GenerateRandom, measured at start) within which auto dispatch runs calls inline")
     public static let hsmRecycleEvery = Setting(
         "hsm_recycle_every", .integer(0...100_000_000), default: .value("10000"),
         "decryptions between module recycles (0: never); SoftHSM leaks about 241 B per derive until then")
@@ -103,8 +110,10 @@ public enum SettingCatalog {
         "max_connections_per_client", .integer(1...1_000_000), default: .value("128"),
         "open connections per client address (trusted proxies exempt); beyond it, a new one is closed at once")
     public static let eventLoopThreads = Setting(
-        "event_loop_threads", .integer(1...256), default: .value("1"), exposure: .environmentOnly,
-        "NIO event loops, which also run every task outside the HSM workers (read before anything else starts)")
+        "event_loop_threads", .integer(1...256), default: .computed("the number of cores; 1 with hsm_dispatch pool"),
+        exposure: .environmentOnly,
+        "NIO event loops, which also run every task outside the HSM workers, and the HSM calls with inline dispatch "
+            + "(read before anything else starts)")
 
     // MARK: CardVault
     public static let eProtectRatePerPaypage = Setting(
@@ -263,7 +272,7 @@ public enum SettingCatalog {
         home, logLevel,
         pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
         hsmAllowSoftwareOAEP,
-        hsmSessionKeyCopies, hsmRecycleEvery, hsmOperationTimeoutMilliseconds, hsmHealthTimeoutMilliseconds, keyRefreshSeconds,
+        hsmSessionKeyCopies, hsmDispatch, hsmInlineThresholdMicroseconds, hsmRecycleEvery, hsmOperationTimeoutMilliseconds, hsmHealthTimeoutMilliseconds, keyRefreshSeconds,
         signingTimeWindow, trustRoots, certificateIssuers,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
         maxBodyBytes, maxInFlight, idleTimeoutSeconds, maxConnections, requestReadTimeoutSeconds, maxRequestsPerConnection,

@@ -145,8 +145,12 @@ extension HSMTests {
             await hsm.close()
         }
 
-        @Test func recyclingWhileTasksRunFailsNothing() async throws {
-            let hsm = try await TestToken.make().open()
+        /// Inline: maintenance waits for the calls running on the callers' threads and sends new
+        /// ones through the queue until it is done.
+        @Test(arguments: [HSMDispatch.inline, .pool])
+        func recyclingWhileTasksRunFailsNothing(_ dispatch: HSMDispatch) async throws {
+            let hsm = try await TestToken.make().open { $0.dispatch = dispatch }
+            #expect(hsm.dispatch == dispatch)
             let key = try await hsm.generateKeyPair(KeySpecification(label: "recycled", algorithm: .ecP256, usage: [.derive]))
             let peer = P256.KeyAgreement.PrivateKey()
             guard case .ecP256(let point) = key.publicKey else { return }
@@ -179,9 +183,11 @@ extension HSMTests {
         }
 
         @Test func excessLoadIsRefusedAtOnceAsOverloaded() async throws {
+            // The bound is the queue's: inline calls never wait in it.
             let hsm = try await TestToken.make().open {
                 $0.workers = 1
                 $0.maxPendingOperations = 2
+                $0.dispatch = .pool
             }
             let key = try await hsm.generateKeyPair(KeySpecification(label: "m", algorithm: .ecP256, usage: [.sign]))
             let digest = [UInt8](repeating: 1, count: 32)

@@ -117,8 +117,10 @@ struct LoginPacingTests {
     @Test func aStuckHSMCallMeetsItsDeadline() async throws {
         let token = try await SoftHSMTestToken.make()
         let device = try FaultInjectingPKCS11.make()
+        // The worker pool's deadline (InlineDispatchTests has the inline one's).
         let hsm = try await device.open(token) {
             $0.workers = 1
+            $0.dispatch = .pool
             $0.operationTimeout = .milliseconds(300)
             $0.healthCheckTimeout = .milliseconds(200)
         }

@@ -9,15 +9,16 @@ import Testing
 /// The service under HSM faults, injected by the project's fault-injecting PKCS#11 module in
 /// front of a real SoftHSM token: errors, a device that disappears, hangs, a wrong PIN. Whatever
 /// happens, a request gets 200 or a typed, retryable 503; no token is decrypted twice, and none
-/// has its transaction id burned by a fault that was not its own.
+/// has its transaction id burned by a fault that was not its own. Every test runs with both
+/// dispatches: HSM calls on the requests' own threads (inline) and on the worker threads (pool).
 @Suite(.serialized, .releasesTestResources)
 struct HSMFaultTests {
     /// Errors after full verification, on every path that reaches the key: the request is a 503
     /// with Retry-After, and the same token decrypts once the fault is gone, exactly once.
-    @Test(arguments: [ReturnValue.generalError, .deviceRemoved, .sessionHandleInvalid, .userNotLoggedIn, .deviceError])
-    func hsmErrorsAreRetryableAndBurnNoTransactionID(_ value: ReturnValue) async throws {
+    @Test(arguments: dispatches, [ReturnValue.generalError, .deviceRemoved, .sessionHandleInvalid, .userNotLoggedIn, .deviceError])
+    func hsmErrorsAreRetryableAndBurnNoTransactionID(_ dispatch: HSMDispatch, _ value: ReturnValue) async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+        try await withServer(device, dispatch) { server in
             #expect(try await server.waitForReadiness(200))
             let ec = try server.ecToken()
             let rsa = try server.rsaToken()
@@ -45,10 +46,10 @@ struct HSMFaultTests {
     }
 
     /// A single lost session or login is re-established inside the request: the caller never sees it.
-    @Test(arguments: [ReturnValue.sessionHandleInvalid, .userNotLoggedIn, .deviceRemoved])
-    func aSingleLostLoginIsInvisible(_ value: ReturnValue) async throws {
+    @Test(arguments: dispatches, [ReturnValue.sessionHandleInvalid, .userNotLoggedIn, .deviceRemoved])
+    func aSingleLostLoginIsInvisible(_ dispatch: HSMDispatch, _ value: ReturnValue) async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+        try await withServer(device, dispatch) { server in
             #expect(try await server.waitForReadiness(200))
             try device.fail("C_DeriveKey", with: value, times: 1)
             let reply = try await server.send(body: try server.ecToken())
@@ -59,9 +60,10 @@ struct HSMFaultTests {
     /// A re-login that fails after a recycle leaves the HSM logged out: before the fix, requests
     /// then ran on unauthenticated sessions that see no private keys, and were refused as
     /// `unknown_public_key_hash` with their transaction ids burned.
-    @Test func aFailedReloginIsUnavailableNotAnUnknownKey() async throws {
+    @Test(arguments: dispatches)
+    func aFailedReloginIsUnavailableNotAnUnknownKey(_ dispatch: HSMDispatch) async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+        try await withServer(device, dispatch) { server in
             #expect(try await server.waitForReadiness(200))
             try device.fail("C_Login", with: .deviceError, times: 1)
             await #expect(throws: PKCS11Error.self) { try await server.server.hsm.recycle() }
@@ -82,9 +84,10 @@ struct HSMFaultTests {
     /// The HSM disappears in the middle of a load and comes back: every request is 200 or a 503
     /// with Retry-After, the service recovers without a restart, every refused token decrypts on
     /// its retry, and every token decrypts exactly once.
-    @Test func theHSMDisappearsMidLoadAndComesBack() async throws {
+    @Test(arguments: dispatches)
+    func theHSMDisappearsMidLoadAndComesBack(_ dispatch: HSMDispatch) async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+        try await withServer(device, dispatch) { server in
             #expect(try await server.waitForReadiness(200))
             let tokens = try (0..<240).map { _ in try server.ecToken() }
             let sent = Counter()
@@ -136,6 +139,7 @@ struct HSMFaultTests {
         let device = try FaultInjectingPKCS11.make()
         try await withServer({
             $0.hsm.modulePath = device.modulePath
+            $0.hsm.dispatch = .pool
             $0.hsm.operationTimeout = .milliseconds(500)
             $0.hsm.healthCheckTimeout = .milliseconds(300)
         }) { server in
@@ -165,11 +169,56 @@ struct HSMFaultTests {
         }
     }
 
+    /// Inline, a call that never returns holds the thread that made it: its request waits. The
+    /// watchdog turns dispatch to the pool at the deadline, so the next request meets its deadline
+    /// with a 503 (metrics say `pool`), readiness falls while the call is stuck, and after the HSM
+    /// answers again the stuck request is a 503 and both tokens decrypt.
+    @Test func aHangInlineTurnsDispatchToThePool() async throws {
+        let device = try FaultInjectingPKCS11.make()
+        try await withServer({
+            $0.hsm.modulePath = device.modulePath
+            $0.hsm.dispatch = .inline
+            $0.hsm.operationTimeout = .milliseconds(500)
+            $0.hsm.healthCheckTimeout = .milliseconds(300)
+        }) { server in
+            #expect(try await server.waitForReadiness(200))
+            #expect(server.server.hsm.dispatch == .inline)
+            let tokens = try [server.ecToken(), server.ecToken()]
+            try device.hang("C_DeriveKey")
+            let stuck = Task { try await server.send(body: tokens[0]) }
+            try await device.waitUntilHung("C_DeriveKey", calls: 1)
+            let clock = ContinuousClock()
+            let start = clock.now
+            while server.server.hsm.dispatch == .inline && clock.now - start < .seconds(5) { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(server.server.hsm.dispatch == .pool, "the watchdog turned inline dispatch off")
+
+            let sent = clock.now
+            let next = try await server.send(body: tokens[1])
+            #expect(clock.now - sent < .seconds(3), "the deadline is 500 ms")
+            #expect(next.status == 503 && next.errorCode == "hsm_unavailable", "\(next.text)")
+            #expect(next.header("Retry-After") == "1")
+            #expect(try await server.waitForReadiness(503, seconds: 5), "a call is stuck: not ready")
+            let metrics = String(decoding: try await server.operations("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains("paywarden_hsm_dispatch{mode=\"pool\"} 1"), "\(metrics.split(separator: "\n").filter { $0.contains("dispatch") })")
+
+            try device.release()
+            let late = try await stuck.value
+            #expect(late.status == 503 && late.errorCode == "hsm_unavailable", "its deadline passed: \(late.text)")
+            #expect(try await server.waitForReadiness(200))
+            for token in tokens {
+                let retried = try await server.send(body: token)
+                #expect(retried.status == 200, "the abandoned attempts gave their transaction ids back: \(retried.text)")
+            }
+            #expect(server.logs.text.contains("overran its deadline"))
+        }
+    }
+
     /// A wrong PIN: the service stays not ready and says why, presents the PIN once, and picks up
     /// the corrected file without a restart.
-    @Test func aWrongPINCausesNoLoginStorm() async throws {
+    @Test(arguments: dispatches)
+    func aWrongPINCausesNoLoginStorm(_ dispatch: HSMDispatch) async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+        try await withServer(device, dispatch) { server in
             #expect(try await server.waitForReadiness(200))
             let pinFile = URL(fileURLWithPath: server.token.pinFile)
             let correct = try Data(contentsOf: pinFile)
@@ -193,9 +242,10 @@ struct HSMFaultTests {
     }
 
     /// Recycling the module again and again under load fails no request.
-    @Test func recyclingUnderLoadFailsNoRequest() async throws {
+    @Test(arguments: dispatches)
+    func recyclingUnderLoadFailsNoRequest(_ dispatch: HSMDispatch) async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+        try await withServer(device, dispatch) { server in
             #expect(try await server.waitForReadiness(200))
             try device.addLatency("C_DeriveKey", microseconds: 500)
             let done = Counter()
@@ -227,6 +277,22 @@ struct HSMFaultTests {
             #expect(server.server.hsm.recycles - recycles >= 5, "\(server.server.hsm.recycles - recycles) recycles under the load")
             print("recycling under load: \(replies.count) requests, all 200, \(server.server.hsm.recycles - recycles) recycles")
         }
+    }
+}
+
+/// Both dispatches, for the tests that run with each.
+private let dispatches: [HSMDispatch] = [.inline, .pool]
+
+/// A server whose HSM is `device`, calls dispatched as `dispatch`.
+private func withServer(
+    _ device: FaultInjectingPKCS11, _ dispatch: HSMDispatch, _ body: (TestServer) async throws -> Void
+) async throws {
+    try await withServer({
+        $0.hsm.modulePath = device.modulePath
+        $0.hsm.dispatch = dispatch
+    }) { server in
+        #expect(server.server.hsm.dispatch == dispatch)
+        try await body(server)
     }
 }
 

@@ -16,6 +16,8 @@ public final class HSM: Sendable {
     public let capabilities: Capabilities
     /// Whether decryption uses session copies of the token keys (``HSMConfiguration/sessionKeyCopies``).
     public let usesSessionKeyCopies: Bool
+    /// Where calls run, as chosen at open (``HSMConfiguration/dispatch``); see ``dispatch`` for now.
+    public let dispatchChoice: HSMDispatchChoice
 
     let pool: SessionPool
     private let location: TokenLocation
@@ -40,10 +42,24 @@ public final class HSM: Sendable {
         self.state = Mutex(HSMState(anchor: opened.anchor, keys: opened.keys))
         self.logger = logger
         let location = opened.location
-        self.pool = SessionPool(workers: configuration.workers, maxPending: configuration.maxPendingOperations) { () throws(PKCS11Error) in
+        self.dispatchChoice = opened.dispatch
+        let deadline = configuration.operationTimeout
+        self.pool = SessionPool(
+            workers: configuration.workers, maxPending: configuration.maxPendingOperations, inline: opened.dispatch.chosen == .inline,
+            inlineDeadline: deadline,
+            onInlineOverrun: { elapsed in
+                logger.error(
+                    "an inline HSM call overran its deadline; HSM calls now run on the worker threads until restart",
+                    metadata: ["running_for": "\(elapsed)", "deadline": "\(deadline.map { "\($0)" } ?? "none")"])
+            }
+        ) { () throws(PKCS11Error) in
             try Session(module: location.module, slot: location.slot)
         }
     }
+
+    /// Where calls run now: the choice made at open, or ``HSMDispatch/pool`` once an inline call
+    /// overran its deadline (see ``SessionPool``).
+    public var dispatch: HSMDispatch { pool.runsInline ? .inline : .pool }
 
     /// Opens the token described by `configuration`. Fails with a misconfiguration error that
     /// names what to fix when the module, token or PIN is wrong.
@@ -72,7 +88,8 @@ public final class HSM: Sendable {
                         : Capabilities.unprobed(mechanisms)
                     return Opened(
                         location: location, token: try module.tokenInfo(slot: location.slot),
-                        anchor: SessionTransfer(session: session), capabilities: capabilities, keys: try session.privateKeys().keys
+                        anchor: SessionTransfer(session: session), capabilities: capabilities, keys: try session.privateKeys().keys,
+                        dispatch: HSMDispatchChoice(configuration: configuration, session: session)
                     )
                 } catch {
                     // Leave the module as we found it: nothing open, one user fewer.
@@ -94,7 +111,7 @@ public final class HSM: Sendable {
                 "ecdh_path": "\(hsm.capabilities.ecdhPath?.rawValue ?? "none")",
                 "rsa_path": "\(hsm.capabilities.rsaDecryptionPath?.rawValue ?? "none")",
                 "keys": "\(opened.keys.count)", "workers": "\(hsm.pool.workerCount)",
-                "session_key_copies": "\(hsm.usesSessionKeyCopies)",
+                "session_key_copies": "\(hsm.usesSessionKeyCopies)", "dispatch": "\(hsm.dispatchChoice.summary)",
             ])
         for line in hsm.capabilities.report { logger.debug("capability probe", metadata: ["result": "\(line)"]) }
         return hsm
@@ -165,11 +182,15 @@ public final class HSM: Sendable {
     /// When it has not finished within ``HSMConfiguration/operationTimeout`` (an HSM call that
     /// stopped answering holds its worker), the caller gets a `timedOut` error and `body` is left
     /// to finish on its own; whatever it returns then is discarded.
+    ///
+    /// With inline dispatch, `body` runs where it is, its HSM calls on the caller's thread, each
+    /// held to the deadline by the pool's watchdog (``SessionPool``).
     public func runOnWorkers<R: Sendable>(_ body: @escaping @Sendable () async -> R) async throws(PKCS11Error) -> R {
         let pool = self.pool
         let deadline = configuration.operationTimeout
         do {
             return try await pool.admitted { () async throws -> R in
+                if pool.runsInline { return await body() }
                 guard let deadline else { return await withTaskExecutorPreference(pool) { await body() } }
                 let pending = PendingRun<R>()
                 return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in
@@ -291,7 +312,14 @@ public final class HSM: Sendable {
         }
         let location = self.location
         let label = configuration.tokenLabel
-        let loggedIn = try await pool.run(deadline: configuration.healthCheckTimeout) { session throws(PKCS11Error) -> Bool in
+        // A call that will not return holds its thread, whatever the dispatch: not healthy.
+        if let overdue = pool.overdueInlineCall {
+            throw PKCS11Error(
+                code: .timedOut, category: .retry, message: "an HSM call has been running for \(overdue), past its deadline")
+        }
+        // On a worker even with inline dispatch, so that a module that stopped answering fails the check at its deadline.
+        let loggedIn = try await pool.run(deadline: configuration.healthCheckTimeout, inlineAllowed: false) {
+            session throws(PKCS11Error) -> Bool in
             let info = try location.module.tokenInfo(slot: location.slot)
             guard info.label == label else {
                 throw PKCS11Error(code: .tokenNotFound, category: .relogin, message: "the slot no longer holds token \"\(label)\"")
@@ -340,4 +368,5 @@ private struct Opened: Sendable {
     let anchor: SessionTransfer
     let capabilities: Capabilities
     let keys: [KeyObject]
+    let dispatch: HSMDispatchChoice
 }

@@ -30,6 +30,13 @@ public struct HSMConfiguration: Sendable {
     public var operationTimeout: Duration? = .seconds(10)
     /// How long the health check waits for the HSM before calling it unavailable.
     public var healthCheckTimeout: Duration = .seconds(2)
+    /// Where HSM calls run: on the caller's thread, on the worker threads, or chosen by the
+    /// module's measured round trip (``HSMDispatch``).
+    public var dispatch = HSMDispatch.auto
+    /// The round trip within which `auto` runs calls inline. SoftHSM and NSS softokn answer in
+    /// about a microsecond; a module across a network, loopback included, in tens of microseconds
+    /// at least, and an HSM's LAN in hundreds.
+    public var inlineThreshold: Duration = .microseconds(50)
 
     /// Whether decryption works on session copies of the token keys.
     public enum SessionKeyCopies: String, Sendable, Hashable, CaseIterable {

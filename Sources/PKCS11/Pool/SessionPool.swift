@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A fixed set of worker threads, each owning one PKCS#11 session, fed from a bounded queue.
 ///
@@ -10,6 +11,13 @@ import Foundation
 /// The pool is also a `TaskExecutor`: a task that prefers it (`withTaskExecutorPreference`)
 /// runs its code on the workers, and its HSM calls then run inline on the worker's session,
 /// with no thread hop on the way in or out.
+///
+/// With inline dispatch (``HSMDispatch/inline``), a caller that is not a worker runs its call on
+/// its own thread, with a session of that thread's own, counted among the running jobs so that
+/// maintenance waits for it; while maintenance holds the pool, calls go through the queue. Such a
+/// call cannot be given up on at its deadline: a watchdog sees one that overruns, turns inline
+/// dispatch off for good (later calls take the queue, where deadlines hold), and the health check
+/// reports the stuck call until it returns.
 final class SessionPool: TaskExecutor, @unchecked Sendable {
     /// Work for a worker, given the worker's context.
     typealias Operation = (WorkerContext) -> Void
@@ -35,19 +43,58 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     let workerCount: Int
     let maxPending: Int
     let openSession: @Sendable () throws(PKCS11Error) -> Session
+    /// Tells this pool's inline contexts apart from another's in a thread's list.
+    let serial = SessionPool.serials.add(1, ordering: .relaxed).newValue
+    private static let serials = Atomic<Int>(0)
+    /// Whether callers off the workers run their calls on their own thread.
+    private let inline: Atomic<Bool>
+    /// The deadline inline calls are held to (``HSMConfiguration/operationTimeout``).
+    private let inlineDeadline: Duration?
+    private let watchdog: (any DispatchSourceTimer)?
+    /// Told, once, that an inline call overran its deadline and inline dispatch is off.
+    private let onInlineOverrun: @Sendable (Duration) -> Void
 
-    /// - Parameter openSession: opens a session for the calling worker thread.
-    init(workers: Int, maxPending: Int, openSession: @escaping @Sendable () throws(PKCS11Error) -> Session) {
+    /// - Parameters:
+    ///   - openSession: opens a session for the calling worker thread.
+    ///   - inline: run callers' calls on their own threads (see the type's comment).
+    ///   - inlineDeadline: what an inline call is held to; nil: no watchdog.
+    init(
+        workers: Int, maxPending: Int, inline: Bool = false, inlineDeadline: Duration? = nil,
+        onInlineOverrun: @escaping @Sendable (Duration) -> Void = { _ in },
+        openSession: @escaping @Sendable () throws(PKCS11Error) -> Session
+    ) {
         self.workerCount = max(1, workers)
         self.maxPending = max(1, maxPending)
         self.openSession = openSession
+        self.inline = Atomic(inline)
+        self.inlineDeadline = inlineDeadline
+        self.onInlineOverrun = onInlineOverrun
+        if inline, let inlineDeadline {
+            // A look a quarter of the deadline apart (at least every second, at most 20 a second):
+            // an overrun is seen within a quarter of its deadline, for a wake-up or four a second.
+            let period = min(max(inlineDeadline / 4, .milliseconds(50)), .seconds(1))
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "paywarden.pkcs11.inline-watchdog"))
+            timer.schedule(deadline: .now() + period / .seconds(1), repeating: period / .seconds(1))
+            watchdog = timer
+        } else {
+            watchdog = nil
+        }
         liveWorkers = workerCount
         for index in 0..<workerCount {
             let thread = Thread { [self] in workerLoop() }
             thread.name = "pkcs11-worker-\(index)"
             thread.start()
         }
+        watchdog?.setEventHandler { [weak self] in self?.watchInlineCalls() }
+        watchdog?.activate()
     }
+
+    deinit {
+        watchdog?.cancel()
+    }
+
+    /// Whether calls from outside the workers run on the caller's thread now.
+    var runsInline: Bool { inline.load(ordering: .relaxed) }
 
     /// Operations and tasks queued and not yet started, and admitted tasks not yet finished.
     var pending: Int {
@@ -64,11 +111,16 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     ///   that is running (an HSM call that stopped answering) is left to finish on its worker,
     ///   its result discarded. Inline calls run on the caller's own thread and cannot be left:
     ///   their deadline is the caller's (``HSM/runOnWorkers(_:)``).
+    ///   - inlineAllowed: false for calls that must be able to time out whatever the dispatch (the
+    ///     health check).
     func run<R: Sendable>(
-        deadline: Duration? = nil, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+        deadline: Duration? = nil, inlineAllowed: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
         if let context = WorkerContext.current, context.pool === self {
             return try context.withSession(body)
+        }
+        if inlineAllowed, inline.load(ordering: .relaxed), case .ran(let result) = try runInline(body) {
+            return result
         }
         let pending = PendingRun<R>()
         do {
@@ -127,6 +179,63 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    private enum InlineOutcome<R> {
+        case ran(R)
+        /// Maintenance holds the pool, or it stopped: the call goes through the queue.
+        case queue
+    }
+
+    /// Runs `body` on the calling thread with its own session, counted among the running jobs.
+    private func runInline<R>(_ body: (Session) throws(PKCS11Error) -> R) throws(PKCS11Error) -> InlineOutcome<R> {
+        let context = InlineContexts.context(for: self) {
+            let context = WorkerContext(pool: self, isInline: true)
+            condition.withLock { contexts.append(context) }
+            return context
+        }
+        condition.lock()
+        guard !paused, !stopped else {
+            condition.unlock()
+            return .queue
+        }
+        running += 1
+        context.generation = generation
+        condition.unlock()
+        let start = DispatchTime.now().uptimeNanoseconds
+        context.inlineCallStart.store(start, ordering: .relaxed)
+        defer {
+            context.inlineCallStart.store(0, ordering: .relaxed)
+            condition.lock()
+            running -= 1
+            if running == 0 && (paused || stopped) { condition.broadcast() }
+            condition.unlock()
+        }
+        let result = try context.withSession(body)
+        // Past its deadline, the caller would have been answered already on the queue: the
+        // result is discarded the same way.
+        if let inlineDeadline, Self.elapsed(since: start) > inlineDeadline { throw .timedOut(after: inlineDeadline) }
+        return .ran(result)
+    }
+
+    private static func elapsed(since start: UInt64) -> Duration {
+        .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds &- start))
+    }
+
+    /// The longest an inline call running now has run, when that is past its deadline.
+    var overdueInlineCall: Duration? {
+        guard let inlineDeadline else { return nil }
+        let started = condition.withLock { contexts.filter(\.isInline) }.map { $0.inlineCallStart.load(ordering: .relaxed) }
+        guard let earliest = started.filter({ $0 != 0 }).min() else { return nil }
+        let elapsed = Self.elapsed(since: earliest)
+        return elapsed > inlineDeadline ? elapsed : nil
+    }
+
+    /// The watchdog's look: an inline call past its deadline turns inline dispatch off.
+    private func watchInlineCalls() {
+        guard inline.load(ordering: .relaxed), let overdue = overdueInlineCall else { return }
+        guard inline.compareExchange(expected: true, desired: false, ordering: .relaxed).exchanged else { return }
+        onInlineOverrun(overdue)
+    }
+
     /// Waits until no worker is running anything, runs `body` on a dedicated thread while the
     /// workers stay parked, then lets them go on with fresh sessions (old handles may be invalid).
     func exclusive<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
@@ -160,11 +269,16 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
 
     /// Stops the workers after the queue drains. Sessions are closed by their threads.
     func shutdown() {
+        watchdog?.cancel()
         condition.lock()
         stopped = true
         condition.broadcast()
-        while liveWorkers > 0 { condition.wait() }
+        while liveWorkers > 0 || running > 0 { condition.wait() }
+        let inlineContexts = contexts.filter(\.isInline)
         condition.unlock()
+        // No inline call runs now, and none starts once stopped: their threads keep the contexts,
+        // which no longer have a session.
+        for context in inlineContexts { context.close() }
     }
 
     private func enqueue(_ item: WorkItem, bounded: Bool) -> PKCS11Error? {
@@ -208,7 +322,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
 
                 condition.lock()
                 running -= 1
-                if running == 0 && paused { condition.broadcast() }
+                if running == 0 && (paused || stopped) { condition.broadcast() }
             }
             condition.unlock()
             // Close the session before reporting this worker gone: shutdown's caller finalizes

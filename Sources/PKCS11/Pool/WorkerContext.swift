@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The state a worker thread keeps for itself: its session and the pool generation that session
 /// belongs to. Found through a thread-specific key, so work that is already running on a worker
@@ -9,9 +10,15 @@ final class WorkerContext {
     private var sessionGeneration = -1
     /// The pool generation current when this worker took its present job.
     var generation = 0
+    /// A context of a thread that is not a worker, for inline calls (``InlineContexts``).
+    let isInline: Bool
+    /// When the inline call running now began (`DispatchTime` nanoseconds), 0 when none is: read
+    /// by the pool's watchdog from its own thread.
+    let inlineCallStart = Atomic<UInt64>(0)
 
-    init(pool: SessionPool) {
+    init(pool: SessionPool, isInline: Bool = false) {
         self.pool = pool
+        self.isInline = isInline
     }
 
     /// Runs `body` with this worker's session, opening one if there is none for this generation.

@@ -329,3 +329,13 @@ public final class Session {
         return Array(buffer.prefix(Int(length)))
     }
 }
+
+extension Session {
+    /// `count` bytes from the token's random generator.
+    func generateRandom(_ count: Int) throws(PKCS11Error) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let rv = bytes.withUnsafeMutableBufferPointer { functions.C_GenerateRandom(handle.rawValue, $0.baseAddress, CK_ULONG(count)) }
+        try check("C_GenerateRandom", rv)
+        return bytes
+    }
+}

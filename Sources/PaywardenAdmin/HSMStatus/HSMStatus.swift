@@ -27,6 +27,10 @@ struct HSMStatus: AsyncParsableCommand {
                 token: hsm.token.label, serial: hsm.token.serialNumber,
                 ecdhPath: hsm.capabilities.ecdhPath?.rawValue, rsaDecryptionPath: hsm.capabilities.rsaDecryptionPath?.rawValue,
                 sessionKeyCopies: hsm.usesSessionKeyCopies,
+                dispatch: Status.Dispatch(
+                    configured: hsm.dispatchChoice.configured.rawValue, chosen: hsm.dispatchChoice.chosen.rawValue,
+                    roundTripMicroseconds: Double(hsm.dispatchChoice.roundTrip / .nanoseconds(1)) / 1000,
+                    thresholdMicroseconds: Double(hsm.dispatchChoice.threshold / .nanoseconds(1)) / 1000, summary: hsm.dispatchChoice.summary),
                 dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
                 hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,
                 identityTLS: hsm.capabilities.rsaPSS ? ["TLS 1.2", "TLS 1.3"] : ["TLS 1.2"],
@@ -56,6 +60,7 @@ struct HSMStatus: AsyncParsableCommand {
                 let copies =
                     status.sessionKeyCopies ? "decryption uses session copies of the token keys" : "off: decryption uses the token keys"
                 print("key copies: \(copies)")
+                print("dispatch:   \(status.dispatch.summary)")
                 print("data keys:  \(status.dataKeyWrapPath ?? "none: neither AES key wrap with padding nor AES-GCM")")
                 let secretOperations = [("AES-GCM", status.aesGCM), ("HMAC-SHA256", status.hmacSHA256), ("RSA-PSS", status.rsaPSS)]
                 print("operations: " + secretOperations.map { "\($0.0) \($0.1 ? "yes" : "no")" }.joined(separator: ", "))
@@ -82,12 +87,19 @@ struct HSMStatus: AsyncParsableCommand {
             let id, label, algorithm: String
             let sensitive, extractable: Bool
         }
+        struct Dispatch: Encodable {
+            let configured, chosen: String
+            let roundTripMicroseconds, thresholdMicroseconds: Double
+            let summary: String
+        }
         let module: String
         /// `C_Initialize`'s `pReserved` string, when one is set (it names no secret).
         let initReserved: String?
         let moduleDescription, token, serial: String
         let ecdhPath, rsaDecryptionPath: String?
         let sessionKeyCopies: Bool
+        /// Where `serve` would run HSM calls with these settings (``HSMDispatch``), and why.
+        let dispatch: Dispatch
         let dataKeyWrapPath: String?
         let aesGCM, hmacSHA256, rsaPSS: Bool
         /// The TLS versions a merchant identity key in this HSM can authenticate with.

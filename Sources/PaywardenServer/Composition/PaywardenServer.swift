@@ -84,6 +84,7 @@ public struct PaywardenServer: Sendable {
         }
         let metrics = ServerMetrics()
         metrics.setPaths(ecdh: hsm.capabilities.ecdhPath?.rawValue, rsa: hsm.capabilities.rsaDecryptionPath?.rawValue)
+        metrics.setDispatch(hsm.dispatch.rawValue)
         let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)
         let keys = MerchantKeyStore(hsm: hsm, records: database.keyRecords, certificateIssuers: configuration.certificateIssuers)
         let decryption = DecryptionService(

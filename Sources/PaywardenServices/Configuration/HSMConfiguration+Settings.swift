@@ -19,6 +19,8 @@ extension HSMConfiguration {
         allowExtractableSharedSecret = settings.allowExtractableSharedSecret
         allowSoftwareOAEPDecoding = settings.allowSoftwareOAEPDecoding
         sessionKeyCopies = SessionKeyCopies(rawValue: settings.sessionKeyCopies) ?? .auto
+        dispatch = HSMDispatch(rawValue: settings.dispatch) ?? .auto
+        inlineThreshold = settings.inlineThreshold
         operationTimeout = settings.operationTimeout
         healthCheckTimeout = settings.healthCheckTimeout
         do {

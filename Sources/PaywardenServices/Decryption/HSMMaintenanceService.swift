@@ -126,6 +126,8 @@ public final class HSMMaintenanceService: Service, Sendable {
 
     private func reload() async throws {
         let started = ContinuousClock.now
+        // Inline dispatch turns to pool when a call overruns its deadline (the HSM logs it then).
+        metrics.setDispatch(decryption.hsm.dispatch.rawValue)
         try await decryption.hsm.checkHealth()
         // One read of the HSM and the key records serves both the key map and the certificate gauges.
         let inventory: KeyInventory

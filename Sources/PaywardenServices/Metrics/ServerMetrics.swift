@@ -68,6 +68,9 @@ public final class ServerMetrics: Sendable {
         name("decrypt_requests_by_key", unit: "total", "Decrypt-endpoint calls by API key name and outcome: ok or the error code")
     }
     private static var paths: MetricNameDescriptor { name("hsm", unit: "path", "The HSM path in use for each key operation (1)") }
+    private static var dispatch: MetricNameDescriptor {
+        name("hsm_dispatch", unit: "", "Where HSM calls run now: 1 for the mode in use (inline or pool), 0 for the other")
+    }
     private static var readiness: MetricNameDescriptor { name("ready", unit: "", "1 when the HSM is logged in and the key map loaded") }
     private static var certificateDaysLeft: MetricNameDescriptor {
         name("certificate_days", unit: "left", "Days until the key certificate expires")
@@ -178,6 +181,13 @@ public final class ServerMetrics: Sendable {
     public func setPaths(ecdh: String?, rsa: String?) {
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "ecdh"), ("path", ecdh ?? "none")]).set(to: 1)
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "rsa_oaep"), ("path", rsa ?? "none")]).set(to: 1)
+    }
+
+    /// `mode`: `inline` or `pool` (``HSM/dispatch``).
+    public func setDispatch(_ mode: String) {
+        for candidate in ["inline", "pool"] {
+            registry.makeGauge(descriptor: Self.dispatch, labels: [("mode", candidate)]).set(to: candidate == mode ? 1 : 0)
+        }
     }
 
     public func setReady(_ ready: Bool) {
