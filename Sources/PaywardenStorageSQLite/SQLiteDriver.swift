@@ -16,13 +16,15 @@ import Synchronization
 /// FULL, not the NORMAL GRDB's pool sets with WAL: NORMAL syncs the log only at checkpoints, so a
 /// power loss can take back the last commits, and a replay-ledger claim the service acknowledged
 /// would be gone: the same token would decrypt again within its window. FULL syncs the log at every
-/// commit; the claims are group-committed (`ReplayClaimBatcher`), so that is one sync per batch.
+/// commit; writes are group-committed (`SQLiteGroupCommit`, and the replay claims batched before
+/// that by `ReplayClaimBatcher`), so that is one sync per batch.
 public final class SQLiteDriver: SQLDriver {
     public let path: String
     private let pool: DatabasePool
     /// A connection of its own for checkpoints, so copying the log into the database (and its
     /// fsync) never runs inside a claim's commit; see ``performMaintenance()``.
     private let checkpointer: DatabaseQueue
+    private let groupCommit: SQLiteGroupCommit
 
     public var driver: String { "sqlite" }
     public var location: String { path }
@@ -60,6 +62,7 @@ public final class SQLiteDriver: SQLDriver {
             checkpointing.busyMode = .timeout(busyTimeout)
             checkpointing.label = "paywarden-checkpoint"
             checkpointer = try DatabaseQueue(path: path, configuration: checkpointing)
+            groupCommit = SQLiteGroupCommit(pool: pool)
         } catch {
             throw Self.storageError(error, opening: path)
         }
@@ -90,17 +93,22 @@ public final class SQLiteDriver: SQLDriver {
 
     // MARK: SQLExecutor
 
+    /// Reads run on the calling thread, on a reader connection of the pool; writes are
+    /// group-committed (``SQLiteGroupCommit``), also on a caller's thread. Neither hops to a
+    /// database thread: a read or a write without contention costs the statement and, for a write,
+    /// the sync of the log. A lock another process holds (an admin command) is waited for here,
+    /// up to the busy timeout.
     public func execute(_ sql: String, _ binds: [SQLValue], writes: Bool) async throws(StorageError) -> [[SQLValue]] {
-        let arguments = StatementArguments(binds.map(\.databaseValue))
-        let sql = Self.numberedParameters(sql)
-        let body: @Sendable (Database) throws -> [[SQLValue]] = { db in
-            let statement = try db.cachedStatement(sql: sql)
-            try statement.setArguments(arguments)
-            return try Row.fetchAll(statement).map { row in row.databaseValues.map(SQLValue.init) }
-        }
+        let write = SQLiteGroupCommit.Write(sql: Self.numberedParameters(sql), arguments: StatementArguments(binds.map(\.databaseValue)))
+        if writes { return try await groupCommit.execute(write).get() }
+        return try read(write)
+    }
+
+    /// Not async, so that GRDB's blocking read is the one called: on this thread, no hop.
+    private func read(_ write: SQLiteGroupCommit.Write) throws(StorageError) -> [[SQLValue]] {
         do {
-            // One statement is atomic on its own: no transaction around it.
-            return writes ? try await pool.writeWithoutTransaction(body) : try await pool.read(body)
+            // One statement is atomic on its own: GRDB's read transaction around it is all it needs.
+            return try pool.read { db in try SQLiteGroupCommit.rows(write, db) }
         } catch {
             throw Self.storageError(error)
         }

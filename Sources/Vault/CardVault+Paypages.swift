@@ -32,6 +32,7 @@ extension CardVault {
         let record = PaypageRecord(
             id: id, organization: organization, merchantIdentifiers: merchants, reportGroups: reportGroups,
             tokenFormat: tokenFormat.rawValue, createdAt: now)
+        defer { paypageCache.removeAll() }
         do {
             try await database.createPaypage(record)
         } catch  where error.category == .conflict {
@@ -48,16 +49,23 @@ extension CardVault {
 
     /// Disables a paypage: apps posting to it get 879 from then on; its registrations stay redeemable.
     public func disablePaypage(_ id: String) async throws(VaultError) {
+        defer { paypageCache.removeAll() }
         guard try await storage({ () async throws(StorageError) in try await database.setPaypage(id: id, enabled: false) }) else {
             throw VaultError(.invalidRequest, "there is no paypage \(id); paywarden paypages list shows them")
         }
     }
 
     /// The enabled paypage `id` when `reportGroup` is one it allows (any, when it lists none).
+    /// Read through ``PaypageCache``: a paypage disabled elsewhere is refused within a second.
     public func authorizePaypage(_ id: String, reportGroup: String) async throws(VaultError) -> PaypageRecord {
-        guard let paypage = try await storage({ () async throws(StorageError) in try await database.paypage(id: id) }),
-            paypage.enabled
-        else { throw VaultError(.merchantNotAuthorized, "the paypageId is unknown or disabled") }
+        let found: PaypageRecord?
+        if let cached = paypageCache.paypage(id) {
+            found = cached
+        } else {
+            found = try await storage({ () async throws(StorageError) in try await database.paypage(id: id) })
+            if let found { paypageCache.keep(found) }
+        }
+        guard let paypage = found, paypage.enabled else { throw VaultError(.merchantNotAuthorized, "the paypageId is unknown or disabled") }
         guard paypage.reportGroups.isEmpty || paypage.reportGroups.contains(reportGroup) else {
             throw VaultError(.reportGroupInvalid, "the reportGroup is not one this paypage allows")
         }

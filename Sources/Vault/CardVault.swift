@@ -14,6 +14,8 @@ public final class CardVault: Sendable {
     public let policy: VaultPolicy
     let sealer: EnvelopeSealer
     let clock: @Sendable () -> Date
+    /// The paypages registrations looked up in the last second (``PaypageCache``).
+    let paypageCache = PaypageCache()
 
     public init(
         database: any PaywardenDatabase, keyring: VaultKeyring, policy: VaultPolicy = VaultPolicy(),

@@ -1,14 +1,27 @@
 import Foundation
+import Synchronization
 
 /// The append-only admin audit trail: one JSON object per line.
 ///
 /// Records carry who did what to which key and how it ended, never key material, PINs,
 /// passwords or card data.
+///
+/// The file is kept open between records (a service audits every redemption: an open, a close and
+/// a directory check per line cost more than the line). It is opened again when it was rotated
+/// (the path names another file, or none: logrotate's rename or delete), when it was truncated in
+/// place (copytruncate), and after ``reopenAll()`` (`serve` calls it on `SIGHUP`).
 public struct AuditLog: Sendable {
     public let path: String
+    private let file: AuditFile
 
     public init(path: String) {
         self.path = path
+        self.file = AuditFile(path: path)
+    }
+
+    /// Every audit log opens its file again before its next record (`SIGHUP`).
+    public static func reopenAll() {
+        AuditFile.generation.add(1, ordering: .relaxed)
     }
 
     public struct Record: Codable, Sendable, Hashable {
@@ -39,21 +52,14 @@ public struct AuditLog: Sendable {
     }
 
     /// Appends one record. Each line is written with a single `write` on an `O_APPEND`
-    /// descriptor, so concurrent writers never interleave within a line.
+    /// descriptor, so concurrent writers (other processes included) never interleave within a line.
     public func append(_ record: Record) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var line = try encoder.encode(record)
         line.append(0x0A)
-        try FileManager.default.createDirectory(
-            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CustodyError(.storage, "cannot open the audit log \(path)") }
-        defer { close(descriptor) }
-        let written = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard written == line.count else { throw CustodyError(.storage, "cannot write the audit log \(path)") }
+        try file.append(line)
     }
 
     /// Every record, oldest first.
@@ -68,5 +74,78 @@ public struct AuditLog: Sendable {
     public static var currentUser: String {
         if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return String(cString: name) }
         return "uid:\(geteuid())"
+    }
+}
+
+/// The audit log's descriptor, shared by the copies of one ``AuditLog`` and reopened as the type's
+/// comment says. A lock keeps the check and the write of one line together.
+final class AuditFile: Sendable {
+    /// Bumped by ``AuditLog/reopenAll()``.
+    static let generation = Atomic<Int>(0)
+
+    private struct Open {
+        let descriptor: Int32
+        let device: UInt64
+        let inode: UInt64
+        let generation: Int
+        /// The file's size when opened plus what this descriptor wrote since: a smaller file at the
+        /// path was truncated.
+        var size: Int64
+    }
+
+    let path: String
+    private let state = Mutex<Open?>(nil)
+
+    init(path: String) {
+        self.path = path
+    }
+
+    deinit {
+        if let open = state.withLock({ $0 }) { close(open.descriptor) }
+    }
+
+    func append(_ line: Data) throws {
+        try state.withLock { (current: inout Open?) throws in
+            if let open = current, !isCurrent(open) {
+                close(open.descriptor)
+                current = nil
+            }
+            if current == nil { current = try reopen() }
+            guard var open = current else { return }
+            let written = line.withUnsafeBytes { write(open.descriptor, $0.baseAddress, $0.count) }
+            guard written == line.count else {
+                close(open.descriptor)
+                current = nil
+                throw CustodyError(.storage, "cannot write the audit log \(path)")
+            }
+            // Others (the CLI) may append too: the size is a floor, which is all the truncation check needs.
+            open.size += Int64(written)
+            current = open
+        }
+    }
+
+    /// Whether the path still names the open file, untruncated, and no reopen was asked for.
+    private func isCurrent(_ open: Open) -> Bool {
+        guard open.generation == Self.generation.load(ordering: .relaxed) else { return false }
+        var status = stat()
+        guard stat(path, &status) == 0 else { return false }
+        return UInt64(status.st_dev) == open.device && UInt64(status.st_ino) == open.inode && Int64(status.st_size) >= open.size
+    }
+
+    private func reopen() throws -> Open {
+        let generation = Self.generation.load(ordering: .relaxed)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CustodyError(.storage, "cannot open the audit log \(path)") }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            close(descriptor)
+            throw CustodyError(.storage, "cannot read the audit log's status \(path)")
+        }
+        return Open(
+            descriptor: descriptor, device: UInt64(status.st_dev), inode: UInt64(status.st_ino), generation: generation,
+            size: Int64(status.st_size))
     }
 }

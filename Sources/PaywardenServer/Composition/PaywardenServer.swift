@@ -226,7 +226,10 @@ public struct PaywardenServer: Sendable {
     }
 
     /// Serves until SIGTERM or SIGINT, then finishes in-flight requests and closes the HSM.
+    /// SIGHUP opens the audit log again (after logrotate moved it).
     public func run() async throws {
+        let hangUp = Self.reopenAuditLogOnHangUp()
+        defer { hangUp.cancel() }
         do {
             let services = try services { listener, port in
                 logger.info("listening", metadata: ["listener": "\(listener)", "port": "\(port)"])
@@ -239,6 +242,14 @@ public struct PaywardenServer: Sendable {
             throw error
         }
         await hsm.close()
+    }
+
+    private static func reopenAuditLogOnHangUp() -> any DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)  // the source sees it; the default action would end the process
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler { AuditLog.reopenAll() }
+        source.resume()
+        return source
     }
 
     // MARK: Routes
