@@ -83,9 +83,13 @@ bench: deps $(HSM_BENCH) $(RAW_PKCS11_BENCH)
 	RAW_PKCS11_BENCH=$(RAW_PKCS11_BENCH) .build/release/paywarden-bench backends
 	.build/release/paywarden-bench latency
 
-# The service under load on loopback: tokens/s, latency, errors and RSS next to the raw HSM rate.
+# The service under load on loopback: tokens/s, latency, errors and RSS next to the raw HSM rate, in
+# both HSM dispatches, and the PyPI applepay library on uvicorn under the same load (scripts/loadtest.sh).
 loadtest: deps-test $(HSM_BENCH)
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk curl >/dev/null; }
+	@# The peer (scripts/applepay_peer.py) is installed into a virtual environment at run time.
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
 	swift build -c release --product paywarden
 	swift build -c release --product paywarden-bench
 	swift build -c release --product PaywardenFaultInjectingPKCS11

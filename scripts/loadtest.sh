@@ -21,6 +21,13 @@
 #            LOADTEST_HSM_WORKERS sessions (default 48), and LOADTEST_NETWORK_CONNECTIONS (default
 #            128: a token waits 7 ms on the HSM, so 16 connections would bound the rate at about
 #            2,000/s); its rate against the memory run's (LOADTEST_NETWORK=0 skips it).
+#   dispatch: the default database's runs (phase 1, registration, redemption, relay) again with
+#            PAYWARDEN_HSM_DISPATCH=pool (the HSM's worker threads) beside the default, auto (inline
+#            for SoftHSM); LOADTEST_POOL=0 skips them.
+#   peer:    phase 1's load against the PyPI `applepay` library behind Starlette on uvicorn (2
+#            workers, httptools, uvloop; scripts/applepay_peer.py), its key from the same test PKI,
+#            installed into a virtual environment under the work directory (LOADTEST_PEER=0 skips
+#            it): its tokens/s, latency and CPU, and Paywarden's rate as a ratio to it.
 #   CPU:     the server's utime+stime from /proc over each wrk run, per request answered, beside
 #            the engine's process CPU per token in process (`paywarden-bench engine`, same run) and
 #            the HTTP floor: the same listener answering a static body of the decrypt response's
@@ -46,6 +53,8 @@ ORGANIZATION=loadtest
 RELAY_MERCHANT=01234
 BASELINE_SECONDS=${LOADTEST_BASELINE_SECONDS:-10}
 NETWORK=${LOADTEST_NETWORK:-1}
+POOL=${LOADTEST_POOL:-1}
+PEER=${LOADTEST_PEER:-1}
 NETWORK_LATENCY=${LOADTEST_HSM_LATENCY_US:-1000}
 NETWORK_WORKERS=${LOADTEST_HSM_WORKERS:-48}
 NETWORK_CONNECTIONS=${LOADTEST_NETWORK_CONNECTIONS:-128}
@@ -57,11 +66,13 @@ PORT=${LOADTEST_PORT:-18443}
 SERVER_PID=""
 UPSTREAM_PID=""
 BASELINE_PID=""
+PEER_PID=""
 PG_BIN=""
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi
   if [ -n "$UPSTREAM_PID" ]; then kill "$UPSTREAM_PID" 2>/dev/null || true; fi
   if [ -n "$BASELINE_PID" ]; then kill "$BASELINE_PID" 2>/dev/null || true; fi
+  if [ -n "$PEER_PID" ]; then kill "$PEER_PID" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   if [ -n "$PG_BIN" ]; then as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg/data" stop -m fast >/dev/null 2>&1 || true; fi
   rm -rf "$WORK"
@@ -88,8 +99,10 @@ ENGINE_CPU=$(echo "$ENGINE" | sed -n 's/.* cpu_us=\([0-9.]*\).*/\1/p')
 HALF_TOKENS=$(( 5000 * HALF_SECONDS ))
 # The registration runs need tokens of their own: one database's decrypt runs spent the others.
 VAULT_ARGS=()
-[ "$VAULT" = 0 ] || VAULT_ARGS=(--vault "$PAYPAGE" "$ORGANIZATION" "$TOKENS")
-echo "== forging $TOKENS + $HALF_RUNS x $HALF_TOKENS unique EC_v1 tokens$([ "$VAULT" = 0 ] || echo " + $TOKENS as eProtect forms")"
+[ "$PEER" = 0 ] || VAULT_ARGS=(--peer "$TOKENS")
+[ "$VAULT" = 0 ] || VAULT_ARGS+=(--vault "$PAYPAGE" "$ORGANIZATION" "$TOKENS")
+echo "== forging $TOKENS + $HALF_RUNS x $HALF_TOKENS unique EC_v1 tokens$([ "$PEER" = 0 ] || echo " + $TOKENS for the peer")$(
+  [ "$VAULT" = 0 ] || echo " + $TOKENS as eProtect forms")"
 "$BIN/paywarden-bench" loadtest-setup "$WORK" "$TOKENS" $(for _ in $(seq 1 "$HALF_RUNS"); do echo "$HALF_TOKENS"; done) "${VAULT_ARGS[@]}"
 
 export PAYWARDEN_API_KEYS="$(cat "$WORK/api-entry")$([ "$VAULT" = 0 ] || echo ",$(cat "$WORK/vault-entry")")"
@@ -118,6 +131,7 @@ if [ "$VAULT" != 0 ]; then
 fi
 split_lines() { awk -v w="$1" '{ print > (w "." (NR % 2)) }' "$1"; }   # one file per wrk thread
 split_lines "$WORK/tokens-1.jsonl"
+[ "$PEER" = 0 ] || split_lines "$WORK/peer-tokens.jsonl"
 [ "$VAULT" = 0 ] || split_lines "$WORK/forms.txt"
 
 # A local PostgreSQL like a deployed one (fsync on), as the unprivileged postgres user.
@@ -216,17 +230,64 @@ loadtest_line() {
   grep LOADTEST "$WORK/wrk-$1.txt" | sed 's/^LOADTEST //'
 }
 
-# Phase 1 on one database: prints a LOADTEST line (rate, latency, errors) and RSS.
+# Phase 1 on one database ($1), its results named $2 (default: the database): prints a LOADTEST
+# line (rate, latency, errors) and RSS.
 phase1() {
-  echo "== phase 1 ($1): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections, $TOKENS tokens"
+  local name=${2:-$1}
+  echo "== phase 1 ($name): wrk, 2 threads, ${LOADTEST_CONNECTIONS:-16} connections, $TOKENS tokens"
   start_server "$1"
   local rss_before cpu_before; rss_before=$(rss); cpu_before=$(cpu_ticks "$SERVER_PID")
-  local line; line=$(wrk_all_lines decrypt "$WORK/tokens-1.jsonl" "$1" /v1/payment-tokens/decrypt \
+  local line; line=$(wrk_all_lines decrypt "$WORK/tokens-1.jsonl" "$name" /v1/payment-tokens/decrypt \
     PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/api-key")")
   local cpu; cpu=$(cpu_per_request "$cpu_before" "$(cpu_ticks "$SERVER_PID")" "$(field "$line" decrypted)")
+  echo "$line cpu_us=$cpu dispatch=$(dispatch_mode)"
+  echo "RESULT $name $line cpu_us=$cpu rss_before=$rss_before rss_after=$(rss) recycles=$(metric paywarden_hsm_module_recycles_total)" \
+    "dispatch=$(dispatch_mode)" >> "$WORK/results"
+}
+# The running server's HSM dispatch, from its metrics.
+dispatch_mode() {
+  curl -s "http://127.0.0.1:$PORT/metrics" | awk '/^paywarden_hsm_dispatch\{/ && $2 == 1 { sub(/.*mode="/, ""); sub(/".*/, ""); print }'
+}
+
+# The peer (scripts/applepay_peer.py) under phase 1's load, on its own tokens: a LOADTEST line
+# with the CPU of uvicorn and its workers per request.
+peer_run() {
+  [ "$PEER" != 0 ] || return 0
+  echo "== peer: the PyPI applepay library on uvicorn (2 workers, httptools, uvloop), wrk as in phase 1, $TOKENS tokens"
+  if [ ! -x "$WORK/peer-venv/bin/uvicorn" ]; then
+    python3 -m venv "$WORK/peer-venv"
+    "$WORK/peer-venv/bin/pip" install -q --disable-pip-version-check \
+      applepay==0.3.0 cryptography==50.0.2 starlette==1.10.0 uvicorn==0.54.0 httptools==0.9.0 uvloop==0.23.0
+  fi
+  local port=$((PORT + 3))
+  PEER_CERTIFICATE="$WORK/peer-certificate.pem" PEER_KEY="$WORK/peer-key.pem" PEER_ROOT_DER="$WORK/root.der" \
+    "$WORK/peer-venv/bin/uvicorn" applepay_peer:app --app-dir scripts --host 127.0.0.1 --port "$port" --workers 2 \
+    --http httptools --loop uvloop --log-level warning --no-access-log > "$WORK/peer.log" 2>&1 &
+  PEER_PID=$!
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
+  curl -sf "http://127.0.0.1:$port/ready" >/dev/null || { cat "$WORK/peer.log"; echo "the peer did not start"; exit 1; }
+  local pids; pids="$PEER_PID $(pgrep -P "$PEER_PID" | tr '\n' ' ')"
+  local cpu_before=0 pid; for pid in $pids; do cpu_before=$((cpu_before + $(cpu_ticks "$pid"))); done
+  PAYWARDEN_LOADTEST_MODE=decrypt PAYWARDEN_LOADTEST_LINES="$WORK/peer-tokens.jsonl" PAYWARDEN_LOADTEST_KEY=none \
+    wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d3600s --timeout 10s --latency -s scripts/loadtest.lua "http://127.0.0.1:$port" \
+    > "$WORK/wrk-peer.txt" 2>&1 &
+  local wrk_pid=$!
+  # Every line is sent once; wrk is stopped once the peer's CPU stops moving (it keeps no count).
+  local last=-1 now still=0
+  while kill -0 "$wrk_pid" 2>/dev/null && [ "$still" -lt 2 ]; do
+    sleep 1
+    now=0; for pid in $pids; do now=$((now + $(cpu_ticks "$pid"))); done
+    if [ $((now - last)) -le 2 ]; then still=$((still + 1)); else still=0; fi
+    last=$now
+  done
+  kill -INT "$wrk_pid" 2>/dev/null || true
+  wait "$wrk_pid" || true
+  local cpu_after=0; for pid in $pids; do cpu_after=$((cpu_after + $(cpu_ticks "$pid"))); done
+  kill "$PEER_PID" 2>/dev/null || true; wait "$PEER_PID" 2>/dev/null || true; PEER_PID=""
+  local line; line=$(loadtest_line peer)
+  local cpu; cpu=$(cpu_per_request "$cpu_before" "$cpu_after" "$(field "$line" decrypted)")
   echo "$line cpu_us=$cpu"
-  echo "RESULT $1 $line cpu_us=$cpu rss_before=$rss_before rss_after=$(rss) recycles=$(metric paywarden_hsm_module_recycles_total)" \
-    >> "$WORK/results"
+  echo "RESULT peer $line cpu_us=$cpu" >> "$WORK/results"
 }
 
 # The HTTP floor: the same listener (`paywarden-bench http-baseline`, the environment serve gets)
@@ -315,6 +376,7 @@ for db in $DATABASES; do
   if [ "$db" != "$LAST_DB" ]; then vault_runs "$db"; relay_run "$db"; stop_server; fi
 done
 baseline_run "${DATABASES%% *}"
+peer_run
 rate=$(value "$LAST_DB" rate)
 
 HALF=$(awk -v r="$rate" 'BEGIN { printf "%d", r / 2 }')
@@ -353,18 +415,36 @@ if [ "$VAULT" != 0 ]; then
   relay_run "$LAST_DB"
 fi
 stop_server
+# The default database again with every HSM call on the worker threads (the dispatch before inline).
+RUNS="$DATABASES"
+if [ "$POOL" != 0 ]; then
+  PAYWARDEN_HSM_DISPATCH=pool phase1 "$LAST_DB" "$LAST_DB-pool"
+  vault_runs "$LAST_DB-pool"
+  relay_run "$LAST_DB-pool"
+  stop_server
+  RUNS="$RUNS $LAST_DB-pool"
+fi
 
 echo
 echo "== Paywarden load test (loopback, load generator on the same 2 cores), $TOKENS tokens per database"
 printf "raw HSM ECDH:      %s derives/s (hsm-bench, 2 threads, same run)\n" "$RAW_RATE"
 printf "engine:            %s tokens/s, %s µs CPU per token (EC_v1 in process, 2 workers, same run)\n" "$ENGINE_RATE" "$ENGINE_CPU"
 MEMORY_RATE=$(value memory rate)
-for db in $DATABASES; do
+PEER_RATE=$(value peer rate 2>/dev/null || true)
+if [ -n "$PEER_RATE" ]; then
+  awk -v r="$PEER_RATE" -v p50="$(value peer p50)" -v p99="$(value peer p99)" -v e="$(value peer errors)" -v c="$(value peer cpu_us)" 'BEGIN {
+    printf "peer:     %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.1f µs CPU per request", r, p50, p99, e, c
+    printf " (PyPI applepay 0.3.0, uvicorn 2 workers: software key, no signature check, no replay ledger)\n" }'
+fi
+for db in $RUNS; do
   awk -v db="$db" -v r="$(value "$db" rate)" -v m="$MEMORY_RATE" -v raw="$RAW_RATE" -v p50="$(value "$db" p50)" \
-    -v p99="$(value "$db" p99)" -v e="$(value "$db" errors)" -v a="$(value "$db" rss_before)" -v b="$(value "$db" rss_after)" 'BEGIN {
-    target = (db == "sqlite") ? " (target >= 0.85)" : (db == "postgres") ? " (target >= 0.75)" : ""
-    printf "%-9s %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of raw ECDH  %.2f of memory%s  RSS %d -> %d kB\n",
-      db ":", r, p50, p99, e, r / raw, r / m, target, a, b }'
+    -v p99="$(value "$db" p99)" -v e="$(value "$db" errors)" -v a="$(value "$db" rss_before)" -v b="$(value "$db" rss_after)" \
+    -v peer="${PEER_RATE:-0}" -v d="$(value "$db" dispatch)" -v last="$LAST_DB" 'BEGIN {
+    target = (db == last) ? " (target >= 0.50)" : ""
+    printf "%-12s %6.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of raw ECDH%s  %.2f of memory", \
+      db ":", r, p50, p99, e, r / raw, target, r / m
+    if (peer > 0) printf "  %.2f of the peer%s", r / peer, (db == last) ? " (target >= 0.60)" : ""
+    printf "  %s dispatch  RSS %d -> %d kB\n", d, a, b }'
 done
 if [ "$NETWORK" != 0 ]; then
   awk -v r="$(value network rate)" -v m="$MEMORY_RATE" -v p50="$(value network p50)" -v p99="$(value network p99)" \
@@ -375,33 +455,33 @@ fi
 echo "== HTTP against the engine (server CPU from /proc over each run, per request)"
 awk -v b="$(value baseline rate)" -v bc="$(value baseline cpu_us)" -v bytes="$(value baseline bytes)" 'BEGIN {
   printf "HTTP floor:        %8.0f requests/s  %6.1f µs CPU per request (static %d-byte body, same listener)\n", b, bc, bytes }'
-for db in $DATABASES; do
+for db in $RUNS; do
   awk -v db="$db" -v r="$(value "$db" rate)" -v c="$(value "$db" cpu_us)" -v er="$ENGINE_RATE" -v ec="$ENGINE_CPU" \
-    -v bc="$(value baseline cpu_us)" 'BEGIN {
-    printf "%-9s %8.0f tokens/s = %.2f of the engine (target >= 0.60)  %6.1f µs CPU per request, %.1f over the engine", \
-      db ":", r, r / er, c, c - ec
-    if (db == "memory") printf " (target <= floor %.1f + 15 = %.1f)", bc, bc + 15
+    -v bc="$(value baseline cpu_us)" -v last="$LAST_DB" 'BEGIN {
+    printf "%-12s %6.0f tokens/s = %.2f of the engine  %6.1f µs CPU per request%s, %.1f over the engine", \
+      db ":", r, r / er, c, (db == last) ? " (target <= 250)" : "", c - ec
+    if (db == "memory") printf " (HTTP floor %.1f)", bc
     printf "\n" }'
 done
 printf "half rate (%s): median p99 %s ms over %s runs of %s s at %s tokens/s (target <= 10 ms), errors %s\n" \
   "$LAST_DB" "$HALF_P99" "$HALF_RUNS" "$HALF_SECONDS" "$HALF" "$HALF_ERRORS"
 [ "$VAULT" != 0 ] || exit 0
 echo "== vault (eProtect registration of $TOKENS fresh tokens, then redemption of their IDs for $REDEEM_SECONDS s)"
-for db in $DATABASES; do
+for db in $RUNS; do
   [ "$db" != memory ] || continue
   awk -v db="$db" -v r="$(value "register-$db" rate)" -v d="$(value "$db" rate)" -v p50="$(value "register-$db" p50)" \
     -v p99="$(value "register-$db" p99)" -v e="$(value "register-$db" errors)" -v c="$(value "register-$db" cpu_us)" 'BEGIN {
     target = (db == "sqlite") ? " (target >= 0.80)" : ""
-    printf "%-9s %8.0f registrations/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt%s  %.1f µs CPU per request\n",
+    printf "%-12s %6.0f registrations/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt%s  %.1f µs CPU per request\n",
       db ":", r, p50, p99, e, r / d, target, c }'
   awk -v db="$db" -v r="$(value "redeem-$db" rate)" -v d="$(value "$db" rate)" -v p50="$(value "redeem-$db" p50)" \
     -v p99="$(value "redeem-$db" p99)" -v e="$(value "redeem-$db" errors)" -v c="$(value "redeem-$db" cpu_us)" 'BEGIN {
-    printf "%-9s %8.0f redemptions/s    p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt  %.1f µs CPU per request\n",
+    printf "%-12s %6.0f redemptions/s    p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt  %.1f µs CPU per request\n",
       db ":", r, p50, p99, e, r / d, c }'
   awk -v db="$db" -v r="$(value "relay-$db" rate)" -v d="$(value "$db" rate)" -v p50="$(value "relay-$db" p50)" \
     -v p99="$(value "relay-$db" p99)" -v e="$(value "relay-$db" errors)" -v c="$(value "relay-$db" cpu_us)" \
     -v u="$(value "relay-$db" upstream_cpu_us)" 'BEGIN {
-    printf "%-9s %8.0f relayed auths/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt  %.1f µs CPU per request", \
+    printf "%-12s %6.0f relayed auths/s  p50 %5s ms  p99 %5s ms  errors %s  %.2f of decrypt  %.1f µs CPU per request", \
       db ":", r, p50, p99, e, r / d, c
     printf " (+ %.1f µs in the stand-in upstream)\n", u }'
 done

@@ -10,7 +10,7 @@ import PaywardenServices
 import PaywardenStorageSQLite
 import PaywardenTesting
 
-/// `paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--vault PAYPAGE ORGANIZATION FORMS]`: prepares
+/// `paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--peer COUNT] [--vault PAYPAGE ORGANIZATION FORMS]`: prepares
 /// a load test against the token the environment names: a test PKI (its root in DIR/root.pem, for
 /// the trust-roots setting), a certified EC processing key in the HSM, an API key (DIR/api-key,
 /// DIR/api-entry), and for each COUNT a file DIR/tokens-N.jsonl of that many unique forged EC_v1
@@ -19,6 +19,9 @@ import PaywardenTesting
 /// DIR/vault-entry) and DIR/forms.txt, FORMS more unique tokens as eProtect registration forms
 /// for PAYPAGE, one `application/x-www-form-urlencoded` body per line. The forms are forged last:
 /// the registration runs come after the decrypt runs, so their signing times had better be the newest.
+/// With `--peer`: the load test's peer (scripts/applepay_peer.py) gets a software P-256 key and a
+/// processing certificate of the same PKI (DIR/peer-key.pem, DIR/peer-certificate.pem, the root as
+/// DIR/root.der) and DIR/peer-tokens.jsonl, COUNT tokens encrypted to that key.
 ///
 /// `paywarden-bench loadtest-setup DIR --batches N COUNT` (`make soak`): the same set-up, then N
 /// files of COUNT tokens, each forged only once the one before it is taken (deleted by the
@@ -26,7 +29,7 @@ import PaywardenTesting
 /// (written aside, then renamed).
 enum LoadTestSetup {
     static let usage =
-        "usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--vault PAYPAGE ORGANIZATION FORMS] | DIR --batches N COUNT"
+        "usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--peer COUNT] [--vault PAYPAGE ORGANIZATION FORMS] | DIR --batches N COUNT"
 
     static func run(_ arguments: [String]) async throws {
         var arguments = arguments
@@ -34,6 +37,12 @@ enum LoadTestSetup {
         if let flag = arguments.firstIndex(of: "--vault") {
             guard arguments.count == flag + 4, let forms = Int(arguments[flag + 3]), forms > 0 else { throw BenchError(usage) }
             vault = (arguments[flag + 1], arguments[flag + 2], forms)
+            arguments.removeSubrange(flag...)
+        }
+        var peerTokens: Int?
+        if let flag = arguments.firstIndex(of: "--peer") {
+            guard arguments.count == flag + 2, let count = Int(arguments[flag + 1]), count > 0 else { throw BenchError(usage) }
+            peerTokens = count
             arguments.removeSubrange(flag...)
         }
         var batches: Int?
@@ -88,6 +97,7 @@ enum LoadTestSetup {
             try await factory.write(count: count, to: path)
             print("\(count) tokens in \(path)")
         }
+        if let peerTokens { try await writePeer(count: peerTokens, forge: factory.forge, pki: pki, to: directory) }
         guard let vault else { return }
         try merchantID.write(toFile: directory + "/merchant-id", atomically: true, encoding: .utf8)
         let (vaultKey, vaultEntry) = APIKey.generate(name: "loadtest-vault", scopes: [.redeem], organization: vault.organization)
@@ -98,6 +108,23 @@ enum LoadTestSetup {
             try EProtectForms.form(token: token, paypageID: vault.paypage, reportGroup: "loadtest")
         }
         print("\(vault.forms) eProtect forms for paypage \(vault.paypage) in \(path)")
+    }
+
+    /// The peer's key, certificate and tokens (see the type's comment).
+    private static func writePeer(count: Int, forge: TokenForge, pki: ApplePayTestPKI, to directory: String) async throws {
+        let merchantID = "merchant.com.example.loadtest-peer"
+        let key = P256.KeyAgreement.PrivateKey()
+        let certificate = try TestCertificateAuthority.shared.issue(
+            publicKey: .init(P256.Signing.PublicKey(rawRepresentation: key.publicKey.rawRepresentation)), merchantID: merchantID,
+            purpose: .processing)
+        try key.pemRepresentation.write(toFile: directory + "/peer-key.pem", atomically: true, encoding: .utf8)
+        try certificate.pem("CERTIFICATE").write(toFile: directory + "/peer-certificate.pem", atomically: true, encoding: .utf8)
+        try Data(pki.rootDER).write(to: URL(fileURLWithPath: directory + "/root.der"))
+        let peer = Factory(
+            forge: forge, merchant: key.publicKey, partyV: TokenForge.merchantIdentifierHash(merchantID),
+            publicKeyHash: Data(SHA256.hash(data: key.publicKey.derRepresentation)).base64EncodedString())
+        try await peer.write(count: count, to: directory + "/peer-tokens.jsonl")
+        print("\(count) tokens for the peer in \(directory)/peer-tokens.jsonl")
     }
 
     private struct Factory: Sendable {

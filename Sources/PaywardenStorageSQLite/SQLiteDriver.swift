@@ -93,11 +93,10 @@ public final class SQLiteDriver: SQLDriver {
 
     // MARK: SQLExecutor
 
-    /// Reads run on the calling thread, on a reader connection of the pool; writes are
-    /// group-committed (``SQLiteGroupCommit``), also on a caller's thread. Neither hops to a
-    /// database thread: a read or a write without contention costs the statement and, for a write,
-    /// the sync of the log. A lock another process holds (an admin command) is waited for here,
-    /// up to the busy timeout.
+    /// Reads run on the calling thread, on a reader connection of the pool: no hop to a database
+    /// thread and back for a statement of microseconds. Writes are group-committed on the writer's
+    /// thread (``SQLiteGroupCommit``), where the sync of the log blocks no caller. A lock another
+    /// process holds (an admin command) is waited for up to the busy timeout.
     public func execute(_ sql: String, _ binds: [SQLValue], writes: Bool) async throws(StorageError) -> [[SQLValue]] {
         let write = SQLiteGroupCommit.Write(sql: Self.numberedParameters(sql), arguments: StatementArguments(binds.map(\.databaseValue)))
         if writes { return try await groupCommit.execute(write).get() }

@@ -1,3 +1,4 @@
+import Dispatch
 import GRDB
 import PaywardenStorage
 import PaywardenStorageSQL
@@ -9,10 +10,11 @@ import Synchronization
 /// write. With `synchronous=FULL` a sync is the cost of a write: about 0.6 ms on this machine's
 /// disk, which bounded the vault at one write per sync before.
 ///
-/// The transaction runs on a caller's thread, the first to find none running (an event loop with
-/// inline HSM dispatch, an HSM worker with the pool): no hop to a database thread and back. The
-/// callers that arrive meanwhile wait without holding their threads, and when the transaction is
-/// done the one that waited longest is handed the next turn.
+/// The transactions run on a thread of their own, one batch after another for as long as writes
+/// keep coming: a sync blocks its thread, and on a caller's thread (an event loop with inline HSM
+/// dispatch) it held that loop's requests too, which halved the decrypt rate on two cores
+/// (measured: 2,515 tokens/s against 4,992 with the ledger in memory). A caller waits without
+/// holding its thread; under load the writer never sleeps, so a batch costs no wake-up of it.
 ///
 /// Each statement is atomic on its own, as when run alone: one that fails (a constraint, say) is
 /// undone alone and answered with its error. A failure that ends the transaction (the disk, an
@@ -24,18 +26,14 @@ final class SQLiteGroupCommit: Sendable {
         let arguments: StatementArguments
     }
 
-    private enum Turn {
-        case answered(Result<[[SQLValue]], StorageError>)
-        case write
-    }
-
     private struct Waiting {
         let write: Write
-        let continuation: CheckedContinuation<Turn, Never>
+        let continuation: CheckedContinuation<Result<[[SQLValue]], StorageError>, Never>
     }
 
     private struct State {
         var waiting: [Waiting] = []
+        /// The writer thread is taking batches (or has been asked to).
         var writing = false
     }
 
@@ -44,47 +42,40 @@ final class SQLiteGroupCommit: Sendable {
 
     private let pool: DatabasePool
     private let state = Mutex(State())
+    private let writer = DispatchQueue(label: "paywarden.sqlite.group-commit")
 
     init(pool: DatabasePool) {
         self.pool = pool
     }
 
     func execute(_ write: Write) async -> Result<[[SQLValue]], StorageError> {
-        let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
-            let mine = state.withLock { state in
-                if state.writing {
-                    state.waiting.append(Waiting(write: write, continuation: continuation))
-                    return false
-                }
+        await withCheckedContinuation { continuation in
+            let start = state.withLock { state in
+                state.waiting.append(Waiting(write: write, continuation: continuation))
+                guard !state.writing else { return false }
                 state.writing = true
                 return true
             }
-            if mine { continuation.resume(returning: .write) }
-        }
-        switch turn {
-        case .answered(let result):
-            return result
-        case .write:
-            let others = state.withLock { state in
-                let batch = Array(state.waiting.prefix(Self.maximumBatch - 1))
-                state.waiting.removeFirst(batch.count)
-                return batch
-            }
-            let results = commit([write] + others.map(\.write))
-            for (waiting, result) in zip(others, results.dropFirst()) { waiting.continuation.resume(returning: .answered(result)) }
-            let next = state.withLock { state -> Waiting? in
-                guard !state.waiting.isEmpty else {
-                    state.writing = false
-                    return nil
-                }
-                return state.waiting.removeFirst()
-            }
-            next?.continuation.resume(returning: .write)
-            return results[0]
+            if start { writer.async { self.drain() } }
         }
     }
 
-    /// One transaction for `writes`, on the calling thread; a result per write.
+    /// On the writer thread: batches until none is waiting.
+    private func drain() {
+        while true {
+            let batch = state.withLock { state in
+                let batch = Array(state.waiting.prefix(Self.maximumBatch))
+                state.waiting.removeFirst(batch.count)
+                if batch.isEmpty { state.writing = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            let results = commit(batch.map(\.write))
+            for (waiting, result) in zip(batch, results) { waiting.continuation.resume(returning: result) }
+        }
+    }
+
+    /// One transaction for `writes`; a result per write.
     private func commit(_ writes: [Write]) -> [Result<[[SQLValue]], StorageError>] {
         do {
             return try pool.writeWithoutTransaction { db in

@@ -37,6 +37,13 @@ struct DevelopmentTokenTests {
         #expect(
             report["rsaDecryptionPath"] as? String == (backend == "nss" ? "rsa-oaep-sha256-unwrap" : "rsa-x509+openssl-oaep-decode"))
         #expect(report["unknownAttributes"] as? [String] == (backend == "nss" ? ["CKA_COPYABLE"] : []))
+        // Both development modules live in the process: auto dispatches their calls inline, and says why.
+        let dispatch = try #require(report["dispatch"] as? [String: Any])
+        #expect(dispatch["configured"] as? String == "auto" && dispatch["chosen"] as? String == "inline", "\(dispatch)")
+        #expect((dispatch["roundTripMicroseconds"] as? Double ?? .infinity) < (dispatch["thresholdMicroseconds"] as? Double ?? 0))
+        #expect((dispatch["summary"] as? String)?.hasPrefix("inline (auto: the module answers a round trip in") == true)
+        let text = try operator_.run(["hsm", "status"])
+        #expect(text.stdout.contains("dispatch:   inline (auto:"), "\(text.stdout)")
         let key = try operator_.run(["keys", "create", "--merchant-id", "merchant.com.example.dev", "--json"])
         #expect(key.status == 0, "\(key.stderr)")
         #expect(try operator_.run(["keys", "list"]).stdout.contains("merchant.com.example.dev"))

@@ -49,6 +49,42 @@ struct SQLiteDriverTests {
         #expect(writer == [[.integer(2)]], "the writer's synchronous setting (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA)")
     }
 
+    /// Writes that arrive together are committed together (SQLiteGroupCommit), each answered as if
+    /// it ran alone: a write refused by a constraint undoes nothing of the others in its batch.
+    @Test("concurrent writes are group-committed, each answered as if alone")
+    func concurrentWritesAreAnsweredAsIfAlone() async throws {
+        let database = try SQLiteDriver.open(path: temporaryPath())
+        _ = try await database.migrate()
+        let ids = (0..<100).map { "groupcommit\($0)" }
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for id in ids + ids {
+                group.addTask {
+                    let record = PaypageRecord(
+                        id: id, organization: "org", merchantIdentifiers: ["merchant.com.example"], reportGroups: [],
+                        tokenFormat: "T", createdAt: Date())
+                    do {
+                        try await database.createPaypage(record)
+                        return true
+                    } catch {
+                        #expect((error as? StorageError)?.category == .conflict, "\(error)")
+                        return false
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == ids.count, "each id created once, its twin refused")
+        #expect(Set(try await database.paypages().map(\.id)) == Set(ids))
+        // The claims, batched twice over (ReplayClaimBatcher, then the group commit), stay exact too.
+        let claims = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<200 {
+                group.addTask { (try? await database.claimTransaction([UInt8(index % 100), 7], until: Date() + 60, now: Date())) ?? false }
+            }
+            return await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(claims == 100)
+    }
+
     @Test("a file that is not a database is refused as corrupt, naming it")
     func notADatabase() throws {
         let path = temporaryPath()
