@@ -432,8 +432,9 @@ printf "engine:            %s tokens/s, %s µs CPU per token (EC_v1 in process, 
 MEMORY_RATE=$(value memory rate)
 PEER_RATE=$(value peer rate 2>/dev/null || true)
 if [ -n "$PEER_RATE" ]; then
-  awk -v r="$PEER_RATE" -v p50="$(value peer p50)" -v p99="$(value peer p99)" -v e="$(value peer errors)" -v c="$(value peer cpu_us)" 'BEGIN {
-    printf "peer:     %8.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.1f µs CPU per request", r, p50, p99, e, c
+  awk -v r="$PEER_RATE" -v p50="$(value peer p50)" -v p99="$(value peer p99)" -v e="$(value peer errors)" \
+    -v c="$(value peer cpu_us)" 'BEGIN {
+    printf "peer:         %6.0f tokens/s  p50 %5s ms  p99 %5s ms  errors %s  %.1f µs CPU per request", r, p50, p99, e, c
     printf " (PyPI applepay 0.3.0, uvicorn 2 workers: software key, no signature check, no replay ledger)\n" }'
 fi
 for db in $RUNS; do

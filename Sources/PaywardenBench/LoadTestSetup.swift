@@ -29,7 +29,8 @@ import PaywardenTesting
 /// (written aside, then renamed).
 enum LoadTestSetup {
     static let usage =
-        "usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--peer COUNT] [--vault PAYPAGE ORGANIZATION FORMS] | DIR --batches N COUNT"
+        "usage: paywarden-bench loadtest-setup DIR COUNT [COUNT…] [--peer COUNT] [--vault PAYPAGE ORGANIZATION FORMS]"
+        + " | DIR --batches N COUNT"
 
     static func run(_ arguments: [String]) async throws {
         var arguments = arguments

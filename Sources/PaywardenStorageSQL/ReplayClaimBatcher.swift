@@ -2,10 +2,12 @@ import Foundation
 import PaywardenStorage
 import Synchronization
 
-/// Group commit for the replay ledger: claims that arrive while a claim statement runs go to
-/// the database together in the next one (one multi-row upsert, one commit), so the ledger costs
-/// a statement per batch, not per token. Measured on this machine's load test before batching,
-/// one statement per claim: SQLite at 0.75 of the in-memory rate.
+/// Group commit for the replay ledger on an engine that commits each statement alone
+/// (PostgreSQL; SQLite groups every write itself, ``SQLDriver/commitsWritesInGroups``): claims
+/// that arrive while a claim statement runs go to the database together in the next one (one
+/// multi-row upsert, one commit), so the ledger costs a statement per batch, not per token.
+/// Measured on this machine's load test before batching, one statement per claim: SQLite at 0.75
+/// of the in-memory rate.
 ///
 /// The statement is sent by a claimer, not by a task of its own: the first claimer to find no
 /// statement running sends its claim with those waiting, answers them, and hands the next turn

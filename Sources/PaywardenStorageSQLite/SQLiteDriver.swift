@@ -16,8 +16,8 @@ import Synchronization
 /// FULL, not the NORMAL GRDB's pool sets with WAL: NORMAL syncs the log only at checkpoints, so a
 /// power loss can take back the last commits, and a replay-ledger claim the service acknowledged
 /// would be gone: the same token would decrypt again within its window. FULL syncs the log at every
-/// commit; writes are group-committed (`SQLiteGroupCommit`, and the replay claims batched before
-/// that by `ReplayClaimBatcher`), so that is one sync per batch.
+/// commit; writes are group-committed (`SQLiteGroupCommit`, the replay claims among them), so that
+/// is one sync per batch.
 public final class SQLiteDriver: SQLDriver {
     public let path: String
     private let pool: DatabasePool
@@ -27,6 +27,7 @@ public final class SQLiteDriver: SQLDriver {
     private let groupCommit: SQLiteGroupCommit
 
     public var driver: String { "sqlite" }
+    public var commitsWritesInGroups: Bool { true }
     public var location: String { path }
 
     /// Opens the database at `path`, creating it when missing unless `create` is false (status

@@ -116,4 +116,3 @@ struct InlineDispatchTests {
         #expect(hsm.dispatch == .pool)
     }
 }
-

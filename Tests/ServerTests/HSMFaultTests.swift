@@ -199,7 +199,9 @@ struct HSMFaultTests {
             #expect(next.header("Retry-After") == "1")
             #expect(try await server.waitForReadiness(503, seconds: 5), "a call is stuck: not ready")
             let metrics = String(decoding: try await server.operations("/metrics").body, as: UTF8.self)
-            #expect(metrics.contains("paywarden_hsm_dispatch{mode=\"pool\"} 1"), "\(metrics.split(separator: "\n").filter { $0.contains("dispatch") })")
+            #expect(
+                metrics.contains("paywarden_hsm_dispatch{mode=\"pool\"} 1"),
+                "\(metrics.split(separator: "\n").filter { $0.contains("dispatch") })")
 
             try device.release()
             let late = try await stuck.value

@@ -30,7 +30,8 @@ struct HSMStatus: AsyncParsableCommand {
                 dispatch: Status.Dispatch(
                     configured: hsm.dispatchChoice.configured.rawValue, chosen: hsm.dispatchChoice.chosen.rawValue,
                     roundTripMicroseconds: Double(hsm.dispatchChoice.roundTrip / .nanoseconds(1)) / 1000,
-                    thresholdMicroseconds: Double(hsm.dispatchChoice.threshold / .nanoseconds(1)) / 1000, summary: hsm.dispatchChoice.summary),
+                    thresholdMicroseconds: Double(hsm.dispatchChoice.threshold / .nanoseconds(1)) / 1000,
+                    summary: hsm.dispatchChoice.summary),
                 dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
                 hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,
                 identityTLS: hsm.capabilities.rsaPSS ? ["TLS 1.2", "TLS 1.3"] : ["TLS 1.2"],
