@@ -67,11 +67,13 @@ SERVER_PID=""
 UPSTREAM_PID=""
 BASELINE_PID=""
 PEER_PID=""
+PEER_WRK_PID=""
 PG_BIN=""
 cleanup() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi
   if [ -n "$UPSTREAM_PID" ]; then kill "$UPSTREAM_PID" 2>/dev/null || true; fi
   if [ -n "$BASELINE_PID" ]; then kill "$BASELINE_PID" 2>/dev/null || true; fi
+  if [ -n "$PEER_WRK_PID" ]; then kill "$PEER_WRK_PID" 2>/dev/null || true; fi
   if [ -n "$PEER_PID" ]; then kill "$PEER_PID" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   if [ -n "$PG_BIN" ]; then as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg/data" stop -m fast >/dev/null 2>&1 || true; fi
@@ -266,23 +268,31 @@ peer_run() {
   PEER_PID=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$port/ready" >/dev/null || { cat "$WORK/peer.log"; echo "the peer did not start"; exit 1; }
-  local pids; pids="$PEER_PID $(pgrep -P "$PEER_PID" | tr '\n' ' ')"
-  local cpu_before=0 pid; for pid in $pids; do cpu_before=$((cpu_before + $(cpu_ticks "$pid"))); done
+  local pids; pids="$PEER_PID $( (pgrep -P "$PEER_PID" || true) | tr '\n' ' ')"
+  # The peer's CPU: uvicorn and its workers (a process gone meanwhile counts as nothing more).
+  peer_ticks() {
+    local total=0 pid ticks
+    for pid in $pids; do ticks=$(cpu_ticks "$pid" 2>/dev/null || true); total=$((total + ${ticks:-0})); done
+    echo "$total"
+  }
+  local cpu_before; cpu_before=$(peer_ticks)
   PAYWARDEN_LOADTEST_MODE=decrypt PAYWARDEN_LOADTEST_LINES="$WORK/peer-tokens.jsonl" PAYWARDEN_LOADTEST_KEY=none \
     wrk -t2 -c${LOADTEST_CONNECTIONS:-16} -d3600s --timeout 10s --latency -s scripts/loadtest.lua "http://127.0.0.1:$port" \
     > "$WORK/wrk-peer.txt" 2>&1 &
-  local wrk_pid=$!
+  PEER_WRK_PID=$!
+  local wrk_pid=$PEER_WRK_PID
   # Every line is sent once; wrk is stopped once the peer's CPU stops moving (it keeps no count).
   local last=-1 now still=0
   while kill -0 "$wrk_pid" 2>/dev/null && [ "$still" -lt 2 ]; do
     sleep 1
-    now=0; for pid in $pids; do now=$((now + $(cpu_ticks "$pid"))); done
+    now=$(peer_ticks)
     if [ $((now - last)) -le 2 ]; then still=$((still + 1)); else still=0; fi
     last=$now
   done
   kill -INT "$wrk_pid" 2>/dev/null || true
   wait "$wrk_pid" || true
-  local cpu_after=0; for pid in $pids; do cpu_after=$((cpu_after + $(cpu_ticks "$pid"))); done
+  PEER_WRK_PID=""
+  local cpu_after; cpu_after=$(peer_ticks)
   kill "$PEER_PID" 2>/dev/null || true; wait "$PEER_PID" 2>/dev/null || true; PEER_PID=""
   local line; line=$(loadtest_line peer)
   local cpu; cpu=$(cpu_per_request "$cpu_before" "$cpu_after" "$(field "$line" decrypted)")

@@ -110,7 +110,8 @@ public enum SettingCatalog {
         "max_connections_per_client", .integer(1...1_000_000), default: .value("128"),
         "open connections per client address (trusted proxies exempt); beyond it, a new one is closed at once")
     public static let eventLoopThreads = Setting(
-        "event_loop_threads", .integer(1...256), default: .computed("the number of cores; 1 with hsm_dispatch pool"),
+        "event_loop_threads", .integer(1...256),
+        default: .computed("the number of cores; 1 with PAYWARDEN_HSM_DISPATCH=pool in the environment"),
         exposure: .environmentOnly,
         "NIO event loops, which also run every task outside the HSM workers, and the HSM calls with inline dispatch "
             + "(read before anything else starts)")

@@ -81,17 +81,8 @@ public final class SQLDatabase<Driver: SQLDriver>: PaywardenDatabase {
 extension SQLDatabase: ReplayLedger {
     public func claimTransaction(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws(StorageError) -> Bool {
         // Inserts, or takes over a row that expired; a live row is left alone. Batched with the
-        // claims arriving meanwhile: by the engine when it commits writes in groups itself (one
-        // upsert each, one commit for all), else by ReplayClaimBatcher (one upsert, one commit).
-        guard engine.commitsWritesInGroups else { return try await replayClaims.claim(transactionID, until: expiry, now: now) }
-        let claimed = try await write(
-            """
-            INSERT INTO replay_ledger (transaction_id, expires_at) VALUES ($1, $2)
-            ON CONFLICT (transaction_id) DO UPDATE SET expires_at = excluded.expires_at
-            WHERE replay_ledger.expires_at <= $3
-            RETURNING transaction_id
-            """, [.blob(transactionID), SQLValue(expiry), SQLValue(now)])
-        return !claimed.isEmpty
+        // claims arriving meanwhile (ReplayClaimBatcher): one upsert, one commit for all.
+        try await replayClaims.claim(transactionID, until: expiry, now: now)
     }
 
     public func releaseTransaction(_ transactionID: [UInt8]) async throws(StorageError) {

@@ -11,12 +11,8 @@ public protocol SQLDriver: SQLExecutor {
     func existingTables(_ names: [String]) async throws(StorageError) -> Set<String>
     /// Housekeeping the service runs every second (SQLite's checkpoint); nothing by default.
     func performMaintenance() async
-    /// Whether concurrent writes already share a commit (SQLite's group commit): the replay
-    /// ledger then sends each claim as it comes instead of batching claims itself. False by default.
-    var commitsWritesInGroups: Bool { get }
 }
 
 extension SQLDriver {
     public func performMaintenance() async {}
-    public var commitsWritesInGroups: Bool { false }
 }

@@ -16,8 +16,8 @@ import Synchronization
 /// FULL, not the NORMAL GRDB's pool sets with WAL: NORMAL syncs the log only at checkpoints, so a
 /// power loss can take back the last commits, and a replay-ledger claim the service acknowledged
 /// would be gone: the same token would decrypt again within its window. FULL syncs the log at every
-/// commit; writes are group-committed (`SQLiteGroupCommit`, the replay claims among them), so that
-/// is one sync per batch.
+/// commit; writes are group-committed (`SQLiteGroupCommit`, the replay claims batched before that by
+/// `ReplayClaimBatcher`: one multi-row upsert per batch of claims), so that is one sync per batch.
 public final class SQLiteDriver: SQLDriver {
     public let path: String
     private let pool: DatabasePool
@@ -27,13 +27,15 @@ public final class SQLiteDriver: SQLDriver {
     private let groupCommit: SQLiteGroupCommit
 
     public var driver: String { "sqlite" }
-    public var commitsWritesInGroups: Bool { true }
     public var location: String { path }
 
     /// Opens the database at `path`, creating it when missing unless `create` is false (status
-    /// commands must not leave a file behind). Nothing is migrated here.
+    /// commands must not leave a file behind). Nothing is migrated here. Reads run on their
+    /// callers' threads, an event loop per core: `readers` is at least one more than the cores,
+    /// so a loop never waits for a reader connection.
     public static func open(
-        path: String, create: Bool = true, busyTimeout: TimeInterval = 5, readers: Int = 4
+        path: String, create: Bool = true, busyTimeout: TimeInterval = 5,
+        readers: Int = max(4, ProcessInfo.processInfo.activeProcessorCount + 1)
     ) throws(StorageError) -> SQLDatabase<SQLiteDriver> {
         if !create, !FileManager.default.fileExists(atPath: path) {
             throw StorageError(.unavailable, "there is no database at \(path) yet (serve or `paywarden db migrate` creates it)")

@@ -75,34 +75,33 @@ final class SQLiteGroupCommit: Sendable {
         }
     }
 
-    /// One transaction for `writes`; a result per write.
+    /// One transaction for `writes`; a result per write. GRDB's `inTransaction` commits, or rolls
+    /// back after a failure.
     private func commit(_ writes: [Write]) -> [Result<[[SQLValue]], StorageError>] {
+        var results: [Result<[[SQLValue]], StorageError>] = []
+        results.reserveCapacity(writes.count)
         do {
-            return try pool.writeWithoutTransaction { db in
+            try pool.writeWithoutTransaction { db in
                 // A lone write needs no transaction of its own: it commits as it ends.
-                if writes.count == 1 { return [Result { try Self.rows(writes[0], db) }.mapError { SQLiteDriver.storageError($0) }] }
-                try db.execute(sql: "BEGIN IMMEDIATE")
-                var results: [Result<[[SQLValue]], StorageError>] = []
-                results.reserveCapacity(writes.count)
-                for write in writes {
-                    do {
-                        results.append(.success(try Self.rows(write, db)))
-                    } catch {
-                        let failure = SQLiteDriver.storageError(error)
-                        // SQLite ended the transaction (a full disk, an I/O error): what ran before is undone too.
-                        guard db.isInsideTransaction else { return writes.map { _ in .failure(failure) } }
-                        results.append(.failure(failure))
+                if writes.count == 1 {
+                    results = [Result { try Self.rows(writes[0], db) }.mapError { SQLiteDriver.storageError($0) }]
+                    return
+                }
+                try db.inTransaction(.immediate) {
+                    for write in writes {
+                        do {
+                            results.append(.success(try Self.rows(write, db)))
+                        } catch {
+                            // SQLite ended the transaction (a full disk, an I/O error): what ran
+                            // before it is undone too, so every write of the batch fails.
+                            guard db.isInsideTransaction else { throw error }
+                            results.append(.failure(SQLiteDriver.storageError(error)))
+                        }
                     }
+                    return .commit
                 }
-                do {
-                    try db.execute(sql: "COMMIT")
-                } catch {
-                    if db.isInsideTransaction { try? db.execute(sql: "ROLLBACK") }
-                    let failure = SQLiteDriver.storageError(error)
-                    return writes.map { _ in .failure(failure) }
-                }
-                return results
             }
+            return results
         } catch {
             let failure = SQLiteDriver.storageError(error)
             return writes.map { _ in .failure(failure) }

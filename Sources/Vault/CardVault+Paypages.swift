@@ -47,7 +47,8 @@ extension CardVault {
         try await storage { () async throws(StorageError) in try await database.paypages() }
     }
 
-    /// Disables a paypage: apps posting to it get 879 from then on; its registrations stay redeemable.
+    /// Disables a paypage: apps posting to it get 879 from then on (from an instance that did not
+    /// disable it, within a second: ``PaypageCache``); its registrations stay redeemable.
     public func disablePaypage(_ id: String) async throws(VaultError) {
         defer { paypageCache.removeAll() }
         guard try await storage({ () async throws(StorageError) in try await database.setPaypage(id: id, enabled: false) }) else {
@@ -62,8 +63,9 @@ extension CardVault {
         if let cached = paypageCache.paypage(id) {
             found = cached
         } else {
+            let read = paypageCache.readStarts()
             found = try await storage({ () async throws(StorageError) in try await database.paypage(id: id) })
-            if let found { paypageCache.keep(found) }
+            if let found { paypageCache.keep(found, readAt: read) }
         }
         guard let paypage = found, paypage.enabled else { throw VaultError(.merchantNotAuthorized, "the paypageId is unknown or disabled") }
         guard paypage.reportGroups.isEmpty || paypage.reportGroups.contains(reportGroup) else {

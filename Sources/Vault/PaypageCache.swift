@@ -18,29 +18,46 @@ final class PaypageCache: Sendable {
         let expires: ContinuousClock.Instant
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// Bumped by ``removeAll()``: a read that began before it is not kept.
+        var generation = 0
+    }
+
+    private let state = Mutex(State())
 
     func paypage(_ id: String) -> PaypageRecord? {
         let now = ContinuousClock.now
-        return entries.withLock { entries in
-            guard let entry = entries[id] else { return nil }
+        return state.withLock { state in
+            guard let entry = state.entries[id] else { return nil }
             guard entry.expires > now else {
-                entries[id] = nil
+                state.entries[id] = nil
                 return nil
             }
             return entry.paypage
         }
     }
 
-    func keep(_ paypage: PaypageRecord) {
-        let entry = Entry(paypage: paypage, expires: .now + Self.lifetime)
-        entries.withLock { entries in
-            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-            entries[paypage.id] = entry
+    /// Taken before a read, handed to ``keep(_:readAt:)`` after it.
+    func readStarts() -> (generation: Int, at: ContinuousClock.Instant) {
+        (state.withLock { $0.generation }, .now)
+    }
+
+    /// Keeps what a read that began at `start` found, unless the cache was cleared since: a
+    /// paypage disabled meanwhile must not come back. It lasts ``lifetime`` from the read's start.
+    func keep(_ paypage: PaypageRecord, readAt start: (generation: Int, at: ContinuousClock.Instant)) {
+        let entry = Entry(paypage: paypage, expires: start.at + Self.lifetime)
+        state.withLock { state in
+            guard state.generation == start.generation else { return }
+            if state.entries.count >= Self.capacity { state.entries.removeAll(keepingCapacity: true) }
+            state.entries[paypage.id] = entry
         }
     }
 
     func removeAll() {
-        entries.withLock { $0.removeAll() }
+        state.withLock { state in
+            state.entries.removeAll()
+            state.generation += 1
+        }
     }
 }

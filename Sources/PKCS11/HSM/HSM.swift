@@ -188,9 +188,12 @@ public final class HSM: Sendable {
     public func runOnWorkers<R: Sendable>(_ body: @escaping @Sendable () async -> R) async throws(PKCS11Error) -> R {
         let pool = self.pool
         let deadline = configuration.operationTimeout
+        // Not counted against the queue's bound: it would then count against itself when its
+        // calls take the queue (while maintenance holds the pool). The caller bounds these
+        // (DecryptionService's PAYWARDEN_MAX_IN_FLIGHT).
+        if pool.runsInline { return await body() }
         do {
             return try await pool.admitted { () async throws -> R in
-                if pool.runsInline { return await body() }
                 guard let deadline else { return await withTaskExecutorPreference(pool) { await body() } }
                 let pending = PendingRun<R>()
                 return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in

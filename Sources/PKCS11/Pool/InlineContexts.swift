@@ -3,8 +3,9 @@ import Foundation
 /// The sessions a thread that is not a worker keeps for inline calls (``HSMDispatch/inline``):
 /// one ``WorkerContext`` per pool the thread has called, found through a thread-specific key.
 ///
-/// A thread keeps its contexts for its life; a pool that was shut down is dropped from the list
-/// the next time the thread adds one (its sessions were closed by its shutdown).
+/// A thread keeps its contexts for its life (its pools are told when it ends: Swift's own pool
+/// ends idle threads); a pool that was shut down is dropped from the list the next time the thread
+/// adds one (its sessions were closed by its shutdown).
 final class InlineContexts {
     private struct Entry {
         weak var pool: SessionPool?
@@ -13,6 +14,11 @@ final class InlineContexts {
     }
 
     private var entries: [Entry] = []
+
+    /// The thread ended: its contexts leave their pools, with their sessions.
+    deinit {
+        for entry in entries { entry.pool?.retire(entry.context) }
+    }
 
     /// The calling thread's context for `pool`; `make` creates (and registers) one the first time.
     static func context(for pool: SessionPool, make: () -> WorkerContext) -> WorkerContext {

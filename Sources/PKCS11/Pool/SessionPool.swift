@@ -220,6 +220,21 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds &- start))
     }
 
+    /// Forgets the inline context of a thread that ended, closing its session. During maintenance
+    /// (which ends every session itself, and may be between C_Finalize and C_Initialize) or
+    /// shutdown (which closes them), it is only marked, and maintenance drops it when it ends.
+    func retire(_ context: WorkerContext) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !paused, !stopped else {
+            context.threadEnded = true
+            return
+        }
+        contexts.removeAll { $0 === context }
+        // Under the lock: maintenance cannot begin meanwhile.
+        context.close()
+    }
+
     /// The longest an inline call running now has run, when that is past its deadline.
     var overdueInlineCall: Duration? {
         guard let inlineDeadline else { return nil }
@@ -248,6 +263,8 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
             defer {
                 condition.lock()
                 generation += 1
+                // Their sessions were ended with the others' (or will be closed as they go).
+                contexts.removeAll { $0.threadEnded }
                 paused = false
                 condition.broadcast()
                 condition.unlock()

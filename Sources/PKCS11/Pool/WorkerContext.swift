@@ -15,6 +15,8 @@ final class WorkerContext {
     /// When the inline call running now began (`DispatchTime` nanoseconds), 0 when none is: read
     /// by the pool's watchdog from its own thread.
     let inlineCallStart = Atomic<UInt64>(0)
+    /// The inline context's thread ended during maintenance; the pool drops it afterwards (under its lock).
+    var threadEnded = false
 
     init(pool: SessionPool, isInline: Bool = false) {
         self.pool = pool
