@@ -54,12 +54,8 @@ struct InlineDispatchTests {
         let key = try await hsm.generateKeyPair(KeySpecification(label: "inline", algorithm: .ecP256, usage: [.derive]))
         guard case .ecP256(let point) = key.publicKey else { return }
         let peer = P256.KeyAgreement.PrivateKey()
-        let secret = try peer.sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: point))
-        var hash = SHA256()
-        hash.update(data: [0, 0, 0, 1])
-        secret.withUnsafeBytes { hash.update(bufferPointer: $0) }
-        hash.update(data: [9])
-        let expected = Array(hash.finalize())
+        let expected = softwareConcatenationKDF(
+            try peer.sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: point)), [9])
         let matches = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<8 {
                 group.addTask {
