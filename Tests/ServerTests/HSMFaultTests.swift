@@ -137,12 +137,7 @@ struct HSMFaultTests {
     /// while every worker is stuck, and after the HSM answers again both tokens decrypt.
     @Test func aHangMeetsTheDeadline() async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({
-            $0.hsm.modulePath = device.modulePath
-            $0.hsm.dispatch = .pool
-            $0.hsm.operationTimeout = .milliseconds(500)
-            $0.hsm.healthCheckTimeout = .milliseconds(300)
-        }) { server in
+        try await withServer(device, .pool, shortDeadlines: true) { server in
             #expect(try await server.waitForReadiness(200))
             let tokens = try [server.ecToken(), server.ecToken()]
             try device.hang("C_DeriveKey")
@@ -175,14 +170,8 @@ struct HSMFaultTests {
     /// answers again the stuck request is a 503 and both tokens decrypt.
     @Test func aHangInlineTurnsDispatchToThePool() async throws {
         let device = try FaultInjectingPKCS11.make()
-        try await withServer({
-            $0.hsm.modulePath = device.modulePath
-            $0.hsm.dispatch = .inline
-            $0.hsm.operationTimeout = .milliseconds(500)
-            $0.hsm.healthCheckTimeout = .milliseconds(300)
-        }) { server in
+        try await withServer(device, .inline, shortDeadlines: true) { server in
             #expect(try await server.waitForReadiness(200))
-            #expect(server.server.hsm.dispatch == .inline)
             let tokens = try [server.ecToken(), server.ecToken()]
             try device.hang("C_DeriveKey")
             let stuck = Task { try await server.send(body: tokens[0]) }
@@ -285,13 +274,18 @@ struct HSMFaultTests {
 /// Both dispatches, for the tests that run with each.
 private let dispatches: [HSMDispatch] = [.inline, .pool]
 
-/// A server whose HSM is `device`, calls dispatched as `dispatch`.
+/// A server whose HSM is `device`, calls dispatched as `dispatch`; with `shortDeadlines`, an HSM
+/// operation waits 500 ms and the health check 300 ms, for the hang tests.
 private func withServer(
-    _ device: FaultInjectingPKCS11, _ dispatch: HSMDispatch, _ body: (TestServer) async throws -> Void
+    _ device: FaultInjectingPKCS11, _ dispatch: HSMDispatch, shortDeadlines: Bool = false, _ body: (TestServer) async throws -> Void
 ) async throws {
     try await withServer({
         $0.hsm.modulePath = device.modulePath
         $0.hsm.dispatch = dispatch
+        if shortDeadlines {
+            $0.hsm.operationTimeout = .milliseconds(500)
+            $0.hsm.healthCheckTimeout = .milliseconds(300)
+        }
     }) { server in
         #expect(server.server.hsm.dispatch == dispatch)
         try await body(server)

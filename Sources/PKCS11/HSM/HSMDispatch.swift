@@ -41,9 +41,17 @@ public struct HSMDispatchChoice: Sendable, Hashable {
         }
     }
 
+    /// ``roundTrip`` and ``threshold`` in microseconds, for reports.
+    public var roundTripMicroseconds: Double { Self.microsecondValue(roundTrip) }
+    public var thresholdMicroseconds: Double { Self.microsecondValue(threshold) }
+
     static func microseconds(_ duration: Duration) -> String {
-        let value = Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+        let value = microsecondValue(duration)
         return value < 10 ? String(format: "%.1f µs", value) : "\(Int(value.rounded())) µs"
+    }
+
+    private static func microsecondValue(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
     }
 }
 

@@ -29,8 +29,8 @@ struct HSMStatus: AsyncParsableCommand {
                 sessionKeyCopies: hsm.usesSessionKeyCopies,
                 dispatch: Status.Dispatch(
                     configured: hsm.dispatchChoice.configured.rawValue, chosen: hsm.dispatchChoice.chosen.rawValue,
-                    roundTripMicroseconds: Double(hsm.dispatchChoice.roundTrip / .nanoseconds(1)) / 1000,
-                    thresholdMicroseconds: Double(hsm.dispatchChoice.threshold / .nanoseconds(1)) / 1000,
+                    roundTripMicroseconds: hsm.dispatchChoice.roundTripMicroseconds,
+                    thresholdMicroseconds: hsm.dispatchChoice.thresholdMicroseconds,
                     summary: hsm.dispatchChoice.summary),
                 dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
                 hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,

@@ -6,7 +6,7 @@ import PKCS11
 import Synchronization
 
 /// The decrypt endpoint's engine room: admission control (a bounded number of decryptions in
-/// flight; beyond it a fast `overloaded`), the decryption itself on the HSM's worker threads,
+/// flight; beyond it a fast `overloaded`), the decryption itself on one thread (see `decrypt`),
 /// outcome metrics, and the count that triggers module recycling.
 public final class DecryptionService: Sendable {
     let hsm: HSM
@@ -51,8 +51,9 @@ public final class DecryptionService: Sendable {
         )
     }
 
-    /// Verifies and decrypts `body`. The work runs on the HSM's worker threads, so verification
-    /// and the key operation share them and never wait for a hop between threads.
+    /// Verifies and decrypts `body`. The work runs on one thread (``HSM/runOnWorkers(_:)``): the
+    /// caller's with inline dispatch, an HSM worker with the pool, so verification and the key
+    /// operation never wait for a hop between threads.
     /// - Parameter merchantIdentifierHashes: the merchants whose keys may open it (the vault's
     ///   organisation check); nil for the decrypt endpoint, where any configured key may.
     public func decrypt(_ body: [UInt8], merchantIdentifierHashes: Set<String>? = nil) async throws(PaymentTokenError)
