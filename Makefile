@@ -11,7 +11,7 @@ HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
 RAW_PKCS11_BENCH := $(CURDIR)/.build/raw-pkcs11-bench/raw_pkcs11_bench
 
-.PHONY: deps deps-test install-packages build run test contract-test bench loadtest soak fuzz format lint clean
+.PHONY: deps deps-test install-packages build build-tour run try test contract-test bench loadtest soak fuzz format lint clean
 
 # The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user).
 TEST_PACKAGES := postgresql
@@ -33,20 +33,37 @@ install-packages:
 build: deps
 	swift build -c release --product paywarden
 
+# The tour's own binary: the stand-ins for Apple and a processor, and the steps (most of its
+# modules are the service's, built once for both).
+build-tour: build
+	swift build -c release --product paywarden-tour
+
 # The service on the local development token (created once under $(PAYWARDEN_HOME), with a
-# development API key), listening on PAYWARDEN_LISTEN (default 127.0.0.1:8080).
+# development API key) and its sandbox (a development PKI, the only trust of this configuration,
+# and a merchant it certified), listening on PAYWARDEN_LISTEN (default 127.0.0.1:8080).
 # BACKEND=nss puts the token in NSS softokn, a second PKCS#11 implementation, instead of SoftHSM.
 BACKEND ?= softhsm
 # API_KEYS: more PAYWARDEN_API_KEYS entries beside the development key (`make run API_KEYS=…`).
 run: build
 	@.build/release/paywarden dev-hsm init --backend $(BACKEND) >/dev/null
 	@set -a; . "$(PAYWARDEN_HOME)/$(BACKEND)/env"; set +a; \
+	  .build/release/paywarden dev-hsm sandbox --backend $(BACKEND) >/dev/null
+	@set -a; . "$(PAYWARDEN_HOME)/$(BACKEND)/env"; set +a; \
 	  if [ -n "$(API_KEYS)" ]; then export PAYWARDEN_API_KEYS="$$PAYWARDEN_API_KEYS,$(API_KEYS)"; fi; \
 	  .build/release/paywarden hsm status; \
-	  echo; echo "API key (development): $$(cat "$(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key")"; \
-	  echo "  curl -H \"Authorization: Bearer \$$(cat $(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key)\" --data @token.json http://$${PAYWARDEN_LISTEN:-127.0.0.1:8080}/v1/payment-tokens/decrypt"; \
-	  echo "  import merchant keys first: .build/release/paywarden keys create|import …  (see docs/operations.md)"; echo; \
+	  listen=$${PAYWARDEN_LISTEN:-127.0.0.1:8080}; env="$(PAYWARDEN_HOME)/$(BACKEND)/env"; \
+	  echo; echo "Serving on http://$$listen; the sandbox merchant is merchant.com.example.sandbox (paywarden dev-hsm sandbox)."; \
+	  echo "In another shell:  make try    (the guided tour), or by hand:"; \
+	  echo "  set -a; . $$env; set +a"; \
+	  echo "  .build/release/paywarden dev-hsm sample-token --merchant-id merchant.com.example.sandbox > token.json"; \
+	  echo "  curl -H \"Authorization: Bearer \$$(cat $(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key)\" --data @token.json \\"; \
+	  echo "    http://$$listen/v1/payment-tokens/decrypt"; \
+	  echo "This development configuration trusts only the development PKI: no real Apple Pay token decrypts here."; echo; \
 	  exec .build/release/paywarden serve
+
+# The guided tour (scripts/try.sh): uses the service `make run` serves, or starts one and stops it.
+try: build-tour
+	bash scripts/try.sh .build/release
 
 # Every suite on SoftHSM, then the suites that touch an HSM again on NSS softokn, a second
 # PKCS#11 implementation (PAYWARDEN_TEST_HSM=nss). Left out of the second run: the suites that
@@ -58,6 +75,8 @@ test: deps-test
 	swift build --build-tests
 	swift test --no-parallel
 	PAYWARDEN_TEST_HSM=nss swift test --skip-build --no-parallel --filter '$(NSS_SUITES)' --skip '$(SOFTHSM_ONLY)'
+	TRY_ISOLATED=1 bash scripts/try.sh .build/debug
+	TRY_ISOLATED=1 BACKEND=nss bash scripts/try.sh .build/debug
 	bash scripts/contract-test.sh
 
 # schemathesis (pinned, in a virtualenv under .build) against openapi.json and a real server.

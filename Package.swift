@@ -22,6 +22,7 @@ let package = Package(
     products: [
         .executable(name: "paywarden", targets: ["PaywardenCLI"]),
         .executable(name: "paywarden-bench", targets: ["PaywardenBench"]),
+        .executable(name: "paywarden-tour", targets: ["PaywardenTour"]),
         .library(name: "PKCS11", targets: ["PKCS11"]),
         .library(name: "PaywardenTesting", targets: ["PaywardenTesting"]),
         // Test-only: the fault-injecting PKCS#11 module, a shared object that tests dlopen
@@ -164,8 +165,9 @@ let package = Package(
             name: "PaywardenAdmin",
             dependencies: [
                 "PKCS11", "KeyCustody", "ApplePay", "PaywardenServices", "MerchantTokens", "PaywardenConfiguration", "PaywardenPrimitives",
-                "PaywardenStorage", "Vault", "OutboundTLS", .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
-                crypto,
+                "PaywardenStorage", "Vault", "OutboundTLS", "PaywardenSandbox",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                logging, crypto,
             ]
         ),
         // The `paywarden` executable: the admin commands, and `serve` and `config` (which checks
@@ -177,6 +179,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ]
         ),
+        // The development PKI and sample tokens of `paywarden dev-hsm sandbox|sample-token` (a sandbox
+        // merchant certified by a PKI only a development configuration trusts), shared with the tests.
+        .target(
+            name: "PaywardenSandbox",
+            dependencies: ["ApplePay", "KeyCustody", "PaywardenConfiguration", "PaywardenPrimitives", crypto, cryptoExtras, asn1, x509]
+        ),
         // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a
         // software `MerchantKeyOperations`, a `withServer {}` harness that always shuts down, and a
         // stand-in for Apple's gateway (real mutual TLS on loopback).
@@ -184,7 +192,7 @@ let package = Package(
             name: "PaywardenTesting",
             dependencies: [
                 "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays",
-                "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
+                "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenSandbox", "PaywardenStorage",
                 "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
                 "OutboundTLS", crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL,
                 serviceLifecycle,
@@ -199,6 +207,12 @@ let package = Package(
                 "ProcessorRelays", "PaywardenConfiguration", "PaywardenPrimitives",
                 "PaywardenStorage", crypto, asyncHTTPClient, nioCore, nioHTTP1, logging, serviceLifecycle,
             ]
+        ),
+
+        // `make try`: the guided tour on the sandbox, with the stand-ins for Apple and a processor.
+        .executableTarget(
+            name: "PaywardenTour",
+            dependencies: ["PaywardenTesting", "PaywardenSandbox", "PaywardenConfiguration", asyncHTTPClient, nioCore, nioHTTP1]
         ),
 
         .testTarget(

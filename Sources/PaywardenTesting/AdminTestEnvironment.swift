@@ -2,6 +2,7 @@ import Foundation
 import KeyCustody
 import PKCS11
 import PaywardenConfiguration
+import PaywardenSandbox
 import PaywardenStorage
 import PaywardenStorageSQLite
 

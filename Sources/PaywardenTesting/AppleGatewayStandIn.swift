@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import PaywardenSandbox
 import SwiftASN1
 import Synchronization
 import X509
@@ -39,7 +40,22 @@ public final class AppleGatewayStandIn: Sendable {
 
     /// Starts on 127.0.0.1 on a free port, requiring client certificates issued by `clientCA`.
     public static func start(clientCA: Certificate, maximumTLSVersion: TLSVersion = .tlsv13) async throws -> AppleGatewayStandIn {
-        let identity = try LoopbackServerIdentity(caName: "Paywarden Stand-in Gateway CA")
+        try await start(
+            clientCA: clientCA, identity: try LoopbackServerIdentity(caName: "Paywarden Stand-in Gateway CA"),
+            maximumTLSVersion: maximumTLSVersion)
+    }
+
+    /// Starts on 127.0.0.1 on `port` with the development PKI's server identity (the tour: a
+    /// service configured before it started trusts that identity's CA).
+    public static func start(clientCA: Certificate, port: Int, pki: DevelopmentPKI) async throws -> AppleGatewayStandIn {
+        let identity = try LoopbackServerIdentity(
+            caPEM: pki.serverCAPEM, certificatePEM: pki.serverCertificatePEM, keyPEM: pki.serverKeyPEM)
+        return try await start(clientCA: clientCA, identity: identity, port: port)
+    }
+
+    private static func start(
+        clientCA: Certificate, identity: LoopbackServerIdentity, port: Int = 0, maximumTLSVersion: TLSVersion = .tlsv13
+    ) async throws -> AppleGatewayStandIn {
         var tls = identity.configuration
         tls.maximumTLSVersion = maximumTLSVersion
         // A server's "no hostname verification" still requires and verifies a client certificate.
@@ -49,7 +65,7 @@ public final class AppleGatewayStandIn: Sendable {
         let standIn = AppleGatewayStandIn(
             serverCA: try NIOSSLCertificate(bytes: caDER, format: .der), serverCADER: caDER,
             sslContext: try NIOSSLContext(configuration: tls))
-        let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, context in
+        let listener = try await StandInListener.start(port: port, sslContext: standIn.sslContext) { head, body, context in
             (standIn.respond(to: Self.record(head, body: body, context: context)), .zero)
         }
         standIn.state.withLock { $0.listener = listener }

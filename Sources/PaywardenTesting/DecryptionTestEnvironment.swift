@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenSandbox
 import Synchronization
 import _CryptoExtras
 

@@ -72,10 +72,12 @@ public final class ProcessorUpstreamStandIn: Sendable {
         self.identity = identity
     }
 
-    /// Starts on 127.0.0.1 on a free port, over HTTPS when `tls` (then trust ``writeServerCA(to:)``),
-    /// requiring a client certificate from its own CA when `requireClientCertificate`
-    /// (``writeClientIdentity(to:)`` writes one).
-    public static func start(tls: Bool = false, requireClientCertificate: Bool = false) async throws -> ProcessorUpstreamStandIn {
+    /// Starts on 127.0.0.1 on `port` (a free one when 0), over HTTPS when `tls` (then trust
+    /// ``writeServerCA(to:)``), requiring a client certificate from its own CA when
+    /// `requireClientCertificate` (``writeClientIdentity(to:)`` writes one).
+    public static func start(port: Int = 0, tls: Bool = false, requireClientCertificate: Bool = false) async throws
+        -> ProcessorUpstreamStandIn
+    {
         let standIn: ProcessorUpstreamStandIn
         if tls {
             let identity = try LoopbackServerIdentity(caName: "Paywarden Stand-in Processor CA")
@@ -89,7 +91,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
         } else {
             standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil, identity: nil)
         }
-        let listener = try await StandInListener.start(sslContext: standIn.sslContext) { head, body, context in
+        let listener = try await StandInListener.start(port: port, sslContext: standIn.sslContext) { head, body, context in
             let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
             if let peer = (try? tls?.peerCertificate?.toDERBytes()) ?? nil {
                 standIn.state.withLock { $0.clientCertificates.append(peer) }

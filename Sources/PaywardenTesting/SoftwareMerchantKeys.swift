@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import Foundation
 import PaywardenPrimitives
+import PaywardenSandbox
 import Synchronization
 import _CryptoExtras
 

@@ -26,10 +26,10 @@ final class StandInListener: Sendable {
         self.respond = respond
     }
 
-    /// Listens on a free port.
-    static func start(sslContext: NIOSSLContext?, respond: @escaping Respond) async throws -> StandInListener {
+    /// Listens on `port`, a free one when 0.
+    static func start(port: Int = 0, sslContext: NIOSSLContext?, respond: @escaping Respond) async throws -> StandInListener {
         let listener = StandInListener(sslContext: sslContext, respond: respond)
-        let channel = try await listener.bind(port: 0)
+        let channel = try await listener.bind(port: port)
         listener.state.withLock {
             $0.server = channel
             $0.port = channel.localAddress?.port ?? 0

@@ -9,6 +9,7 @@ import NIOHTTP1
 import NIOSSL
 import PKCS11
 import PaywardenConfiguration
+import PaywardenSandbox
 import PaywardenServer
 import PaywardenServices
 import ServiceLifecycle

@@ -6,6 +6,6 @@ public struct DevHSMCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "dev-hsm",
         abstract: "The local SoftHSM development token.",
-        subcommands: [DevHSMInit.self]
+        subcommands: [DevHSMInit.self, DevHSMSandbox.self, DevHSMSampleToken.self]
     )
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PKCS11
 import PaywardenConfiguration
+import PaywardenSandbox
 import PaywardenServices
 
 /// The local development token: its configuration, token store and PIN files under the
@@ -37,7 +38,11 @@ struct DevelopmentToken {
 
     /// The environment a shell needs to use this token (and the service, its API key).
     var exports: [(String, String)] {
-        let apiKeys = (try? String(contentsOfFile: apiKeyEntryFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let sandbox = Sandbox.Layout(tokenDirectory: directory)
+        // The development key, and the sandbox merchant server's once `dev-hsm sandbox` made it.
+        let apiKeys = [apiKeyEntryFile, sandbox.apiKeyEntryFile]
+            .compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
         typealias C = SettingCatalog
         let module: [(String, String)]
         switch backend {
@@ -54,7 +59,8 @@ struct DevelopmentToken {
         return [(C.home.environmentName, home)] + module + [
             (C.tokenLabel.environmentName, label),
             (C.pinFile.environmentName, userPINFile),
-        ] + (apiKeys.map { [(C.apiKeys.environmentName, $0)] } ?? [])
+        ] + (apiKeys.isEmpty ? [] : [(C.apiKeys.environmentName, apiKeys.joined(separator: ","))])
+            + ((try? sandbox.load())?.map { $0.settings(sandbox) } ?? [])
     }
 
     /// Creates what is missing; leaves what exists alone.
@@ -81,6 +87,11 @@ struct DevelopmentToken {
             try write(key + "\n", to: apiKeyFile, mode: 0o600)
             try write(entry + "\n", to: apiKeyEntryFile, mode: 0o600)
         }
+        try writeEnvironment()
+    }
+
+    /// Writes `env`, the file a shell sources: ``exports``.
+    func writeEnvironment() throws {
         let exportsText = exports.map { "export \($0.0)=\(shellQuoted($0.1))" }.joined(separator: "\n") + "\n"
         try write(exportsText, to: environmentFile, mode: 0o600)
     }
@@ -89,7 +100,8 @@ struct DevelopmentToken {
         try PINSource.file(file).read()
     }
 
-    private func write(_ text: String, to path: String, mode: Int) throws {
+    /// Writes `text` to `path` with `mode`, whether the file existed or not.
+    func write(_ text: String, to path: String, mode: Int) throws {
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode]) else {
             throw CommandFailure(.misconfiguration, "cannot write \(path); check that \(home) is writable")
         }

@@ -14,6 +14,19 @@ public struct ApplePayTestPKI: Sendable {
         public let certificate: Certificate
         public let der: [UInt8]
         public let key: SigningKey
+
+        /// A leaf kept on disk: its certificate (DER) and key.
+        public init(der: [UInt8], key: SigningKey) throws {
+            self.certificate = try Certificate(derEncoded: der)
+            self.der = der
+            self.key = key
+        }
+
+        init(certificate: Certificate, der: [UInt8], key: SigningKey) {
+            self.certificate = certificate
+            self.der = der
+            self.key = key
+        }
     }
 
     public enum SigningKey: Sendable {
@@ -27,7 +40,6 @@ public struct ApplePayTestPKI: Sendable {
     public let intermediateDER: [UInt8]
     public let ecLeaf: Leaf
     public let rsaLeaf: Leaf
-    private let intermediateKey: P256.Signing.PrivateKey
 
     /// - Parameters:
     ///   - markIntermediate: give the intermediate its 1.2.840.113635.100.6.2.14 extension.
@@ -43,7 +55,7 @@ public struct ApplePayTestPKI: Sendable {
         )
         rootDER = try Self.der(root)
 
-        intermediateKey = P256.Signing.PrivateKey()
+        let intermediateKey = P256.Signing.PrivateKey()
         let intermediateName = try Self.name("\(name) Application Integration CA - G3", unit: "Test Certification Authority")
         intermediate = try Self.authority(
             subject: intermediateName, publicKey: .init(intermediateKey.publicKey), issuer: rootName, issuerKey: rootKey,
@@ -64,6 +76,16 @@ public struct ApplePayTestPKI: Sendable {
         } else {
             self.rsaLeaf = ec
         }
+    }
+
+    /// A PKI kept on disk (the development PKI): what signing a token needs, and the root to trust.
+    public init(rootDER: [UInt8], intermediateDER: [UInt8], ecLeaf: Leaf, rsaLeaf: Leaf) throws {
+        root = try Certificate(derEncoded: rootDER)
+        self.rootDER = rootDER
+        intermediate = try Certificate(derEncoded: intermediateDER)
+        self.intermediateDER = intermediateDER
+        self.ecLeaf = ecLeaf
+        self.rsaLeaf = rsaLeaf
     }
 
     private static func leaf(

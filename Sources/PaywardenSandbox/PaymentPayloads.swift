@@ -24,7 +24,10 @@ public enum PaymentPayloads {
 
     /// A merchant-token (MPAN) payload with fields Paywarden does not know, which must survive
     /// untouched, and with `authenticationResponses` two multi-merchant entries (amounts as strings there).
-    public static func merchantToken(pan: String = "5204245250001488", authenticationResponses: Bool = false) -> [UInt8] {
+    public static func merchantToken(
+        pan: String = "5204245250001488", merchantTokenIdentifier: String = "DNITHE302409093402145671",
+        authenticationResponses: Bool = false
+    ) -> [UInt8] {
         let responses =
             authenticationResponses
             ? #""authenticationResponses":["#
@@ -35,7 +38,7 @@ public enum PaymentPayloads {
             #"{"applicationPrimaryAccountNumber":"\#(pan)","applicationExpirationDate":"300531","currencyCode":"840","#,
             #""transactionAmount":2500,"deviceManufacturerIdentifier":"040010030273","paymentDataType":"3DSecure","#,
             #""paymentData":{"onlinePaymentCryptogram":"AJcBBBBBBBBBBBBBBBBBBBBBBBB="},"#,
-            #""merchantTokenIdentifier":"DNITHE302409093402145671","#,
+            #""merchantTokenIdentifier":"\#(merchantTokenIdentifier)","#,
             #""merchantTokenMetadata":{"cardArt":[{"url":"https://example.test/art.png","type":"FULL_CARD_ART"}],"#,
             #""cardMetadata":{"fpanSuffix":"1488","expirationDate":"05/30"}},\#(responses)"#,
             #""futureField":{"nested":[1,2.5,null,true],"unicode":"caf\u00e9"}}"#,

@@ -66,6 +66,18 @@ public struct TestCertificateAuthority: Sendable {
         self.certificateDER = serializer.serializedBytes
     }
 
+    /// A CA kept on disk (the development PKI's): its self-signed certificate (DER) and key.
+    public init(certificateDER: [UInt8], privateKey: P256.Signing.PrivateKey) throws {
+        let certificate = try Certificate(derEncoded: certificateDER)
+        guard certificate.publicKey == Certificate.PublicKey(privateKey.publicKey) else {
+            throw DevelopmentPKIError.keyMismatch("the CA certificate")
+        }
+        self.privateKey = privateKey
+        self.name = certificate.subject
+        self.certificate = certificate
+        self.certificateDER = certificateDER
+    }
+
     /// What a certificate carries in extension 1.2.840.113635.100.6.32.
     public enum MerchantIdentifierHash: Sendable {
         /// SHA-256 of the subject UID, as Apple issues it.

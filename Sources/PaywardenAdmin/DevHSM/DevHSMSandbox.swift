@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import KeyCustody
+import PKCS11
+import PaywardenConfiguration
+import PaywardenSandbox
+import PaywardenServices
+import Vault
+
+/// `paywarden dev-hsm sandbox`: a merchant to try everything with, on the development token.
+struct DevHSMSandbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sandbox",
+        abstract: "Create the sandbox beside the development token (idempotent): a development PKI and a merchant it certified.",
+        discussion: """
+            In sandbox/ of the development token's directory: a development PKI (an Apple-like token-signing chain, a CA \
+            standing in for Apple's WWDR, a server certificate for the tour's stand-ins), the merchant \
+            \(Sandbox.merchantID) with an EC and an RSA processing key and a merchant identity key in the HSM, certified by \
+            that PKI, organisation \(Sandbox.organization) with paypage \(Sandbox.paypageID) and an API key for its server, \
+            and the loopback ports of the stand-ins for Apple and a processor. The token's env file then names that PKI as \
+            the only trust: a service started with it decrypts the sandbox's tokens (`paywarden dev-hsm sample-token`) and \
+            no real Apple Pay token. Never use it outside development.
+            """
+    )
+
+    @Option(help: "The development token's PKCS#11 implementation: softhsm or nss.")
+    var backend: DevelopmentToken.Backend = .softhsm
+
+    @OptionGroup var output: OutputOptions
+
+    @OptionGroup var hsmOptions: HSMOptions
+
+    /// What the sandbox has, for `--json`.
+    struct Report: Encodable {
+        let merchantID: String
+        let organization: String
+        let paypageID: String
+        let keys: [String]
+        let created: [String]
+        let environmentFile: String
+    }
+
+    func run() async throws {
+        try await AdminAction("dev-hsm.sandbox", merchantID: Sandbox.merchantID).run(hsm: hsmOptions, probeCapabilities: true) {
+            hsm, action in
+            guard let settings = action.settings else { preconditionFailure("AdminAction reads the settings before its body") }
+            var token = DevelopmentToken(home: settings.home, label: settings.hsm.token, modulePath: settings.hsm.modulePath)
+            token.backend = backend
+            guard FileManager.default.fileExists(atPath: token.environmentFile) else {
+                throw CommandFailure(
+                    .misconfiguration, "no development token in \(token.directory); run `paywarden dev-hsm init --backend \(backend)` first"
+                )
+            }
+            let layout = Sandbox.Layout(tokenDirectory: token.directory)
+            try FileManager.default.createDirectory(
+                atPath: layout.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let pki = try DevelopmentPKI.loadOrCreate(in: layout.pkiDirectory)
+            var created: [String] = []
+            let keys = try await AdminDatabase.with(settings) { connection in
+                // Certified by the development PKI's CA whatever the settings say: it is the sandbox's issuer.
+                let store = MerchantKeyStore(hsm: hsm, records: connection.keyRecords, certificateIssuers: pki.merchantCA.issuers)
+                let keys = try await certifiedKeys(store, pki: pki, created: &created)
+                let vault = CardVault(database: connection.database, keyring: VaultKeyring(hsm: hsm))
+                try await vault.keyring.refresh()
+                let vaultKeys = try await vault.keyring.createMissing()
+                created += vaultKeys.map { "vault \($0.summary)" }
+                if try await !vault.paypages().contains(where: { $0.id == Sandbox.paypageID }) {
+                    _ = try await vault.createPaypage(
+                        id: Sandbox.paypageID, organization: Sandbox.organization, merchantIdentifiers: [Sandbox.merchantID],
+                        reportGroups: [], tokenFormat: .t)
+                    created.append("paypage \(Sandbox.paypageID)")
+                }
+                return keys
+            }
+            if try layout.load() == nil {
+                let sandbox = Sandbox(appleGatewayPort: try FreePort.pick(), processorPort: try FreePort.pick())
+                try token.write(
+                    String(decoding: try JSONEncoder().encode(sandbox), as: UTF8.self) + "\n", to: layout.descriptionFile, mode: 0o600)
+                created.append("stand-in ports \(sandbox.appleGatewayPort) (Apple) and \(sandbox.processorPort) (processor)")
+            }
+            if !FileManager.default.fileExists(atPath: layout.apiKeyFile) {
+                let (key, entry) = APIKey.generate(
+                    name: "sandbox-server", scopes: [.redeem, .detokenize, .merchantTokens], organization: Sandbox.organization)
+                try token.write(key + "\n", to: layout.apiKeyFile, mode: 0o600)
+                try token.write(entry + "\n", to: layout.apiKeyEntryFile, mode: 0o600)
+                created.append("API key sandbox-server")
+            }
+            try token.writeEnvironment()
+            if output.json {
+                try printJSON(
+                    Report(
+                        merchantID: Sandbox.merchantID, organization: Sandbox.organization, paypageID: Sandbox.paypageID,
+                        keys: keys.map { "\($0.id.hex) \($0.purpose.rawValue)" }, created: created, environmentFile: token.environmentFile))
+            } else {
+                for line in created { print("created \(line)") }
+                print("sandbox merchant \(Sandbox.merchantID): \(keys.count) keys, paypage \(Sandbox.paypageID)")
+                print("organisation \(Sandbox.organization); its settings are in \(token.environmentFile)")
+                print("a sample token: paywarden dev-hsm sample-token --merchant-id \(Sandbox.merchantID)")
+            }
+            return created.isEmpty ? "already present" : "created " + created.joined(separator: ", ")
+        }
+    }
+
+    /// The sandbox merchant's active keys, one of each kind, created and certified where missing.
+    private func certifiedKeys(_ store: MerchantKeyStore, pki: DevelopmentPKI, created: inout [String]) async throws -> [MerchantKey] {
+        let kinds: [(KeyPurpose, KeyAlgorithmChoice)] = [(.processing, .ec), (.processing, .rsa), (.identity, .rsa)]
+        var keys: [MerchantKey] = []
+        let existing = try await store.list().filter { $0.merchantID == Sandbox.merchantID && $0.state == .active }
+        for (purpose, algorithm) in kinds {
+            if let key = existing.first(where: { $0.purpose == purpose && Self.algorithm(of: $0) == algorithm }) {
+                keys.append(key)
+                continue
+            }
+            let (pending, csr) = try await store.create(merchantID: Sandbox.merchantID, purpose: purpose, algorithm: algorithm)
+            do {
+                let certificate = try pki.merchantCA.issue(csrPEM: csr, merchantID: Sandbox.merchantID, purpose: purpose)
+                keys.append(try await store.importCertificate(MerchantCertificate(bytes: certificate)).key)
+            } catch {
+                // Nothing half-made: a key without its certificate is destroyed.
+                _ = try? await store.destroy(pending.id.hex)
+                throw error
+            }
+            created.append("\(purpose.rawValue) key (\(algorithm.rawValue)) \(pending.id.hex)")
+        }
+        return keys
+    }
+
+    static func algorithm(of key: MerchantKey) -> KeyAlgorithmChoice {
+        if case .rsa = key.key.publicKey { return .rsa }
+        return .ec
+    }
+}

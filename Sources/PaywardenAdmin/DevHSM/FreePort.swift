@@ -1,0 +1,27 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A loopback TCP port nothing listens on now, as the kernel picks one for a bind to port 0: the
+/// sandbox keeps the ports it picked, so a service configured once finds its stand-ins there.
+enum FreePort {
+    static func pick() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw CommandFailure(.unavailable, "no socket for picking a free port (errno \(errno))") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound else { throw CommandFailure(.unavailable, "no free loopback port (errno \(errno))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

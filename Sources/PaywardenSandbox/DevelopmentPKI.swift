@@ -1,0 +1,113 @@
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+import _CryptoExtras
+
+/// The development PKI, kept in one directory: an Apple-like token-signing chain (its root is what
+/// a development configuration names in `PAYWARDEN_TRUST_ROOTS`), a CA standing in for Apple's
+/// WWDR that certifies the sandbox merchant's keys (`PAYWARDEN_CERTIFICATE_ISSUERS`), and a CA with
+/// a server certificate for `localhost` that the tour's stand-ins for Apple and a processor present.
+///
+/// Nothing here is trusted by default: a service trusts it only when its settings name these
+/// files, which only the development token's environment does. The private keys are files (0600
+/// in a 0700 directory) because this PKI forges test tokens; it must never certify a real key.
+public struct DevelopmentPKI: Sendable {
+    public let directory: String
+    public let tokenSigning: ApplePayTestPKI
+    public let merchantCA: TestCertificateAuthority
+    /// The stand-ins' server identity: the CA (trust it), the `localhost` certificate and its key, as PEM.
+    public let serverCAPEM: String
+    public let serverCertificatePEM: String
+    public let serverKeyPEM: String
+
+    /// The token-signing root, for `PAYWARDEN_TRUST_ROOTS`.
+    public var rootFile: String { Self.rootFile(in: directory) }
+
+    /// The token-signing root of the PKI in `directory`.
+    public static func rootFile(in directory: String) -> String { directory + "/root.pem" }
+    /// The merchant certificates' issuer, for `PAYWARDEN_CERTIFICATE_ISSUERS`.
+    public var merchantCAFile: String { directory + "/merchant-ca.pem" }
+    /// The stand-ins' server CA, for `PAYWARDEN_APPLE_PAY_GATEWAY_CA`.
+    public var serverCAFile: String { directory + "/server-ca.pem" }
+
+    private static let publicFiles = [
+        "root.pem", "intermediate.pem", "ec-leaf.pem", "rsa-leaf.pem", "merchant-ca.pem", "server-ca.pem",
+        "server.pem",
+    ]
+    private static let privateFiles = ["ec-leaf.key", "rsa-leaf.key", "merchant-ca.key", "server.key"]
+
+    /// Whether `directory` holds a whole PKI.
+    public static func exists(in directory: String) -> Bool {
+        (publicFiles + privateFiles.map { "private/" + $0 }).allSatisfy { FileManager.default.fileExists(atPath: directory + "/" + $0) }
+    }
+
+    /// The PKI in `directory`, created there first if it is not whole.
+    public static func loadOrCreate(in directory: String) throws -> DevelopmentPKI {
+        if !exists(in: directory) { try create(in: directory) }
+        return try load(from: directory)
+    }
+
+    public static func load(from directory: String) throws -> DevelopmentPKI {
+        func text(_ name: String) throws -> String {
+            guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else {
+                throw DevelopmentPKIError.unreadable(directory + "/" + name)
+            }
+            return text
+        }
+        func der(_ name: String) throws -> [UInt8] {
+            guard let document = try? PEMDocument(pemString: try text(name)) else {
+                throw DevelopmentPKIError.unreadable(directory + "/" + name)
+            }
+            return document.derBytes
+        }
+        let ecKey = try P256.Signing.PrivateKey(pemRepresentation: try text("private/ec-leaf.key"))
+        let rsaKey = try _RSA.Signing.PrivateKey(pemRepresentation: try text("private/rsa-leaf.key"))
+        let ecLeaf = try ApplePayTestPKI.Leaf(der: try der("ec-leaf.pem"), key: .p256(ecKey))
+        let rsaLeaf = try ApplePayTestPKI.Leaf(der: try der("rsa-leaf.pem"), key: .rsa(rsaKey))
+        guard ecLeaf.certificate.publicKey == Certificate.PublicKey(ecKey.publicKey) else {
+            throw DevelopmentPKIError.keyMismatch("ec-leaf.pem")
+        }
+        guard rsaLeaf.certificate.publicKey == Certificate.PublicKey(rsaKey.publicKey) else {
+            throw DevelopmentPKIError.keyMismatch("rsa-leaf.pem")
+        }
+        return DevelopmentPKI(
+            directory: directory,
+            tokenSigning: try ApplePayTestPKI(
+                rootDER: try der("root.pem"), intermediateDER: try der("intermediate.pem"), ecLeaf: ecLeaf, rsaLeaf: rsaLeaf),
+            merchantCA: try TestCertificateAuthority(
+                certificateDER: try der("merchant-ca.pem"),
+                privateKey: try P256.Signing.PrivateKey(pemRepresentation: try text("private/merchant-ca.key"))),
+            serverCAPEM: try text("server-ca.pem"), serverCertificatePEM: try text("server.pem"),
+            serverKeyPEM: try text("private/server.key"))
+    }
+
+    /// Writes a new PKI into `directory` (replacing a partial one).
+    private static func create(in directory: String) throws {
+        let files = FileManager.default
+        try files.createDirectory(atPath: directory + "/private", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try files.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory + "/private")
+        let signing = try ApplePayTestPKI(name: "Paywarden Development")
+        let merchantCA = try TestCertificateAuthority(commonName: "Paywarden Development WWDR CA")
+        let server = try LocalhostServerIdentity(caName: "Paywarden Development Stand-in CA", lifetime: 10 * 365 * 86_400)
+        guard case .p256(let ecKey) = signing.ecLeaf.key, case .rsa(let rsaKey) = signing.rsaLeaf.key else {
+            preconditionFailure("ApplePayTestPKI makes a P-256 EC leaf and an RSA leaf")
+        }
+        let contents: [(String, String)] = [
+            ("root.pem", signing.rootDER.pem("CERTIFICATE")), ("intermediate.pem", signing.intermediateDER.pem("CERTIFICATE")),
+            ("ec-leaf.pem", signing.ecLeaf.der.pem("CERTIFICATE")), ("rsa-leaf.pem", signing.rsaLeaf.der.pem("CERTIFICATE")),
+            ("merchant-ca.pem", merchantCA.certificatePEM), ("server-ca.pem", server.caDER.pem("CERTIFICATE")),
+            ("server.pem", server.serverDER.pem("CERTIFICATE")),
+            ("private/ec-leaf.key", ecKey.pemRepresentation + "\n"), ("private/rsa-leaf.key", rsaKey.pemRepresentation + "\n"),
+            ("private/merchant-ca.key", merchantCA.privateKey.pemRepresentation + "\n"),
+            ("private/server.key", server.serverKey.pemRepresentation + "\n"),
+        ]
+        for (name, text) in contents {
+            let path = directory + "/" + name
+            guard files.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw DevelopmentPKIError.unreadable(path)
+            }
+            try files.setAttributes([.posixPermissions: name.hasPrefix("private/") ? 0o600 : 0o644], ofItemAtPath: path)
+        }
+    }
+}

@@ -1,0 +1,15 @@
+/// A step that did not give its documented answer: what was expected and what came back.
+struct TourFailure: Error, CustomStringConvertible {
+    let message: String
+
+    init(_ message: String) {
+        self.message = message
+    }
+
+    var description: String { message }
+}
+
+/// Fails the step with `message` unless `condition` holds.
+func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+    if !condition { throw TourFailure(message()) }
+}

@@ -1,0 +1,64 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The service's HTTP API as the tour calls it: one request at a time, each printed with the part
+/// of its answer that matters.
+struct TourHTTP: Sendable {
+    let baseURL: String
+
+    struct Reply: Sendable {
+        let status: Int
+        let body: [UInt8]
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+
+        /// The body as a JSON object (empty when it is not one).
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
+
+        /// `error.code` of a JSON error body.
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+    }
+
+    /// Sends one request; `who` says whose credentials it carries, for the printout.
+    func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, contentType: String = "application/json", apiKey: String? = nil,
+        who: String
+    ) async throws -> Reply {
+        print("  → \(method.rawValue) \(path)  (\(who))")
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        if let apiKey { request.headers.add(name: "Authorization", value: "Bearer \(apiKey)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: contentType)
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let collected = try await response.body.collect(upTo: 1 << 20)
+        return Reply(status: Int(response.status.code), body: Array(buffer: collected))
+    }
+
+    /// True when the service answers `GET /readyz` with 200.
+    func isReady() async -> Bool {
+        var request = HTTPClientRequest(url: baseURL + "/readyz")
+        request.method = .GET
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)) else { return false }
+        _ = try? await response.body.collect(upTo: 1 << 16)
+        return response.status == .ok
+    }
+
+    /// Whether anything accepts connections there at all (ready or not).
+    func isListening() async -> Bool {
+        var request = HTTPClientRequest(url: baseURL + "/healthz")
+        request.method = .GET
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)) else { return false }
+        _ = try? await response.body.collect(upTo: 1 << 16)
+        return true
+    }
+}
+
+/// The answer line: `← STATUS what matters`.
+func answer(_ reply: TourHTTP.Reply, _ summary: String) {
+    print("  ← \(reply.status)  \(summary)")
+}
