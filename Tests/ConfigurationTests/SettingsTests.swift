@@ -210,6 +210,21 @@ struct SettingsTests {
         }
     }
 
+    /// docs/settings.md is the catalog's reference as generated; `PAYWARDEN_UPDATE_DOCS=1` rewrites it.
+    @Test func theSettingsReferenceIsGeneratedFromTheCatalog() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let file = root.appendingPathComponent("docs/settings.md")
+        let generated = SettingsReference.markdown()
+        if ProcessInfo.processInfo.environment["PAYWARDEN_UPDATE_DOCS"] == "1" {
+            try generated.write(to: file, atomically: true, encoding: .utf8)
+        }
+        let written = try String(contentsOf: file, encoding: .utf8)
+        #expect(
+            written == generated,
+            "docs/settings.md differs from the catalog; regenerate it: PAYWARDEN_UPDATE_DOCS=1 swift test --filter SettingsReference")
+        for setting in SettingCatalog.all { #expect(written.contains("| `\(setting.environmentName)` |")) }
+    }
+
     /// A JSON value as the environment would spell it.
     enum ExampleValue: Decodable {
         case text(String?)

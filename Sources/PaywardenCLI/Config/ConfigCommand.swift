@@ -8,8 +8,19 @@ struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "The effective configuration.",
-        subcommands: [ConfigShow.self]
+        subcommands: [ConfigShow.self, ConfigReference.self]
     )
+}
+
+struct ConfigReference: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reference",
+        abstract: "Print every setting as a Markdown table (docs/settings.md): variable, file key, accepts, default, what."
+    )
+
+    func run() {
+        print(SettingsReference.markdown(), terminator: "")
+    }
 }
 
 struct ConfigShow: AsyncParsableCommand {
