@@ -3,6 +3,7 @@ import Foundation
 import KeyCustody
 import PKCS11
 import PaywardenConfiguration
+import PaywardenPrimitives
 import PaywardenSandbox
 import PaywardenServices
 import Vault
@@ -73,7 +74,7 @@ struct DevHSMSandbox: AsyncParsableCommand {
                 return keys
             }
             if try layout.load() == nil {
-                let sandbox = Sandbox(appleGatewayPort: try FreePort.pick(), processorPort: try FreePort.pick())
+                let sandbox = Sandbox(appleGatewayPort: try LoopbackPort.unused(), processorPort: try LoopbackPort.unused())
                 try token.write(
                     String(decoding: try JSONEncoder().encode(sandbox), as: UTF8.self) + "\n", to: layout.descriptionFile, mode: 0o600)
                 created.append("stand-in ports \(sandbox.appleGatewayPort) (Apple) and \(sandbox.processorPort) (processor)")

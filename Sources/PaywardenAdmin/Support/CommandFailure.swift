@@ -5,6 +5,8 @@ import KeyCustody
 import Logging
 import PKCS11
 import PaywardenConfiguration
+import PaywardenPrimitives
+import PaywardenSandbox
 import PaywardenServices
 import PaywardenStorage
 import Synchronization
@@ -94,6 +96,8 @@ public struct CommandFailure: Error, CustomStringConvertible {
         case let error as ServerStartError: self.init(.misconfiguration, error.description)
         case let error as StorageError: self.init(error)
         case let error as VaultError: self.init(error)
+        case let error as DevelopmentPKIError: self.init(.misconfiguration, error.description)
+        case let error as LoopbackPort.Unavailable: self.init(.unavailable, error.description)
         default: self.init(.refused, "\(error)")
         }
     }

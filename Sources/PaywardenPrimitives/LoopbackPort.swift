@@ -4,12 +4,20 @@
     import Darwin
 #endif
 
-/// A loopback TCP port nothing listens on now, as the kernel picks one for a bind to port 0: the
-/// sandbox keeps the ports it picked, so a service configured once finds its stand-ins there.
-enum FreePort {
-    static func pick() throws -> Int {
+/// A loopback TCP port nothing listens on now, as the kernel picks one for a bind to port 0 (the
+/// sandbox's stand-ins, the tests' PostgreSQL). Another process may take it before it is used.
+public enum LoopbackPort {
+    /// Why no port could be picked: the call that failed and its errno.
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let call: String
+        public let errno: Int32
+
+        public var description: String { "no free loopback port: \(call) failed (errno \(errno))" }
+    }
+
+    public static func unused() throws(Unavailable) -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw CommandFailure(.unavailable, "no socket for picking a free port (errno \(errno))") }
+        guard descriptor >= 0 else { throw Unavailable(call: "socket()", errno: errno) }
         defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -21,7 +29,7 @@ enum FreePort {
                 bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
             }
         }
-        guard bound else { throw CommandFailure(.unavailable, "no free loopback port (errno \(errno))") }
+        guard bound else { throw Unavailable(call: "bind()", errno: errno) }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
