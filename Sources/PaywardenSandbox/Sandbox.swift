@@ -14,7 +14,7 @@ public struct Sandbox: Codable, Sendable, Equatable {
 
     /// Where the stand-in for Apple's gateway listens (HTTPS with the PKI's server certificate).
     public var appleGatewayPort: Int
-    /// Where the stand-in for the processor's cnpAPI engine listens (HTTP on loopback).
+    /// Where the stand-in for the processor's cnpAPI engine listens (HTTPS, the same certificate).
     public var processorPort: Int
 
     public init(appleGatewayPort: Int, processorPort: Int) {
@@ -56,7 +56,8 @@ public struct Sandbox: Codable, Sendable, Equatable {
             (C.applePayGatewayCA, pki + "/server-ca.pem"),
             (C.merchantValidationHosts, "localhost:\(appleGatewayPort)"),
             (C.merchantTokenAllowedSources, "127.0.0.0/8"),
-            (C.relayCnpUpstream, "http://127.0.0.1:\(processorPort)"),
+            (C.relayCnpUpstream, "https://localhost:\(processorPort)"),
+            (C.relayCnpUpstreamCA, pki + "/server-ca.pem"),
             (C.relayCnpMerchantIDs, "\(Self.organization)=\(Self.cnpMerchantID)"),
         ].map { ($0.0.environmentName, $0.1) }
     }

@@ -78,9 +78,23 @@ public final class ProcessorUpstreamStandIn: Sendable {
     public static func start(port: Int = 0, tls: Bool = false, requireClientCertificate: Bool = false) async throws
         -> ProcessorUpstreamStandIn
     {
+        let identity = tls ? try LoopbackServerIdentity(caName: "Paywarden Stand-in Processor CA") : nil
+        return try await start(port: port, identity: identity, requireClientCertificate: requireClientCertificate)
+    }
+
+    /// Starts on 127.0.0.1 on `port` over HTTPS with the development PKI's server identity (the
+    /// tour: a service configured before it started trusts that identity's CA).
+    public static func start(port: Int, pki: DevelopmentPKI) async throws -> ProcessorUpstreamStandIn {
+        let identity = try LoopbackServerIdentity(
+            caPEM: pki.serverCAPEM, certificatePEM: pki.serverCertificatePEM, keyPEM: pki.serverKeyPEM)
+        return try await start(port: port, identity: identity, requireClientCertificate: false)
+    }
+
+    private static func start(port: Int, identity: LoopbackServerIdentity?, requireClientCertificate: Bool) async throws
+        -> ProcessorUpstreamStandIn
+    {
         let standIn: ProcessorUpstreamStandIn
-        if tls {
-            let identity = try LoopbackServerIdentity(caName: "Paywarden Stand-in Processor CA")
+        if let identity {
             var configuration = identity.configuration
             if requireClientCertificate {
                 configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: identity.caDER, format: .der)])

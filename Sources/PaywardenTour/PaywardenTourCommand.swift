@@ -47,9 +47,11 @@ enum PaywardenTourCommand {
         defer { try? FileManager.default.removeItem(atPath: work) }
 
         // The stand-ins first: a service started with these settings expects them there.
-        let processor = try await ProcessorUpstreamStandIn.start(port: sandbox.processorPort)
+        let processor = try await ProcessorUpstreamStandIn.start(port: sandbox.processorPort, pki: pki)
         let apple = try await AppleGatewayStandIn.start(clientCA: pki.merchantCA.certificate, port: sandbox.appleGatewayPort, pki: pki)
-        print("Stand-ins: Apple's gateway at https://localhost:\(sandbox.appleGatewayPort), a cnpAPI processor at http://127.0.0.1:\(sandbox.processorPort).")
+        print(
+            "Stand-ins: Apple's gateway at https://localhost:\(sandbox.appleGatewayPort), "
+                + "a cnpAPI processor at https://localhost:\(sandbox.processorPort).")
         let service = try await TourService.findOrStart(
             listen: "\(settings.server.listen.host):\(settings.server.listen.port)", paywarden: paywarden, workDirectory: work)
         defer { service.stop() }
