@@ -63,7 +63,7 @@ run: build
 
 # The guided tour (scripts/try.sh): uses the service `make run` serves, or starts one and stops it.
 try: build-tour
-	bash scripts/try.sh .build/release
+	BACKEND=$(BACKEND) bash scripts/try.sh .build/release
 
 # Every suite on SoftHSM, then the suites that touch an HSM again on NSS softokn, a second
 # PKCS#11 implementation (PAYWARDEN_TEST_HSM=nss). Left out of the second run: the suites that
