@@ -6,6 +6,8 @@ import PaywardenPrimitives
 public struct PaywardenSettings: Sendable {
     public var home: String
     public var logLevel: String?
+    /// `text` or `json`.
+    public var logFormat: String
     /// `keys import --pkcs12` without `--password-file`.
     public var pkcs12Password: Sensitive<String>?
     public var hsm: HSMSettings
@@ -24,6 +26,7 @@ public struct PaywardenSettings: Sendable {
         typealias C = SettingCatalog
         home = URL(fileURLWithPath: try reader.string(defaulted: C.home)).standardizedFileURL.path
         logLevel = try reader.choice(C.logLevel)
+        logFormat = try reader.choice(defaulted: C.logFormat)
         pkcs12Password = try reader.string(C.pkcs12Password).map { Sensitive($0) }
         hsm = try HSMSettings(&reader)
         verification = VerificationSettings(

@@ -11,6 +11,10 @@ public enum SettingCatalog {
     public static let logLevel = Setting(
         "log_level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
         default: .computed("info for serve, warning for other commands"), "the least severe log level written")
+    public static let logFormat = Setting(
+        "log_format", .choice(["text", "json"]), default: .value("text"),
+        "text: one line of time, level, label, key=value metadata, source and message; json: one JSON object a line (time, level, "
+            + "label, source, message, request_id, trace_id and span_id when tracing, metadata)")
 
     // MARK: HSM
     public static let pkcs11Module = Setting(
@@ -270,7 +274,7 @@ public enum SettingCatalog {
 
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
-        home, logLevel,
+        home, logLevel, logFormat,
         pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
         hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmDispatch, hsmInlineThresholdMicroseconds, hsmRecycleEvery, hsmOperationTimeoutMilliseconds,

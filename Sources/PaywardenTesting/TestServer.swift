@@ -305,31 +305,35 @@ public final class TestServer: Sendable {
     }
 }
 
-/// Every log line the server wrote, message and metadata, for checking that no secret leaks.
+/// Every log line the server wrote, rendered by the service's own handlers in both formats
+/// (`PAYWARDEN_LOG_FORMAT` text and json), for checking that no secret leaks in either: ``text``
+/// is the text lines, then the JSON lines.
 public final class CapturedLog: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Mutex<(text: [String], json: [String])>(([], []))
 
     public init() {}
 
-    public var text: String { lines.withLock { $0.joined(separator: "\n") } }
+    public var text: String { lines.withLock { ($0.text + $0.json).joined() } }
 
-    public func handler() -> some LogHandler { Handler(log: self) }
+    /// The lines of one format.
+    public func lines(_ format: LogFormat) -> [String] {
+        lines.withLock { format == .text ? $0.text : $0.json }.flatMap { $0.split(separator: "\n").map(String.init) }
+    }
 
-    fileprivate func append(_ line: String) { lines.withLock { $0.append(line) } }
+    /// Both formats' handlers, at trace level.
+    public func handler(label: String = "paywarden-test") -> some LogHandler {
+        var handler = MultiplexLogHandler(
+            LogFormat.allCases.map { format in format.handler(label: label, stream: Stream(log: self, format: format)) })
+        handler.logLevel = .trace
+        return handler
+    }
 
-    private struct Handler: LogHandler {
+    private struct Stream: TextOutputStream, Sendable {
         let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
+        let format: LogFormat
 
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            log.append("\(event.level) \(event.message) \(merged)")
+        mutating func write(_ string: String) {
+            log.lines.withLock { format == .text ? $0.text.append(string) : $0.json.append(string) }
         }
     }
 }

@@ -63,7 +63,7 @@ struct AdminAction {
         }
         do {
             let settings = try await PaywardenSettings.load()
-            CommandLogging.bootstrap(level: settings.logLevel.flatMap { .init(rawValue: $0) } ?? .warning)
+            CommandLogging.bootstrap(settings, defaultLevel: .warning)
             action.home = PaywardenHome(settings)
             action.settings = settings
             auditLog = action.home.auditLog

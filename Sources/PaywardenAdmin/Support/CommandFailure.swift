@@ -116,7 +116,7 @@ extension AsyncParsableCommand {
     func reportingFailures(defaultLogLevel: Logger.Level = .warning, _ body: (PaywardenSettings) async throws -> Void) async throws {
         do {
             let settings = try await PaywardenSettings.load()
-            CommandLogging.bootstrap(level: settings.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? defaultLogLevel)
+            CommandLogging.bootstrap(settings, defaultLevel: defaultLogLevel)
             try await body(settings)
         } catch let exit as ExitCode {
             throw exit
@@ -132,12 +132,16 @@ extension AsyncParsableCommand {
 public enum CommandLogging {
     private static let bootstrapped = Mutex(false)
 
-    public static func bootstrap(level: Logger.Level) {
+    /// Logging as the settings say: `PAYWARDEN_LOG_LEVEL` (else `defaultLevel`) and
+    /// `PAYWARDEN_LOG_FORMAT`, on standard error. Only the first call of a process counts.
+    public static func bootstrap(_ settings: PaywardenSettings, defaultLevel: Logger.Level) {
+        let level = settings.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? defaultLevel
+        let format = LogFormat(rawValue: settings.logFormat) ?? .text
         bootstrapped.withLock { done in
             guard !done else { return }
             done = true
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = format.handler(label: label, stream: StandardErrorStream())
                 handler.logLevel = level
                 return handler
             }

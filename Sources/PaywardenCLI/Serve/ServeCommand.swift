@@ -22,7 +22,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let settings = try await PaywardenSettings.load(file: config)
-            CommandLogging.bootstrap(level: settings.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? .info)
+            CommandLogging.bootstrap(settings, defaultLevel: .info)
             let server = try await PaywardenServer.make(ServerConfiguration(settings: settings), logger: Logger(label: "paywarden"))
             try await server.run()
         } catch {
