@@ -58,6 +58,13 @@ struct UsageInformationDocumentTests {
         ("merchantName", { $0["merchantName"] = nil }),
         ("merchantTokenIdentifier", { $0["merchantTokenIdentifier"] = "DNITHE000000000000000043" }),
         ("modificationDate", { $0["modificationDate"] = "yesterday" }),
+        // Foundation's parser takes these spellings, and traps on a fraction of 35 digits: refused before it.
+        ("modificationDate", { $0["modificationDate"] = "2026-09-20T10:00:00." + String(repeating: "1", count: 35) + "Z" }),
+        ("modificationDate", { $0["modificationDate"] = "2026-09-20T10:00:00.1234567890Z" }),
+        ("modificationDate", { $0["modificationDate"] = "2026-9-20T10:00:00Z" }),
+        ("modificationDate", { $0["modificationDate"] = "2026-09-20T24:00:00Z" }),
+        ("modificationDate", { $0["modificationDate"] = "2026-09-20T10:00:00+0530" }),
+        ("pastPayments[0].paymentDate", { Self.editPast(&$0) { $0["paymentDate"] = "2026/09/01" } }),
         ("expirationDate", { $0["expirationDate"] = "2028-01-01T00:00:00Z" }),
         ("paymentIssueRecoveryURL", { $0["paymentIssueRecoveryURL"] = "http://example.com" }),
         ("favouriteColour", { $0["favouriteColour"] = "blue" }),
