@@ -11,7 +11,7 @@ HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
 RAW_PKCS11_BENCH := $(CURDIR)/.build/raw-pkcs11-bench/raw_pkcs11_bench
 
-.PHONY: deps deps-test install-packages build build-tour run try test contract-test bench loadtest soak fuzz format lint clean
+.PHONY: deps deps-test install-packages build build-tour run try test promtool-test contract-test bench loadtest soak fuzz format lint clean
 
 # The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user).
 TEST_PACKAGES := postgresql
@@ -77,7 +77,12 @@ test: deps-test
 	PAYWARDEN_TEST_HSM=nss swift test --skip-build --no-parallel --filter '$(NSS_SUITES)' --skip '$(SOFTHSM_ONLY)'
 	TRY_ISOLATED=1 bash scripts/try.sh .build/debug
 	TRY_ISOLATED=1 BACKEND=nss bash scripts/try.sh .build/debug
+	bash scripts/promtool-test.sh
 	bash scripts/contract-test.sh
+
+# The Prometheus alert rules in deploy/prometheus: promtool's check and every alert's unit tests.
+promtool-test:
+	bash scripts/promtool-test.sh
 
 # schemathesis (pinned, in a virtualenv under .build) against openapi.json and a real server.
 contract-test: deps-test

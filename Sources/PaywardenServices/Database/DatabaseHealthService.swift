@@ -100,6 +100,7 @@ public final class DatabaseHealthService: Service, Sendable {
             }
         } catch {
             failed(error)
+            metrics.replayLedgerFailed("purge")
             logger.warning("the replay ledger purge stopped", metadata: ["error": "\(error)"])
         }
         if purged > 0 {

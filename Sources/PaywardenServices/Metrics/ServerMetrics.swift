@@ -178,6 +178,15 @@ public final class ServerMetrics: Sendable {
 
     public func replayLedgerPurged(_ rows: Int) { replayPurged.increment(by: Int64(rows)) }
 
+    /// A replay-ledger operation that failed outside a request (the purge); a claim that fails
+    /// counts as a decryption refused with `database_unavailable`.
+    public func replayLedgerFailed(_ operation: String) {
+        registry.makeCounter(
+            descriptor: Self.name("replay_ledger_errors", unit: "total", "Replay-ledger work that failed outside a request, by operation"),
+            labels: [("operation", operation)]
+        ).increment()
+    }
+
     public func setPaths(ecdh: String?, rsa: String?) {
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "ecdh"), ("path", ecdh ?? "none")]).set(to: 1)
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "rsa_oaep"), ("path", rsa ?? "none")]).set(to: 1)

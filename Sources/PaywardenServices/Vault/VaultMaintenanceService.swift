@@ -63,6 +63,7 @@ public final class VaultMaintenanceService: Service, Sendable {
             }
             metrics.vaultMaintenance("rows_moved_to_current_key", moved)
         } catch {
+            metrics.vaultMaintenance("failed_rounds", 1)
             logger.warning("vault maintenance did not finish; it runs again", metadata: ["error": "\(error)"])
         }
     }
