@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 // Module layout and dependency rules: docs/architecture.md.
@@ -15,6 +15,8 @@ let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
+let tracing = Target.Dependency.product(name: "Tracing", package: "swift-distributed-tracing")
+let otel = Target.Dependency.product(name: "OTel", package: "swift-otel")
 
 let package = Package(
     name: "Paywarden",
@@ -48,6 +50,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // Traces only, over OTLP/HTTP: the OTLPHTTP trait alone keeps gRPC (and its dependencies) out of the build.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // C interop: PKCS#11 module loading and the constants Swift cannot import.
@@ -110,6 +115,7 @@ let package = Package(
             name: "OutboundTLS",
             dependencies: [
                 "PKCS11", "KeyCustody", "PaywardenPrimitives", crypto, asn1, x509, logging, nioCore, nioHTTP1, nioSSL, asyncHTTPClient,
+                tracing,
             ]
         ),
         // Processor message formats (a leaf): cnpAPI, MercuryPay and Radial models, a strict XML parser.
@@ -123,7 +129,7 @@ let package = Package(
                 "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
                 "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "OutboundTLS",
                 .product(name: "Prometheus", package: "swift-prometheus"), httpTypes, nioCore, nioSSL, serviceLifecycle, logging,
-                crypto,
+                crypto, tracing, otel,
             ]
         ),
         // The merchant-token outbox and the calls to Apple (events, unlink, metadata, payment
@@ -142,7 +148,7 @@ let package = Package(
             dependencies: [
                 "PaywardenServices", "ApplePay", "Vault", "KeyCustody", "PKCS11", "OutboundTLS", "ProcessorMessages",
                 "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage", httpTypes, asyncHTTPClient, nioCore, nioHTTP1,
-                nioPosix, nioSSL, serviceLifecycle, logging,
+                nioPosix, nioSSL, serviceLifecycle, logging, tracing,
             ]
         ),
         // The HTTP service (routes, controllers, middleware) and the composition root.
@@ -156,7 +162,7 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                httpTypes, nioSSL, nioCore, nioPosix, serviceLifecycle, logging,
+                httpTypes, nioSSL, nioCore, nioPosix, serviceLifecycle, logging, tracing,
             ]
         ),
         // The admin commands: keys, API keys, certificates, the vault, merchant tokens, the database,
@@ -175,7 +181,7 @@ let package = Package(
         .executableTarget(
             name: "PaywardenCLI",
             dependencies: [
-                "PaywardenAdmin", "PaywardenServer", "PaywardenConfiguration",
+                "PaywardenAdmin", "PaywardenServer", "PaywardenServices", "PaywardenConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"), logging,
             ]
         ),

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import PKCS11
 import Synchronization
+import Tracing
 
 /// Calls to Apple's Apple Pay gateway over mutual TLS, authenticated with the merchant's
 /// identity certificate whose key stays in the HSM (docs/apple-pay.md, "Merchant tokens").
@@ -225,6 +226,12 @@ public final class AppleGatewayClient: Sendable {
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "x-request-id", value: requestID)
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        // A client span named by the operation only: the URL carries merchant-token ids.
+        let span = startSpan("apple.\(operation.rawValue)", ofKind: .client)
+        defer { span.end() }
+        span.attributes["http.request.method"] = method.rawValue
+        span.attributes["paywarden.apple.operation"] = operation.rawValue
+        TraceContextHeadersInjector.inject(span, into: &request.headers)
 
         var logMetadata = metadata
         logMetadata["operation"] = "\(operation.rawValue)"
@@ -237,6 +244,7 @@ public final class AppleGatewayClient: Sendable {
         do {
             response = try await entry.client.execute(request, timeout: TimeAmount(configuration.requestTimeout), logger: logger)
         } catch {
+            span.setStatus(SpanStatus(code: .error))
             logMetadata["duration-ms"] = elapsed()
             if let hsmError = entry.signingKey.signingFailure(since: start) {
                 logger.warning("Apple gateway call failed: the HSM could not sign the handshake", metadata: logMetadata)
@@ -249,6 +257,8 @@ public final class AppleGatewayClient: Sendable {
         }
         let status = Int(response.status.code)
         logMetadata["status"] = "\(status)"
+        span.attributes["http.response.status_code"] = status
+        if !expecting.contains(status) { span.setStatus(SpanStatus(code: .error)) }
 
         let bytes: [UInt8]
         do {

@@ -99,6 +99,9 @@ final class IdentityConnections: Sendable {
         )
         // Compressed bodies would slip past the byte cap.
         http.decompression = .disabled
+        // AsyncHTTPClient's own spans record the full URL (merchant-token ids are in the path) and
+        // add a second `traceparent`; AppleGatewayClient's span names the operation only.
+        http.tracing.tracer = nil
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
         logger.debug(
             "Apple gateway client made for an identity certificate",

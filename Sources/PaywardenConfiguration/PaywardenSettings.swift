@@ -8,6 +8,8 @@ public struct PaywardenSettings: Sendable {
     public var logLevel: String?
     /// `text` or `json`.
     public var logFormat: String
+    /// Whether traces are exported (OpenTelemetry, configured by the `OTEL_*` variables).
+    public var tracingEnabled: Bool
     /// `keys import --pkcs12` without `--password-file`.
     public var pkcs12Password: Sensitive<String>?
     public var hsm: HSMSettings
@@ -27,6 +29,7 @@ public struct PaywardenSettings: Sendable {
         home = URL(fileURLWithPath: try reader.string(defaulted: C.home)).standardizedFileURL.path
         logLevel = try reader.choice(C.logLevel)
         logFormat = try reader.choice(defaulted: C.logFormat)
+        tracingEnabled = try reader.choice(defaulted: C.tracing) == "on"
         pkcs12Password = try reader.string(C.pkcs12Password).map { Sensitive($0) }
         hsm = try HSMSettings(&reader)
         verification = VerificationSettings(

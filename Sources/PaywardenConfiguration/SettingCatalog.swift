@@ -15,6 +15,9 @@ public enum SettingCatalog {
         "log_format", .choice(["text", "json"]), default: .value("text"),
         "text: one line of time, level, label, key=value metadata, source and message; json: one JSON object a line (time, level, "
             + "label, source, message, request_id, trace_id and span_id when tracing, metadata)")
+    public static let tracing = Setting(
+        "tracing", .choice(["off", "on"]), default: .value("off"),
+        "export OpenTelemetry traces over OTLP/HTTP; where to and how many are set by the standard OTEL_* variables")
 
     // MARK: HSM
     public static let pkcs11Module = Setting(
@@ -274,7 +277,7 @@ public enum SettingCatalog {
 
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
-        home, logLevel, logFormat,
+        home, logLevel, logFormat, tracing,
         pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
         hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmDispatch, hsmInlineThresholdMicroseconds, hsmRecycleEvery, hsmOperationTimeoutMilliseconds,

@@ -10,6 +10,7 @@ import OutboundTLS
 import PaywardenServices
 import ProcessorMessages
 import Synchronization
+import Tracing
 
 /// One format's upstream over HTTPS (TLS 1.2 or later, the system's roots plus the configured
 /// ones, the configured client certificate when the upstream requires one): a request is POSTed
@@ -72,6 +73,9 @@ public final class UpstreamClient: Sendable {
         // Idle connections go before an upstream's own idle timeout (often 30–60 s) can close one
         // under a request that is being written, which would leave that request's fate unknown.
         http.connectionPool = .init(idleTimeout: .seconds(15))
+        // AsyncHTTPClient's own spans record the full URL and add a second `traceparent`; ours
+        // (`exchange`) records the format and outcome only.
+        http.tracing.tracer = nil
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http, backgroundActivityLogger: logger)
     }
 
@@ -123,8 +127,14 @@ public final class UpstreamClient: Sendable {
         rewrite: ([UInt8]) throws(ProcessorMessageError) -> Value
     ) async throws(Failure) -> Value {
         let start = ContinuousClock.now
+        // A client span named by the format only: the body is card data, the path carries nothing
+        // the trace needs.
+        let span = startSpan("processor.\(configuration.format.rawValue)", ofKind: .client)
+        defer { span.end() }
+        span.attributes["http.request.method"] = "POST"
+        span.attributes["paywarden.processor.format"] = configuration.format.rawValue
         let result: Result<Value, Failure>
-        switch await send(path, body: body, contentType: contentType, headers: headers) {
+        switch await send(path, body: body, contentType: contentType, headers: headers, span: span) {
         case .success(let reply):
             do {
                 result = .success(try rewrite(reply))
@@ -146,6 +156,8 @@ public final class UpstreamClient: Sendable {
         case .failure(let failure): outcome = failure.outcome
         }
         metrics.upstream(format: configuration.format.rawValue, outcome: outcome, duration: duration)
+        span.attributes["paywarden.processor.outcome"] = outcome
+        if outcome != "ok" { span.setStatus(SpanStatus(code: .error)) }
         let metadata: Logger.Metadata = [
             "format": "\(configuration.format.rawValue)", "outcome": "\(outcome)",
             "milliseconds": "\(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)",
@@ -159,18 +171,22 @@ public final class UpstreamClient: Sendable {
     }
 
     /// One POST: the body of a 2xx reply, or why there is none.
-    private func send(_ path: String, body: [UInt8], contentType: String, headers: [(String, String)]) async -> Result<[UInt8], Failure> {
+    private func send(
+        _ path: String, body: [UInt8], contentType: String, headers: [(String, String)], span: any Span
+    ) async -> Result<[UInt8], Failure> {
         var request = HTTPClientRequest(url: configuration.url(path))
         request.method = .POST
         request.headers.add(name: "Content-Type", value: contentType)
         request.headers.add(contentsOf: headers)
         request.headers.add(name: "Accept-Encoding", value: "identity")
+        TraceContextHeadersInjector.inject(span, into: &request.headers)
         request.body = .bytes(ByteBuffer(bytes: body))
         // Only before the start-up check of an HSM key, which happens before the API listens.
         guard let client = client.withLock({ $0 }) else { return .failure(Failure(outcome: "unreachable", mayHaveArrived: false)) }
         do {
             let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
             let status = Int(response.status.code)
+            span.attributes["http.response.status_code"] = status
             let collected = try await response.body.collect(upTo: configuration.maximumResponseBytes)
             return (200..<300).contains(status)
                 ? .success(Array(buffer: collected)) : .failure(Failure(outcome: "http_\(status)", mayHaveArrived: true))

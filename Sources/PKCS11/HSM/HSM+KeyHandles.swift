@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 extension HSM {
@@ -61,29 +62,54 @@ extension HSM {
 
     /// Runs `body` with the private key `id`, its handle looked up inside the job.
     func withPrivateKey<R: Sendable>(
-        _ id: KeyIdentifier, _ body: @escaping @Sendable (Session, KeyObject) throws(PKCS11Error) -> R
+        _ id: KeyIdentifier, operation: String, path: String? = nil,
+        _ body: @escaping @Sendable (Session, KeyObject) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
-        try await withKey(id) { [self] session throws(PKCS11Error) in try body(session, cachedPrivateKey(id, session)) }
+        try await withKey(id, operation: operation, path: path) { [self] session throws(PKCS11Error) in
+            try body(session, cachedPrivateKey(id, session))
+        }
     }
 
     /// Runs `body` with the secret key `id`, its handle looked up inside the job.
     func withSecretKey<R: Sendable>(
-        _ id: KeyIdentifier, _ body: @escaping @Sendable (Session, SecretKeyObject) throws(PKCS11Error) -> R
+        _ id: KeyIdentifier, operation: String, _ body: @escaping @Sendable (Session, SecretKeyObject) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
-        try await withKey(id) { [self] session throws(PKCS11Error) in try body(session, cachedSecretKey(id, session)) }
+        try await withKey(id, operation: operation) { [self] session throws(PKCS11Error) in try body(session, cachedSecretKey(id, session))
+        }
     }
 
-    /// Runs a job that uses the key `id`. A stale handle is re-found once; a lost login is
+    /// Runs a job that uses the key `id`, reported to the configuration's operation observer
+    /// (tracing) as `operation` on `path`. A stale handle is re-found once; a lost login is
     /// re-established once (by one recycle, however many requests saw it).
     private func withKey<R: Sendable>(
-        _ id: KeyIdentifier, _ job: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+        _ id: KeyIdentifier, operation: String, path: String? = nil, _ job: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
+        guard let observer = configuration.operationObserver else { return try await withKey(id, queueWait: nil, job) }
+        let startedAt = Date()
+        let start = ContinuousClock.now
+        let queueWait = QueueWaitRecorder()
+        var failed = true
+        defer {
+            observer(
+                HSMOperationRecord(
+                    operation: operation, path: path,
+                    startNanosecondsSinceEpoch: UInt64(max(0, startedAt.timeIntervalSince1970) * 1_000_000_000),
+                    queueWait: queueWait.value, duration: ContinuousClock.now - start, failed: failed))
+        }
+        let result = try await withKey(id, queueWait: queueWait, job)
+        failed = false
+        return result
+    }
+
+    private func withKey<R: Sendable>(
+        _ id: KeyIdentifier, queueWait: QueueWaitRecorder?, _ job: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
         var retried = false
         while true {
             let observed = currentGeneration
             do {
                 try await reestablishIfLoggedOut(observed)
-                return try await pool.run(deadline: configuration.operationTimeout, job)
+                return try await pool.run(deadline: configuration.operationTimeout, queueWait: queueWait, job)
             } catch {
                 guard !retried else { throw error }
                 retried = true

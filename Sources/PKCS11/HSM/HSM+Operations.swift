@@ -44,7 +44,7 @@ extension HSM {
         else {
             throw .invalidInput("the peer public key is not an uncompressed point on P-256")
         }
-        return try await withPrivateKey(id) { [self] (session, key) throws(PKCS11Error) in
+        return try await withPrivateKey(id, operation: "ecdh-kdf", path: path.rawValue) { [self] (session, key) throws(PKCS11Error) in
             guard key.algorithm == .ecP256 else { throw .invalidInput("key \(id) is \(key.algorithm.rawValue), not EC") }
             guard key.usage.contains(.derive) else { throw .call("C_DeriveKey", .keyFunctionNotPermitted) }
             do throws(PKCS11Error) {
@@ -67,7 +67,8 @@ extension HSM {
             throw .mechanismUnsupported(
                 "the token offers no usable RSA-OAEP path: \(capabilities.report.filter { $0.hasPrefix("RSA") }.joined(separator: "; "))")
         }
-        return try await withPrivateKey(id) { [self] (session, key) throws(PKCS11Error) in
+        return try await withPrivateKey(id, operation: "rsa-oaep-decrypt", path: path.rawValue) {
+            [self] (session, key) throws(PKCS11Error) in
             guard case .rsa(let modulus, _) = key.publicKey else { throw .invalidInput("key \(id) is not RSA") }
             return try withDecryptionHandle(session, key) { (handle) throws(PKCS11Error) in
                 try session.decryptOAEPSHA256(path: path, privateKey: handle, ciphertext: ciphertext, modulusLength: modulus.count)
@@ -95,7 +96,7 @@ extension HSM {
     /// ECDSA P-256 over a SHA-256 digest, DER-encoded as X.509 and CMS expect.
     public func signECDSA(_ id: KeyIdentifier, digest: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
         guard digest.count == 32 else { throw .invalidInput("an ECDSA P-256 digest is 32 bytes") }
-        let raw = try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+        let raw = try await withPrivateKey(id, operation: "ecdsa-sign") { (session, key) throws(PKCS11Error) in
             guard key.algorithm == .ecP256 else { throw .invalidInput("key \(id) is not EC") }
             return try session.signECDSA(privateKey: key.handle, digest: digest)
         }
@@ -110,7 +111,7 @@ extension HSM {
 
     /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`.
     public func signRSAPKCS1SHA256(_ id: KeyIdentifier, message: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
-        try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+        try await withPrivateKey(id, operation: "rsa-pkcs1-sign") { (session, key) throws(PKCS11Error) in
             guard key.algorithm == .rsa2048 else { throw .invalidInput("key \(id) is not RSA") }
             return try session.signRSAPKCS1SHA256(privateKey: key.handle, message: message)
         }
@@ -120,7 +121,7 @@ extension HSM {
     /// `rsa_pss_rsae_sha256`), when the token offers it.
     public func signRSAPSSSHA256(_ id: KeyIdentifier, message: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
         guard capabilities.rsaPSS else { throw .mechanismUnsupported("the token does not offer RSA-PSS (see the capability probe)") }
-        return try await withPrivateKey(id) { (session, key) throws(PKCS11Error) in
+        return try await withPrivateKey(id, operation: "rsa-pss-sign") { (session, key) throws(PKCS11Error) in
             guard key.algorithm == .rsa2048 else { throw .invalidInput("key \(id) is not RSA") }
             return try session.signRSAPSSSHA256(privateKey: key.handle, message: message)
         }

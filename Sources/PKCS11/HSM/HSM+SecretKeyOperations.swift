@@ -44,7 +44,7 @@ extension HSM {
     public func sealAESGCM(_ id: KeyIdentifier, plaintext: [UInt8], additionalData: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
         try requireCapability(capabilities.aesGCM, "AES-GCM")
         let iv = randomBytes(12)
-        let sealed = try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+        let sealed = try await withSecretKey(id, operation: "aes-gcm-seal") { (session, key) throws(PKCS11Error) in
             try Self.require(key, .aes256Encryption)
             return try session.encryptAESGCM(key: key.handle, iv: iv, additionalData: additionalData, plaintext: plaintext)
         }
@@ -56,7 +56,7 @@ extension HSM {
     public func openAESGCM(_ id: KeyIdentifier, sealed: [UInt8], additionalData: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
         try requireCapability(capabilities.aesGCM, "AES-GCM")
         guard sealed.count >= 12 + 16 else { throw .invalidInput("an AES-GCM message is at least its IV and tag") }
-        return try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+        return try await withSecretKey(id, operation: "aes-gcm-open") { (session, key) throws(PKCS11Error) in
             try Self.require(key, .aes256Encryption)
             return try session.decryptAESGCM(
                 key: key.handle, iv: Array(sealed.prefix(12)), additionalData: additionalData, sealed: Array(sealed.dropFirst(12)))
@@ -74,7 +74,7 @@ extension HSM {
     /// key does not open.
     public func wrapDataKey(_ id: KeyIdentifier, dataKey: [UInt8]) async throws(PKCS11Error) -> WrappedDataKey {
         let (keyWrapPasses, gcmPasses) = (capabilities.dataKeyWrapPath == .aesKeyWrapPad, capabilities.aesGCM)
-        return try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+        return try await withSecretKey(id, operation: "aes-key-wrap") { (session, key) throws(PKCS11Error) in
             let path = try Self.dataKeyPath(for: key)
             guard path == .aesKeyWrapPad ? keyWrapPasses : gcmPasses else {
                 throw .mechanismUnsupported("the token failed the \(path) probe; key \(id) cannot protect data keys here")
@@ -86,7 +86,7 @@ extension HSM {
 
     /// Recovers a data key wrapped by ``wrapDataKey(_:dataKey:)``, on the path it was wrapped with.
     public func unwrapDataKey(_ id: KeyIdentifier, wrapped: WrappedDataKey) async throws(PKCS11Error) -> [UInt8] {
-        try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+        try await withSecretKey(id, operation: "aes-key-unwrap") { (session, key) throws(PKCS11Error) in
             guard try Self.dataKeyPath(for: key) == wrapped.path else {
                 throw .invalidInput("key \(id) is \(key.kind.rawValue); it did not wrap a data key on \(wrapped.path)")
             }
@@ -109,7 +109,7 @@ extension HSM {
     /// HMAC-SHA256 of `data` under the secret key `id`, computed in the HSM.
     public func hmacSHA256(_ id: KeyIdentifier, data: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
         try requireCapability(capabilities.hmacSHA256, "HMAC-SHA256")
-        return try await withSecretKey(id) { (session, key) throws(PKCS11Error) in
+        return try await withSecretKey(id, operation: "hmac-sha256") { (session, key) throws(PKCS11Error) in
             try Self.require(key, .hmacSHA256)
             return try session.hmacSHA256(key: key.handle, data: data)
         }

@@ -28,6 +28,8 @@ public struct HSMConfiguration: Sendable {
     /// HSM is unavailable (nil: for ever). A network HSM that stops answering would otherwise
     /// hold every request; the call itself cannot be interrupted and finishes on its worker.
     public var operationTimeout: Duration? = .seconds(10)
+    /// Told about each key operation once it is done (the server traces them); nil: nothing is measured.
+    public var operationObserver: (@Sendable (HSMOperationRecord) -> Void)?
     /// How long the health check waits for the HSM before calling it unavailable.
     public var healthCheckTimeout: Duration = .seconds(2)
     /// Where HSM calls run: on the caller's thread, on the worker threads, or chosen by the

@@ -113,8 +113,10 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     ///   their deadline is the caller's (``HSM/runOnWorkers(_:)``).
     ///   - inlineAllowed: false for calls that must be able to time out whatever the dispatch (the
     ///     health check).
+    ///   - queueWait: told how long a queued job waited for its worker (nothing when it ran inline).
     func run<R: Sendable>(
-        deadline: Duration? = nil, inlineAllowed: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+        deadline: Duration? = nil, inlineAllowed: Bool = true, queueWait: QueueWaitRecorder? = nil,
+        _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
         if let context = WorkerContext.current, context.pool === self {
             return try context.withSession(body)
@@ -123,11 +125,13 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
             return result
         }
         let pending = PendingRun<R>()
+        let enqueued = ContinuousClock.now
         do {
             return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in
                 pending.continuation = continuation
                 let operation: Operation = { context in
                     guard pending.start() else { return }  // the caller gave up before it started
+                    queueWait?.record(ContinuousClock.now - enqueued)
                     do throws(PKCS11Error) {
                         pending.finish(.success(try context.withSession(body)))
                     } catch {

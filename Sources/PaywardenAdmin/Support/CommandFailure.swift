@@ -133,15 +133,18 @@ public enum CommandLogging {
     private static let bootstrapped = Mutex(false)
 
     /// Logging as the settings say: `PAYWARDEN_LOG_LEVEL` (else `defaultLevel`) and
-    /// `PAYWARDEN_LOG_FORMAT`, on standard error. Only the first call of a process counts.
-    public static func bootstrap(_ settings: PaywardenSettings, defaultLevel: Logger.Level) {
+    /// `PAYWARDEN_LOG_FORMAT`, on standard error; `metadataProvider` adds to every line (the active
+    /// span's ids when tracing). Only the first call of a process counts.
+    public static func bootstrap(
+        _ settings: PaywardenSettings, defaultLevel: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil
+    ) {
         let level = settings.logLevel.flatMap(Logger.Level.init(rawValue:)) ?? defaultLevel
         let format = LogFormat(rawValue: settings.logFormat) ?? .text
         bootstrapped.withLock { done in
             guard !done else { return }
             done = true
             LoggingSystem.bootstrap { label in
-                var handler = format.handler(label: label, stream: StandardErrorStream())
+                var handler = format.handler(label: label, stream: StandardErrorStream(), metadataProvider: metadataProvider)
                 handler.logLevel = level
                 return handler
             }

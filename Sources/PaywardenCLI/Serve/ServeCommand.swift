@@ -4,6 +4,7 @@ import Logging
 import PaywardenAdmin
 import PaywardenConfiguration
 import PaywardenServer
+import PaywardenServices
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,7 +23,10 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let settings = try await PaywardenSettings.load(file: config)
-            CommandLogging.bootstrap(settings, defaultLevel: .info)
+            // With tracing on, each line carries the active span's trace and span ids.
+            CommandLogging.bootstrap(
+                settings, defaultLevel: .info,
+                metadataProvider: settings.tracingEnabled ? TracingBootstrap.loggingMetadataProvider : nil)
             let server = try await PaywardenServer.make(ServerConfiguration(settings: settings), logger: Logger(label: "paywarden"))
             try await server.run()
         } catch {

@@ -38,6 +38,8 @@ public struct PaywardenServer: Sendable {
     let notificationSources: NotificationSources
     let relay: RelayService
     let webMerchants: WebMerchantService
+    /// Exports finished spans when tracing is on (`PAYWARDEN_TRACING`).
+    let tracing: (any Service)?
     let logger: Logger
 
     /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
@@ -62,9 +64,17 @@ public struct PaywardenServer: Sendable {
                 sandboxes only; unset \(SettingCatalog.trustRoots.environmentName) in production
                 """)
         }
+        var hsmConfiguration = configuration.hsm
+        let tracing: (any Service)?
+        if let tracingConfiguration = configuration.tracing {
+            tracing = try TracingBootstrap.start(tracingConfiguration, logger: logger)
+            hsmConfiguration.operationObserver = HSMOperationSpans.observer
+        } else {
+            tracing = nil
+        }
         let hsm: HSM
         do {
-            hsm = try await HSM.open(configuration.hsm, logger: logger)
+            hsm = try await HSM.open(hsmConfiguration, logger: logger)
         } catch {
             throw ServerStartError(OperatorAdvice.describe(error))
         }
@@ -145,7 +155,7 @@ public struct PaywardenServer: Sendable {
             maintenance: maintenance, databaseHealth: databaseHealth, vault: vaultCore, vaultService: vault,
             vaultMaintenance: vaultMaintenance,
             merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
-            relay: relay, webMerchants: webMerchants, logger: logger)
+            relay: relay, webMerchants: webMerchants, tracing: tracing, logger: logger)
     }
 
     /// Before the API listens: the schema is checked (and migrated when allowed), which is also
@@ -204,10 +214,12 @@ public struct PaywardenServer: Sendable {
     /// configured), with the maintenance service. `onListening` is told each bound port.
     public func services(onListening: @escaping @Sendable (Listener, Int) async -> Void = { _, _ in }) throws -> [any Service] {
         let separateOperations = configuration.operationsListen != nil
-        // The database's services (PostgreSQL's pool) come first, so they stop last.
+        // The database's services (PostgreSQL's pool) come first, so they stop last; the span
+        // exporter before them, so it sends the spans of everything that stopped after it.
         var api = try application(
             router: apiRouter(includingOperations: !separateOperations), address: configuration.listen, tls: configuration.tls,
-            services: database.services + [databaseHealth, maintenance, vaultMaintenance, merchantTokenEvents, relay],
+            services: (tracing.map { [$0] } ?? []) + database.services
+                + [databaseHealth, maintenance, vaultMaintenance, merchantTokenEvents, relay],
             onRunning: { await onListening(.api, $0) }
         )
         api.beforeServerStarts { try await prepareDatabase() }
@@ -256,6 +268,8 @@ public struct PaywardenServer: Sendable {
 
     private func apiRouter(includingOperations: Bool) -> Router<PaywardenRequestContext> {
         let router = Router(context: PaywardenRequestContext.self)
+        // Outside the observation middleware, so its request line carries the span's ids.
+        if tracing != nil { router.middlewares.add(RequestTracingMiddleware()) }
         router.middlewares.add(RequestObservationMiddleware(metrics: metrics))
         if includingOperations { addOperationsRoutes(to: router) }
         let decrypt = DecryptController(

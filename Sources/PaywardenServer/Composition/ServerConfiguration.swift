@@ -51,6 +51,8 @@ public struct ServerConfiguration: Sendable {
     public var merchantTokens: MerchantTokenConfiguration
     /// The processor relay's upstreams, one per message format.
     public var relay: RelayConfiguration
+    /// OpenTelemetry traces (`PAYWARDEN_TRACING=on`, the rest from the `OTEL_*` variables); nil: off.
+    public var tracing: TracingConfiguration?
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -89,5 +91,6 @@ public struct ServerConfiguration: Sendable {
         auditLogPath = settings.home + "/audit/audit.jsonl"
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
+        tracing = settings.tracingEnabled ? TracingConfiguration() : nil
     }
 }

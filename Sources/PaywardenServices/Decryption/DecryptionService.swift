@@ -4,6 +4,7 @@ import KeyCustody
 import Logging
 import PKCS11
 import Synchronization
+import Tracing
 
 /// The decrypt endpoint's engine room: admission control (a bounded number of decryptions in
 /// flight; beyond it a fast `overloaded`), the decryption itself on one thread (see `decrypt`),
@@ -75,19 +76,37 @@ public final class DecryptionService: Sendable {
             throw PaymentTokenError(.overloaded, "\(maxInFlight) decryptions are in progress; retry shortly")
         }
         let start = ContinuousClock.now
+        // Its children: the replay claim and the HSM's key operation. Attributes name the outcome
+        // only, never anything from the token.
+        let span = startSpan("paywarden.decrypt")
+        defer { span.end() }
         let decrypter = self.decrypter
         let attempt = DecryptionAttempt()
         let result: Result<DecryptedPaymentToken, PaymentTokenError>
-        do {
-            result = try await hsm.runOnWorkers {
-                do throws(PaymentTokenError) {
-                    return .success(
-                        try await decrypter.decrypt(json: body, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt))
-                } catch {
-                    return .failure(error)
-                }
+        let hsm = self.hsm
+        // The span's context is the current one inside, so the claim's and the HSM's spans are its children.
+        let dispatched: Result<Result<DecryptedPaymentToken, PaymentTokenError>, PKCS11Error> = await ServiceContext.withValue(
+            span.context
+        ) {
+            do throws(PKCS11Error) {
+                return .success(
+                    try await hsm.runOnWorkers {
+                        do throws(PaymentTokenError) {
+                            return .success(
+                                try await decrypter.decrypt(
+                                    json: body, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt))
+                        } catch {
+                            return .failure(error)
+                        }
+                    })
+            } catch {
+                return .failure(error)
             }
-        } catch {
+        }
+        switch dispatched {
+        case .success(let decrypted):
+            result = decrypted
+        case .failure(let error):
             // Overloaded, or the HSM did not answer in time: the decryption left running is
             // abandoned, and the transaction id it claimed is given back for the retry.
             if let claimed = attempt.abandon() { await replayCache.release(claimed) }
@@ -100,9 +119,12 @@ public final class DecryptionService: Sendable {
             let count = decryptions.add(1, ordering: .relaxed).newValue
             if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
             metrics.decrypt(outcome: "ok", duration: elapsed)
+            span.attributes["paywarden.decrypt.outcome"] = "ok"
             return token
         case .failure(let error):
             metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
+            span.attributes["paywarden.decrypt.outcome"] = error.code.rawValue
+            span.setStatus(SpanStatus(code: .error))
             // Stamped when the failure was seen: a health check that began later and passed
             // outdates it, one that began during the request does not.
             if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }
