@@ -62,6 +62,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
         var answered = 0
         /// What each request's connection presented as client certificate, when it did.
         var clientCertificates: [[UInt8]] = []
+        /// Each request's W3C `traceparent` header, when it carried one (tracing's propagation).
+        var traceparents: [String] = []
     }
 
     private let identity: LoopbackServerIdentity?
@@ -110,6 +112,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
             if let peer = (try? tls?.peerCertificate?.toDERBytes()) ?? nil {
                 standIn.state.withLock { $0.clientCertificates.append(peer) }
             }
+            if let traceparent = head.headers["traceparent"].first { standIn.state.withLock { $0.traceparents.append(traceparent) } }
             if head.uri.hasPrefix(ReceivedRadialRequest.pathPrefix) {
                 return standIn.respondRadial(path: head.uri, body: body, apiKey: head.headers["apiKey"].first)
             }
@@ -168,6 +171,9 @@ public final class ProcessorUpstreamStandIn: Sendable {
 
     /// How long the stand-in waits before answering.
     public func setDelay(_ delay: Duration) { state.withLock { $0.delay = delay } }
+
+    /// The `traceparent` header of every request that carried one, oldest first.
+    public var traceparents: [String] { state.withLock { $0.traceparents } }
 
     /// Every cnpAPI request received so far, oldest first.
     public var received: [ReceivedCnpRequest] { state.withLock { $0.received } }

@@ -88,6 +88,9 @@ public final class TestServer: Sendable {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.certificateVerification = .none
             configuration.tlsConfiguration = tls
+            // The client plays an outside caller: its own spans (AsyncHTTPClient's, with the full
+            // URL) would land in the tracing test's collector as if the server had sent them.
+            configuration.tracing.tracer = nil
             return configuration
         }())
 

@@ -29,12 +29,14 @@ struct RelayFixture: Sendable {
     }
 
     /// Runs `body` against a server whose relay `configure` sets up, given the stand-in's base
-    /// configuration (URL, trust roots, a 2 s timeout). Afterwards, whatever the test sent, the
+    /// configuration (URL, trust roots, a 2 s timeout); `prepare` makes keys as an admin would
+    /// before the start. Afterwards, whatever the test sent, the
     /// upstream must have seen no registration ID, no encrypted token and no missing card data.
     static func with(
         tls: Bool = false, clientCertificate: ClientCertificate? = nil,
         configure: @escaping @Sendable (UpstreamConfiguration) -> RelayConfiguration,
-        adjust: @escaping @Sendable (inout ServerConfiguration) throws -> Void = { _ in }, _ body: (RelayFixture) async throws -> Void
+        adjust: @escaping @Sendable (inout ServerConfiguration) throws -> Void = { _ in },
+        prepare: @escaping @Sendable (MerchantKeyStore) async throws -> Void = { _ in }, _ body: (RelayFixture) async throws -> Void
     ) async throws {
         let upstream = try await ProcessorUpstreamStandIn.start(
             tls: tls || clientCertificate != nil, requireClientCertificate: clientCertificate != nil)
@@ -62,6 +64,7 @@ struct RelayFixture: Sendable {
                 configuration.auditLogPath = directory + "/audit/audit.jsonl"
                 try adjust(&configuration)
             } configuringWithKeys: { store in
+                try await prepare(store)
                 guard let hsmKeyIssuer else { return { _ in } }
                 let keyID = try await upstreamKey(in: store, certifiedBy: hsmKeyIssuer)
                 return { configuration in

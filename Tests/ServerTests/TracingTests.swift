@@ -1,0 +1,151 @@
+import Foundation
+import KeyCustody
+import OutboundTLS
+import PaywardenServer
+import PaywardenServices
+import PaywardenTestTraits
+import PaywardenTesting
+import ProcessorRelays
+import Testing
+
+/// `PAYWARDEN_TRACING=on` end to end: a real server exporting over OTLP/HTTP to a stand-in
+/// collector, a decrypt, an eProtect registration and its redemption, a relayed cnpAPI
+/// authorization and Apple's merchant-token notification. The spans nest (request → decryption →
+/// replay claim and HSM operation; request → processor call), the processor and Apple receive the
+/// exported trace's `traceparent`, and no exported byte carries card data, a registration ID, a
+/// token or a merchant-token id.
+///
+/// InstrumentationSystem is set once per process: this suite's test is the only one that turns
+/// tracing on.
+@Suite(.serialized, .releasesTestResources)
+struct TracingTests {
+    @Test func requestsAreTracedWithNestedSpansAPropagatedTraceparentAndNoCardData() async throws {
+        let collector = try await OTLPCollectorStandIn.start()
+        let apple = try await AppleGatewayStandIn.start(clientCA: TestCertificateAuthority.shared.certificate)
+        let cnp = CnpRelayTests()
+        let merchantTokens = MerchantTokenEndpointTests()
+        try await RelayFixture.with { base in
+            var relay = base
+            relay.credentials = .init(user: "upstream-user", password: "upstream-secret")
+            return RelayConfiguration(cnp: relay, cnpMerchantIDs: ["example": ["01234"]])
+        } adjust: { configuration in
+            configuration.tracing = TracingConfiguration(endpoint: collector.tracesURL, exportDelay: .milliseconds(50))
+            configuration.merchantTokens.gateway = try AppleGatewayConfiguration(
+                baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
+                extraTrustRoots: [apple.serverCA])
+            configuration.merchantTokens.allowedSources = ["127.0.0.0/8"]
+            configuration.merchantTokens.pollInterval = .milliseconds(200)
+        } prepare: { store in
+            // The merchant's identity key, for the mutual TLS to Apple.
+            let merchantID = MerchantTokenEndpointTests.merchantID
+            let (_, csr) = try await store.create(merchantID: merchantID, purpose: .identity, algorithm: .rsa)
+            let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .identity)
+            _ = try await store.importCertificate(MerchantCertificate(bytes: certificate))
+        } _: { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            var secrets: [String] = [server.decryptKey, server.vaultKey, "upstream-secret"]
+
+            // A decrypt.
+            let pan = "4111111111111111"
+            let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
+            let decrypted = try await server.send(
+                body: try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: cryptogram)))
+            #expect(decrypted.status == 200, "\(decrypted.text)")
+            secrets += [pan, cryptogram]
+
+            // An eProtect registration and its redemption by the path form (the ID in the path).
+            let dpan = "5204245250003005"
+            let secondCryptogram = "AgAAAAAAAIR8CQrXcIhbQAAAAAA="
+            let registrationID = try await server.registerThroughEProtect(pan: dpan, cryptogram: secondCryptogram)
+            let redeemed = try await server.send(.POST, "/v1/registrations/\(registrationID)/redeem", apiKey: .some(server.vaultKey))
+            #expect(redeemed.status == 200, "\(redeemed.text)")
+            let redeemedBody = try JSONSerialization.jsonObject(with: Data(redeemed.body)) as? [String: Any]
+            let token = try #require((redeemedBody?["highValueToken"] as? [String: Any])?["token"] as? String)
+            secrets += [dpan, secondCryptogram, registrationID, token]
+
+            // A relayed cnpAPI authorization of another registration.
+            let relayedPAN = "4457119922391006"
+            let relayedID = try await server.registerThroughEProtect(pan: relayedPAN, cryptogram: CnpRelayTests.cryptogram)
+            let relayed = try await cnp.post(server, cnp.envelope(.cnp, password: server.vaultKey, cnp.paypage(registrationID: relayedID)))
+            #expect(relayed.status == 200 && element("response", in: relayed.text) == "000", "\(relayed.text)")
+            let relayedToken = try #require(element("cnpToken", in: relayed.text))
+            secrets += [relayedPAN, relayedID, relayedToken]
+
+            // A merchant token, and Apple's notification of its unlinking: the event worker fetches
+            // the event from Apple (its own trace: it runs in the background).
+            let (merchantToken, merchantTokenRegistration) = try await merchantTokens.vaultedMerchantToken(server)
+            secrets += [
+                MerchantTokenEndpointTests.pan, MerchantTokenEndpointTests.merchantTokenID, merchantToken, merchantTokenRegistration,
+            ]
+            apple.setEvent(
+                "evt-traced-1", merchantID: MerchantTokenEndpointTests.merchantID,
+                .event(type: "UNLINK", merchantTokenID: MerchantTokenEndpointTests.merchantTokenID))
+            #expect(try await merchantTokens.notify(server, event: "evt-traced-1").status == 200)
+            let record = try #require(try await merchantTokens.settled(server, event: "evt-traced-1"))
+            #expect(record.state == .applied)
+
+            let spans = try await collector.waitForSpans { spans in
+                spans.contains { $0.name.hasPrefix("processor.") } && spans.filter { $0.kind == 2 }.count >= 5
+                    && spans.contains { $0.name == "paywarden.decrypt" } && spans.contains { $0.name.hasPrefix("hsm.") }
+                    && spans.contains { $0.name.hasPrefix("apple.") }
+            }
+            func child(of parent: ExportedSpan, named name: (String) -> Bool) -> ExportedSpan? {
+                spans.first { $0.traceID == parent.traceID && $0.parentSpanID == parent.spanID && name($0.name) }
+            }
+
+            // The decrypt request: server span → decryption → replay claim and the HSM's key agreement.
+            let decryptRequest = try #require(spans.first { $0.kind == 2 && $0.attributes["http.route"] == "/v1/payment-tokens/decrypt" })
+            #expect(decryptRequest.name == "POST /v1/payment-tokens/decrypt")
+            #expect(decryptRequest.attributes["http.response.status_code"] == "200")
+            let decryption = try #require(child(of: decryptRequest) { $0 == "paywarden.decrypt" })
+            #expect(decryption.attributes["paywarden.decrypt.outcome"] == "ok")
+            let claim = try #require(child(of: decryption) { $0 == "replay.claim" })
+            #expect(claim.attributes["db.operation.name"] == "replay.claim")
+            let keyAgreement = try #require(child(of: decryption) { $0.hasPrefix("hsm.") })
+            #expect(keyAgreement.attributes["paywarden.hsm.path"] != nil && keyAgreement.attributes["paywarden.hsm.dispatch"] != nil)
+
+            // The registration and the redemption: named by their route templates.
+            let registration = try #require(spans.first { $0.kind == 2 && $0.name == "POST /eProtect/paypage" })
+            #expect(child(of: registration) { $0 == "paywarden.decrypt" } != nil)
+            let redemption = try #require(spans.first { $0.kind == 2 && $0.name.contains("redeem") })
+            #expect(redemption.attributes["http.response.status_code"] == "200")
+            #expect(child(of: redemption) { $0.hasPrefix("hsm.") } != nil, "the vault opens the payload in the HSM")
+
+            // The relayed authorization: the processor's client span, whose context the upstream received.
+            let processorCall = try #require(spans.first { $0.name == "processor.cnpapi" })
+            #expect(processorCall.kind == 3 && processorCall.attributes["paywarden.processor.outcome"] == "ok")
+            let relayRequest = try #require(spans.first { $0.spanID == processorCall.parentSpanID })
+            #expect(relayRequest.kind == 2 && relayRequest.traceID == processorCall.traceID)
+            let traceparent = try #require(upstream.traceparents.last)
+            let parts = traceparent.split(separator: "-")
+            #expect(parts.count == 4 && parts[0] == "00", "\(traceparent)")
+            #expect(parts.count == 4 && String(parts[1]) == processorCall.traceIDHex, "\(traceparent)")
+            #expect(parts.count == 4 && String(parts[2]) == processorCall.spanIDHex, "\(traceparent)")
+
+            // The call to Apple: a client span named by the operation, whose context Apple received.
+            let fetch = try #require(merchantTokens.eventFetches(apple, event: "evt-traced-1").first)
+            let appleTraceparent = try #require(fetch.header("traceparent"))
+            let appleParts = appleTraceparent.split(separator: "-").map(String.init)
+            let appleCall = try #require(
+                spans.first { $0.name.hasPrefix("apple.") && appleParts.count == 4 && $0.spanIDHex == appleParts[2] })
+            #expect(appleCall.kind == 3 && appleCall.traceIDHex == appleParts[1], "\(appleTraceparent)")
+            #expect(appleCall.attributes["http.response.status_code"] == "200")
+
+            // No span is named by a path, and no exported byte carries a secret.
+            for span in spans {
+                #expect(!span.name.contains(registrationID) && !span.name.contains(token), "\(span.name)")
+                #expect(span.attributes["url.path"] == nil && span.attributes["url.query"] == nil, "\(span.name)")
+            }
+            let exported = collector.receivedBodies
+            #expect(!exported.isEmpty)
+            for secret in secrets {
+                let needle = Array(secret.utf8)
+                for body in exported {
+                    #expect(
+                        !body.indices.contains { Array(body[$0...].prefix(needle.count)) == needle }, "an exported span carries \(secret)")
+                }
+            }
+        }
+        try await apple.stop()
+    }
+}
