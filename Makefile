@@ -56,7 +56,7 @@ run: build
 	  echo "In another shell:  make try    (the guided tour), or by hand:"; \
 	  echo "  set -a; . $$env; set +a"; \
 	  echo "  .build/release/paywarden dev-hsm sample-token --merchant-id merchant.com.example.sandbox > token.json"; \
-	  echo "  curl -H \"Authorization: Bearer \$$(cat $(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key)\" --data @token.json \\"; \
+	  echo "  curl -H @$(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key.header --data @token.json \\"; \
 	  echo "    http://$$listen/v1/payment-tokens/decrypt"; \
 	  echo "This development configuration trusts only the development PKI: no real Apple Pay token decrypts here."; echo; \
 	  exec .build/release/paywarden serve

@@ -16,11 +16,14 @@ if [ "${TRY_ISOLATED:-0}" = 1 ]; then
   PAYWARDEN_HOME=$(mktemp -d "${TMPDIR:-/tmp}/paywarden-try.XXXXXX")
   trap 'rm -rf "$PAYWARDEN_HOME"' EXIT
   export PAYWARDEN_HOME
-  # A loopback port nothing listens on (bash's /dev/tcp fails to connect there).
+  # A loopback port nothing listens on (bash's /dev/tcp fails to connect there), below Linux's
+  # ephemeral range (32768 and up), where the sandbox's stand-in ports come from.
+  port=""
   for _ in $(seq 1 50); do
-    port=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+    candidate=$((20000 + RANDOM % 12000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
   done
+  [ -n "$port" ] || { echo "try: no free loopback port found between 20000 and 32000"; exit 1; }
   export PAYWARDEN_LISTEN="127.0.0.1:$port"
 fi
 export PAYWARDEN_HOME=${PAYWARDEN_HOME:-$PWD/Keys}
@@ -29,4 +32,5 @@ export PAYWARDEN_HOME=${PAYWARDEN_HOME:-$PWD/Keys}
 set -a; . "$PAYWARDEN_HOME/$BACKEND/env"; set +a
 "$BIN/paywarden" dev-hsm sandbox --backend "$BACKEND" | sed 's/^/sandbox: /'
 set -a; . "$PAYWARDEN_HOME/$BACKEND/env"; set +a
-exec "$BIN/paywarden-tour" --backend "$BACKEND" --paywarden "$BIN/paywarden"
+# Not exec: with TRY_ISOLATED the EXIT trap removes the temporary home once the tour ends.
+"$BIN/paywarden-tour" --backend "$BACKEND" --paywarden "$BIN/paywarden"

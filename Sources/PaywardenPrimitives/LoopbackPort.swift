@@ -16,7 +16,11 @@ public enum LoopbackPort {
     }
 
     public static func unused() throws(Unavailable) -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #if canImport(Glibc)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
         guard descriptor >= 0 else { throw Unavailable(call: "socket()", errno: errno) }
         defer { close(descriptor) }
         var address = sockaddr_in()

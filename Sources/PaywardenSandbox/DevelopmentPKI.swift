@@ -42,44 +42,58 @@ public struct DevelopmentPKI: Sendable {
         (publicFiles + privateFiles.map { "private/" + $0 }).allSatisfy { FileManager.default.fileExists(atPath: directory + "/" + $0) }
     }
 
-    /// The PKI in `directory`, created there first if it is not whole.
-    public static func loadOrCreate(in directory: String) throws -> DevelopmentPKI {
-        if !exists(in: directory) { try create(in: directory) }
+    /// How long before a certificate of the PKI expires it is made again.
+    public static let renewalMargin: TimeInterval = 30 * 86_400
+
+    /// The PKI in `directory`, created there first if it is not whole, or made again when a
+    /// certificate of it is within ``renewalMargin`` of expiring (its CAs' keys are not kept, so
+    /// a leaf cannot be re-issued alone). Keys certified by the old merchant CA then need new
+    /// certificates: ``certifies(_:at:)`` says which still stand.
+    public static func loadOrCreate(in directory: String, now: Date = Date()) throws -> DevelopmentPKI {
+        if exists(in: directory) {
+            let pki = try load(from: directory)
+            let certificates = [pki.tokenSigning.ecLeaf.certificate, pki.tokenSigning.rsaLeaf.certificate, pki.merchantCA.certificate]
+            if certificates.allSatisfy({ $0.notValidAfter > now.addingTimeInterval(renewalMargin) }) { return pki }
+        }
+        try create(in: directory)
         return try load(from: directory)
     }
 
+    /// Whether `certificate` (a sandbox key's) is this PKI's merchant CA's and has more than
+    /// ``renewalMargin`` left.
+    public func certifies(_ certificate: Certificate, at now: Date = Date()) -> Bool {
+        certificate.issuer == merchantCA.certificate.subject
+            && merchantCA.certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
+            && certificate.notValidAfter > now.addingTimeInterval(Self.renewalMargin)
+    }
+
     public static func load(from directory: String) throws -> DevelopmentPKI {
-        func text(_ name: String) throws -> String {
-            guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else {
+        /// The file's text made into a value; any failure is the file's, named.
+        func read<Value>(_ name: String, _ make: (String) throws -> Value) throws -> Value {
+            guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8), let value = try? make(text) else {
                 throw DevelopmentPKIError.unreadable(directory + "/" + name)
             }
-            return text
+            return value
         }
-        func der(_ name: String) throws -> [UInt8] {
-            guard let document = try? PEMDocument(pemString: try text(name)) else {
-                throw DevelopmentPKIError.unreadable(directory + "/" + name)
-            }
-            return document.derBytes
-        }
-        let ecKey = try P256.Signing.PrivateKey(pemRepresentation: try text("private/ec-leaf.key"))
-        let rsaKey = try _RSA.Signing.PrivateKey(pemRepresentation: try text("private/rsa-leaf.key"))
-        let ecLeaf = try ApplePayTestPKI.Leaf(der: try der("ec-leaf.pem"), key: .p256(ecKey))
-        let rsaLeaf = try ApplePayTestPKI.Leaf(der: try der("rsa-leaf.pem"), key: .rsa(rsaKey))
+        func der(_ name: String) throws -> [UInt8] { try read(name) { try PEMDocument(pemString: $0).derBytes } }
+        let ecKey = try read("private/ec-leaf.key") { try P256.Signing.PrivateKey(pemRepresentation: $0) }
+        let rsaKey = try read("private/rsa-leaf.key") { try _RSA.Signing.PrivateKey(pemRepresentation: $0) }
+        let ecLeaf = try read("ec-leaf.pem") { try ApplePayTestPKI.Leaf(der: try PEMDocument(pemString: $0).derBytes, key: .p256(ecKey)) }
+        let rsaLeaf = try read("rsa-leaf.pem") { try ApplePayTestPKI.Leaf(der: try PEMDocument(pemString: $0).derBytes, key: .rsa(rsaKey)) }
         guard ecLeaf.certificate.publicKey == Certificate.PublicKey(ecKey.publicKey) else {
             throw DevelopmentPKIError.keyMismatch("ec-leaf.pem")
         }
         guard rsaLeaf.certificate.publicKey == Certificate.PublicKey(rsaKey.publicKey) else {
             throw DevelopmentPKIError.keyMismatch("rsa-leaf.pem")
         }
+        let caKey = try read("private/merchant-ca.key") { try P256.Signing.PrivateKey(pemRepresentation: $0) }
         return DevelopmentPKI(
             directory: directory,
             tokenSigning: try ApplePayTestPKI(
                 rootDER: try der("root.pem"), intermediateDER: try der("intermediate.pem"), ecLeaf: ecLeaf, rsaLeaf: rsaLeaf),
-            merchantCA: try TestCertificateAuthority(
-                certificateDER: try der("merchant-ca.pem"),
-                privateKey: try P256.Signing.PrivateKey(pemRepresentation: try text("private/merchant-ca.key"))),
-            serverCAPEM: try text("server-ca.pem"), serverCertificatePEM: try text("server.pem"),
-            serverKeyPEM: try text("private/server.key"))
+            merchantCA: try TestCertificateAuthority(certificateDER: try der("merchant-ca.pem"), privateKey: caKey),
+            serverCAPEM: try read("server-ca.pem") { $0 }, serverCertificatePEM: try read("server.pem") { $0 },
+            serverKeyPEM: try read("private/server.key") { $0 })
     }
 
     /// Writes a new PKI into `directory` (replacing a partial one).
@@ -105,7 +119,7 @@ public struct DevelopmentPKI: Sendable {
         for (name, text) in contents {
             let path = directory + "/" + name
             guard files.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw DevelopmentPKIError.unreadable(path)
+                throw DevelopmentPKIError.unwritable(path)
             }
             try files.setAttributes([.posixPermissions: name.hasPrefix("private/") ? 0o600 : 0o644], ofItemAtPath: path)
         }

@@ -47,8 +47,17 @@ enum PaywardenTourCommand {
         defer { try? FileManager.default.removeItem(atPath: work) }
 
         // The stand-ins first: a service started with these settings expects them there.
-        let processor = try await ProcessorUpstreamStandIn.start(port: sandbox.processorPort, pki: pki)
-        let apple = try await AppleGatewayStandIn.start(clientCA: pki.merchantCA.certificate, port: sandbox.appleGatewayPort, pki: pki)
+        let processor: ProcessorUpstreamStandIn
+        let apple: AppleGatewayStandIn
+        do {
+            processor = try await ProcessorUpstreamStandIn.start(port: sandbox.processorPort, pki: pki)
+            apple = try await AppleGatewayStandIn.start(clientCA: pki.merchantCA.certificate, port: sandbox.appleGatewayPort, pki: pki)
+        } catch {
+            throw TourFailure(
+                "the stand-ins cannot listen on the sandbox's ports \(sandbox.processorPort) and \(sandbox.appleGatewayPort) (\(error)): "
+                    + "another program has one. Delete \(layout.descriptionFile), run `paywarden dev-hsm sandbox` (make try does) to "
+                    + "pick new ones, and restart a running `make run`")
+        }
         print(
             "Stand-ins: Apple's gateway at https://localhost:\(sandbox.appleGatewayPort), "
                 + "a cnpAPI processor at https://localhost:\(sandbox.processorPort).")

@@ -1,6 +1,7 @@
 import Foundation
 import PaywardenSandbox
 import PaywardenTesting
+import Synchronization
 
 /// The tour's steps: every capability of the service on the sandbox merchant, each request
 /// printed with the answer that matters, each answer checked against the documented one.
@@ -15,6 +16,14 @@ struct Tour: Sendable {
 
     /// A card the vault has not seen: the tour can run again and again on one database.
     let card = SampleToken.randomAccountNumber()
+    /// The card's high-value token from step 4, which step 5 must get again.
+    let firstToken = IssuedToken()
+
+    final class IssuedToken: Sendable {
+        private let token = Mutex<String?>(nil)
+        var value: String? { token.withLock { $0 } }
+        func set(_ value: String) { token.withLock { $0 = value } }
+    }
 
     typealias Step = (title: String, run: @Sendable (Tour) async throws -> Void)
 
@@ -36,9 +45,10 @@ struct Tour: Sendable {
         let reply = try await http.send(.POST, "/v1/payment-tokens/decrypt", body: token, apiKey: decryptKey, who: "the development key")
         let payment = reply.json["paymentData"] as? [String: Any]
         let number = payment?["applicationPrimaryAccountNumber"] as? String
-        try expect(reply.status == 200 && number == card, "expected 200 with the card's account number, got \(reply.status) \(reply.errorCode ?? "")")
-        answer(reply, "\(payment?["paymentDataType"] as? String ?? "?") payment, account number \(masked(card)), cryptogram present: "
-            + "\((payment?["paymentData"] as? [String: Any])?["onlinePaymentCryptogram"] != nil)")
+        try TourFailure.unless(reply.status == 200 && number == card, "expected 200 with the card's account number, got \(reply.summary)")
+        reply.print(
+            "\(payment?["paymentDataType"] as? String ?? "?") payment, account number \(masked(card)), cryptogram present: "
+                + "\((payment?["paymentData"] as? [String: Any])?["onlinePaymentCryptogram"] != nil)")
     }
 
     func decryptRSA() async throws {
@@ -47,18 +57,18 @@ struct Tour: Sendable {
         let version = ((try? JSONSerialization.jsonObject(with: Data(token))) as? [String: Any])
             .flatMap { ($0["paymentData"] as? [String: Any])?["version"] as? String }
         let number = (reply.json["paymentData"] as? [String: Any])?["applicationPrimaryAccountNumber"] as? String
-        try expect(reply.status == 200 && number == card, "expected 200 with the card's account number, got \(reply.status) \(reply.errorCode ?? "")")
-        answer(reply, "\(version ?? "?") token decrypted, account number \(masked(card))")
+        try TourFailure.unless(reply.status == 200 && number == card, "expected 200 with the card's account number, got \(reply.summary)")
+        reply.print("\(version ?? "?") token decrypted, account number \(masked(card))")
     }
 
     func replay() async throws {
         let token = try sampleToken(pan: card)
         let first = try await http.send(.POST, "/v1/payment-tokens/decrypt", body: token, apiKey: decryptKey, who: "the development key")
-        try expect(first.status == 200, "the first decryption: expected 200, got \(first.status) \(first.errorCode ?? "")")
-        answer(first, "decrypted")
+        try TourFailure.unless(first.status == 200, "the first decryption: expected 200, got \(first.summary)")
+        first.print("decrypted")
         let again = try await http.send(.POST, "/v1/payment-tokens/decrypt", body: token, apiKey: decryptKey, who: "the same token again")
-        try expect(again.errorCode == "replayed_transaction", "expected replayed_transaction, got \(again.status) \(again.text)")
-        answer(again, "error \(again.errorCode ?? "")")
+        try TourFailure.unless(again.errorCode == "replayed_transaction", "expected replayed_transaction, got \(again.summary)")
+        again.print("error \(again.errorCode ?? "")")
     }
 
     // MARK: The vault
@@ -66,18 +76,22 @@ struct Tour: Sendable {
     func vaultFlow() async throws {
         let id = try await register(try sampleToken(pan: card))
         let (token, code) = try await redeem(id)
-        try expect(code == "801", "expected a new high-value token (801), got \(code)")
-        let reply = try await http.send(.POST, "/v1/tokens/\(token)/detokenize", apiKey: merchantKey, who: "the merchant's server")
-        try expect(
+        firstToken.set(token)
+        try TourFailure.unless(code == "801", "expected a new high-value token (801), got \(code)")
+        let reply = try await http.send(
+            .POST, "/v1/tokens/\(token)/detokenize", shown: "/v1/tokens/\(masked(token))/detokenize", apiKey: merchantKey,
+            who: "the merchant's server")
+        try TourFailure.unless(
             reply.status == 200 && reply.json["accountNumber"] as? String == card,
-            "expected 200 with the card's account number, got \(reply.status) \(reply.errorCode ?? "")")
-        answer(reply, "account number \(masked(card)), kind \(reply.json["kind"] as? String ?? "?")")
+            "expected 200 with the card's account number, got \(reply.summary)")
+        reply.print("account number \(masked(card)), kind \(reply.json["kind"] as? String ?? "?")")
     }
 
     func sameCardAgain() async throws {
         let id = try await register(try sampleToken(pan: card))
-        let (_, code) = try await redeem(id)
-        try expect(code == "802", "expected 802 (the card already has a token), got \(code)")
+        let (token, code) = try await redeem(id)
+        try TourFailure.unless(code == "802", "expected 802 (the card already has a token), got \(code)")
+        try TourFailure.unless(token == firstToken.value, "expected the high-value token of step 4 again, got another")
     }
 
     /// eProtect as the app posts it: no API key, the paypage id in the form. Returns the registration ID.
@@ -86,19 +100,23 @@ struct Tour: Sendable {
         let reply = try await http.send(
             .POST, "/eProtect/paypage", body: form, contentType: "application/x-www-form-urlencoded", who: "the app, no API key")
         let id = reply.json["paypageRegistrationId"] as? String
-        try expect(reply.status == 200 && reply.json["response"] as? String == "870" && id != nil, "expected response 870, got \(reply.text)")
-        answer(reply, "response 870, a registration ID (\(id?.count ?? 0) characters, valid 24 hours)")
+        try TourFailure.unless(
+            reply.status == 200 && reply.json["response"] as? String == "870" && id != nil,
+            "expected response 870, got \(reply.summary) response \(reply.json["response"] as? String ?? "none")")
+        reply.print("response 870, a registration ID (\(id?.count ?? 0) characters, valid 24 hours)")
         return id ?? ""
     }
 
     /// The merchant's server redeems a registration ID: the high-value token and its response code.
     func redeem(_ id: String) async throws -> (token: String, responseCode: String) {
-        let reply = try await http.send(.POST, "/v1/registrations/\(id)/redeem", apiKey: merchantKey, who: "the merchant's server")
+        let reply = try await http.send(
+            .POST, "/v1/registrations/\(id)/redeem", shown: "/v1/registrations/\(masked(id))/redeem", apiKey: merchantKey,
+            who: "the merchant's server")
         let highValue = reply.json["highValueToken"] as? [String: Any]
         let token = highValue?["token"] as? String ?? ""
         let code = highValue?["responseCode"] as? String ?? ""
-        try expect(reply.status == 200 && !token.isEmpty, "expected 200 with a high-value token, got \(reply.status) \(reply.errorCode ?? "")")
-        answer(reply, "card data for the authorization, and high-value token \(masked(token)) (response \(code))")
+        try TourFailure.unless(reply.status == 200 && !token.isEmpty, "expected 200 with a high-value token, got \(reply.summary)")
+        reply.print("card data for the authorization, and high-value token \(masked(token)) (response \(code))")
         return (token, code)
     }
 
@@ -119,16 +137,19 @@ struct Tour: Sendable {
             .POST, "/vap/communicator/online", body: Array(message.utf8), contentType: "text/xml",
             who: "the merchant's server, cnpAPI with the registration ID")
         let received = processor.received.first
-        try expect(received != nil, "the processor stand-in received nothing; reply \(reply.status) \(reply.text)")
-        try expect(
+        try TourFailure.unless(received != nil, "the processor stand-in received nothing; reply \(reply.summary)")
+        try TourFailure.unless(
             received?.accountNumber == card && received?.cryptogram != nil && received?.text.contains(id) == false,
             "the processor should get the card's account number and cryptogram and no registration ID")
         print("  ⇢ the processor received an authorization for \(masked(card)) with its cryptogram, and no registration ID")
         let response = element("response", in: reply.text)
         let token = element("cnpToken", in: reply.text) ?? ""
-        try expect(reply.status == 200 && response == "000" && !token.isEmpty, "expected response 000 and a cnpToken, got \(reply.text)")
-        try expect(!reply.text.contains(card) && !reply.text.contains(id), "the reply must carry no account number or registration ID")
-        answer(reply, "authorizationResponse 000 (approved), cnpToken \(masked(token)); no card data, no registration ID")
+        try TourFailure.unless(
+            reply.status == 200 && response == "000" && !token.isEmpty,
+            "expected response 000 and a cnpToken, got \(reply.status) response \(response ?? "none")")
+        try TourFailure.unless(
+            !reply.text.contains(card) && !reply.text.contains(id), "the reply must carry no account number or registration ID")
+        reply.print("authorizationResponse 000 (approved), cnpToken \(masked(token)); no card data, no registration ID")
     }
 
     func merchantTokenUnlink() async throws {
@@ -141,21 +162,24 @@ struct Tour: Sendable {
         print("  ⇢ Apple (the stand-in) has an UNLINK event \(event) for the merchant token")
         let notified = try await http.send(
             .GET, "/v1/apple-pay/\(Sandbox.merchantID)/notification/merchantToken/\(event)", who: "Apple's notification, from loopback")
-        try expect(notified.status == 200, "expected 200 for the notification, got \(notified.status) \(notified.text)")
-        answer(notified, "notification accepted; the service fetches the event from Apple over mutual TLS with the identity key")
+        try TourFailure.unless(notified.status == 200, "expected 200 for the notification, got \(notified.summary)")
+        notified.print("notification accepted; the service fetches the event from Apple over mutual TLS with the identity key")
         let deadline = Date().addingTimeInterval(20)
         var last: TourHTTP.Reply?
         while Date() < deadline {
-            let reply = try await http.send(.POST, "/v1/tokens/\(token)/detokenize", apiKey: merchantKey, who: "the merchant's server")
+            let reply = try await http.send(
+                .POST, "/v1/tokens/\(token)/detokenize", shown: "/v1/tokens/\(masked(token))/detokenize", apiKey: merchantKey,
+                who: "the merchant's server")
             last = reply
             if reply.status != 200 { break }
             print("  ← 200  not applied yet")
             try await Task.sleep(for: .milliseconds(250))
         }
-        try expect(last?.errorCode == "token_unlinked", "expected token_unlinked, got \(last?.status ?? 0) \(last?.text ?? "")")
-        answer(last!, "error token_unlinked: the high-value token is unusable")
+        try TourFailure.unless(
+            last?.errorCode == "token_unlinked", "expected token_unlinked within 20 s, got \(last?.summary ?? "no answer")")
+        last!.print("error token_unlinked: the high-value token is unusable")
         let fetched = apple.requests.contains { $0.path.hasSuffix("/merchantToken/event/\(event)") }
-        try expect(fetched, "Apple's stand-in saw no fetch of the event")
+        try TourFailure.unless(fetched, "Apple's stand-in saw no fetch of the event")
     }
 
     // MARK: The CLI
@@ -163,7 +187,8 @@ struct Tour: Sendable {
     func operatorCommands() async throws {
         for arguments in [["hsm", "status"], ["keys", "list"], ["vault", "status"]] {
             let output = try cli(arguments)
-            try expect(output.status == 0, "`paywarden \(arguments.joined(separator: " "))` exited \(output.status): \(output.stderr)")
+            try TourFailure.unless(
+                output.status == 0, "`paywarden \(arguments.joined(separator: " "))` exited \(output.status): \(output.stderr)")
             for line in output.stdout.split(separator: "\n") { print("    \(line)") }
         }
     }
@@ -176,7 +201,7 @@ struct Tour: Sendable {
         if rsa { arguments.append("--rsa") }
         if let merchantToken { arguments += ["--merchant-token", merchantToken] }
         let output = try cli(arguments, printing: arguments.map { $0 == pan ? masked(pan) : $0 })
-        try expect(output.status == 0 && output.stdout.hasPrefix("{"), "sample-token failed: \(output.stderr)")
+        try TourFailure.unless(output.status == 0 && output.stdout.hasPrefix("{"), "sample-token failed: \(output.stderr)")
         return Array(output.stdout.utf8)
     }
 

@@ -7,9 +7,9 @@ struct TourFailure: Error, CustomStringConvertible {
     }
 
     var description: String { message }
-}
 
-/// Fails the step with `message` unless `condition` holds.
-func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
-    if !condition { throw TourFailure(message()) }
+    /// Fails the step with `message` unless `condition` holds.
+    static func unless(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+        if !condition { throw TourFailure(message()) }
+    }
 }

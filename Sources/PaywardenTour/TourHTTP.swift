@@ -19,14 +19,24 @@ struct TourHTTP: Sendable {
 
         /// `error.code` of a JSON error body.
         var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+
+        /// What a failure message may say of this reply: its status and error code, never its body,
+        /// which can hold card data, a token or a registration ID.
+        var summary: String { "\(status)" + (errorCode.map { " \($0)" } ?? "") }
+
+        /// The answer line: `← STATUS what matters`.
+        func print(_ what: String) {
+            Swift.print("  ← \(status)  \(what)")
+        }
     }
 
-    /// Sends one request; `who` says whose credentials it carries, for the printout.
+    /// Sends one request; `who` says whose credentials it carries, for the printout. A path that
+    /// carries a registration ID or a token is printed as `shown` (the secret masked), never whole.
     func send(
-        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, contentType: String = "application/json", apiKey: String? = nil,
-        who: String
+        _ method: HTTPMethod, _ path: String, shown: String? = nil, body: [UInt8]? = nil, contentType: String = "application/json",
+        apiKey: String? = nil, who: String
     ) async throws -> Reply {
-        print("  → \(method.rawValue) \(path)  (\(who))")
+        print("  → \(method.rawValue) \(shown ?? path)  (\(who))")
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         if let apiKey { request.headers.add(name: "Authorization", value: "Bearer \(apiKey)") }
@@ -56,9 +66,4 @@ struct TourHTTP: Sendable {
         _ = try? await response.body.collect(upTo: 1 << 16)
         return true
     }
-}
-
-/// The answer line: `← STATUS what matters`.
-func answer(_ reply: TourHTTP.Reply, _ summary: String) {
-    print("  ← \(reply.status)  \(summary)")
 }

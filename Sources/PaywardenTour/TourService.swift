@@ -2,7 +2,7 @@ import Foundation
 import PaywardenTesting
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The service the tour talks to: the one already listening at `PAYWARDEN_LISTEN` (`make run` in

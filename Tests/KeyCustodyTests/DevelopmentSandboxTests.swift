@@ -63,14 +63,27 @@ struct DevelopmentSandboxTests {
             #expect(refused.status != 0 && refused.stdout.contains("certificate_chain_invalid"), "\(refused.stdout)")
         }
 
-        // No forging where the development PKI is not the configured trust, nor for a merchant without a key.
-        for roots in [nil, pki + "/server-ca.pem"] {
+        // No forging where the development PKI is not the only configured trust, nor for a merchant without a key.
+        for roots in [nil, pki + "/server-ca.pem", pki + "/root.pem," + pki + "/server-ca.pem"] {
             var elsewhere = sandbox
             elsewhere["PAYWARDEN_TRUST_ROOTS"] = roots
             let refused = try PaywardenProcess(environment: elsewhere).run(["dev-hsm", "sample-token", "--merchant-id", Self.merchantID])
             #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused.stdout)")
-            #expect(refused.stderr.contains("PAYWARDEN_TRUST_ROOTS names no development PKI's root"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("PAYWARDEN_TRUST_ROOTS does not name a development PKI's root alone"), "\(refused.stderr)")
         }
+        // A PKI made again (deleted here; or renewed near its expiry) retires the keys the old one certified.
+        try FileManager.default.removeItem(atPath: pki)
+        let renewed = try cli.run(["dev-hsm", "sandbox", "--backend", backend, "--json"])
+        #expect(renewed.status == 0, "\(renewed.stderr)")
+        let third = try JSONSerialization.jsonObject(with: Data(renewed.stdout.utf8)) as? [String: Any]
+        let changes = third?["created"] as? [String] ?? []
+        #expect(changes.filter { $0.hasPrefix("retired ") }.count == 3, "\(changes)")
+        let newKeys = Set(third?["keys"] as? [String] ?? [])
+        #expect(newKeys.count == 3 && newKeys.isDisjoint(with: Set(report["keys"] as? [String] ?? [])), "new keys, newly certified")
+        let renewedToken = try operator_.run(["dev-hsm", "sample-token", "--merchant-id", Self.merchantID])
+        let verified = try operator_.run(["token", "inspect", "-"], input: Data(renewedToken.stdout.utf8))
+        #expect(verified.status == 0, "a token of the new PKI verifies: \(verified.stdout)\(verified.stderr)")
+
         let unknown = try operator_.run(["dev-hsm", "sample-token", "--merchant-id", "merchant.com.example.other"])
         #expect(unknown.status == 1 && unknown.stderr.contains("has no active EC processing key"), "\(unknown.stderr)")
         let badNumber = try operator_.run(["dev-hsm", "sample-token", "--merchant-id", Self.merchantID, "--pan", "4111-1111"])

@@ -260,10 +260,10 @@ private struct Members {
     /// RFC 3339's full-date and date-time, checked before Foundation parses them: its parser takes
     /// other spellings (one-digit fields, `/`, `+0530`, hour 24) and traps on a fraction of 35 or
     /// more digits. Nine fraction digits (nanoseconds) are the most a date-time here may carry.
-    static let fullDate = #"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])$"#
+    static let fullDate = #"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])\z"#
     static let dateTime =
         #"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?"#
-        + #"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$"#
+        + #"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])\z"#
 
     static func parseDateTime(_ text: String) -> Date? {
         guard text.range(of: dateTime, options: .regularExpression) != nil else { return nil }

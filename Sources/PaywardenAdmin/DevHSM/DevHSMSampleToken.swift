@@ -74,10 +74,11 @@ struct DevHSMSampleToken: AsyncParsableCommand {
         }
     }
 
-    /// The development PKI whose root the trust-roots setting names, or a refusal saying how to get one.
+    /// The development PKI the trust-roots setting names as its only root, or a refusal saying how
+    /// to get one: a configuration that also trusts another root (Apple's) gets no sample token.
     static func configuredPKI(_ settings: PaywardenSettings) throws -> DevelopmentPKI {
         let roots = settings.verification.trustRoots
-        for root in roots {
+        if roots.count == 1, let root = roots.first {
             let directory = (root as NSString).deletingLastPathComponent
             if DevelopmentPKI.rootFile(in: directory) == root, DevelopmentPKI.exists(in: directory) {
                 return try DevelopmentPKI.load(from: directory)
@@ -85,7 +86,7 @@ struct DevHSMSampleToken: AsyncParsableCommand {
         }
         throw CommandFailure(
             .refused,
-            "\(SettingCatalog.trustRoots.environmentName) names no development PKI's root"
+            "\(SettingCatalog.trustRoots.environmentName) does not name a development PKI's root alone"
                 + (roots.isEmpty ? " (it is unset: Apple's root, which no sample token chains to)" : "")
                 + "; run `paywarden dev-hsm sandbox`, then source the development token's env file (Keys/softhsm/env)")
     }

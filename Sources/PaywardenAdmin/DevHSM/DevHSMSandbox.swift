@@ -74,7 +74,11 @@ struct DevHSMSandbox: AsyncParsableCommand {
                 return keys
             }
             if try layout.load() == nil {
-                let sandbox = Sandbox(appleGatewayPort: try LoopbackPort.unused(), processorPort: try LoopbackPort.unused())
+                // Two different ports: the kernel may hand the same one out again once the first probe closed.
+                let applePort = try LoopbackPort.unused()
+                var processorPort = try LoopbackPort.unused()
+                while processorPort == applePort { processorPort = try LoopbackPort.unused() }
+                let sandbox = Sandbox(appleGatewayPort: applePort, processorPort: processorPort)
                 try token.write(
                     String(decoding: try JSONEncoder().encode(sandbox), as: UTF8.self) + "\n", to: layout.descriptionFile, mode: 0o600)
                 created.append("stand-in ports \(sandbox.appleGatewayPort) (Apple) and \(sandbox.processorPort) (processor)")
@@ -106,7 +110,14 @@ struct DevHSMSandbox: AsyncParsableCommand {
     private func certifiedKeys(_ store: MerchantKeyStore, pki: DevelopmentPKI, created: inout [String]) async throws -> [MerchantKey] {
         let kinds: [(KeyPurpose, KeyAlgorithmChoice)] = [(.processing, .ec), (.processing, .rsa), (.identity, .rsa)]
         var keys: [MerchantKey] = []
-        let existing = try await store.list().filter { $0.merchantID == Sandbox.merchantID && $0.state == .active }
+        var existing = try await store.list().filter { $0.merchantID == Sandbox.merchantID && $0.state == .active }
+        // A key whose certificate another (older) development PKI issued, or that is about to expire,
+        // is retired and replaced: the stand-ins and the service trust only the current PKI.
+        for key in existing where !(key.certificate.map { pki.certifies($0.certificate) } ?? false) {
+            _ = try await store.retire(key.id.hex)
+            created.append("retired \(key.purpose.rawValue) key \(key.id.hex) (not certified by the current development PKI)")
+        }
+        existing.removeAll { !($0.certificate.map { pki.certifies($0.certificate) } ?? false) }
         for (purpose, algorithm) in kinds {
             if let key = existing.first(where: { $0.purpose == purpose && Self.algorithm(of: $0) == algorithm }) {
                 keys.append(key)

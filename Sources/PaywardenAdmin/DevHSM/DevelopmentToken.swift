@@ -35,6 +35,8 @@ struct DevelopmentToken {
     /// A development API key (clear text, 0600) and its configuration entry.
     var apiKeyFile: String { directory + "/dev-api-key" }
     var apiKeyEntryFile: String { directory + "/dev-api-key.entry" }
+    /// The key as an HTTP header line (0600), for `curl -H @FILE`: the key stays out of argv.
+    var apiKeyHeaderFile: String { directory + "/dev-api-key.header" }
 
     /// The environment a shell needs to use this token (and the service, its API key).
     var exports: [(String, String)] {
@@ -86,6 +88,9 @@ struct DevelopmentToken {
             let (key, entry) = APIKey.generate(name: "dev", scopes: [.decrypt])
             try write(key + "\n", to: apiKeyFile, mode: 0o600)
             try write(entry + "\n", to: apiKeyEntryFile, mode: 0o600)
+        }
+        if !files.fileExists(atPath: apiKeyHeaderFile), let key = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) {
+            try write("Authorization: Bearer \(key.trimmingCharacters(in: .whitespacesAndNewlines))\n", to: apiKeyHeaderFile, mode: 0o600)
         }
         try writeEnvironment()
     }
