@@ -21,15 +21,12 @@ public struct DevelopmentPKI: Sendable {
     public let serverCertificatePEM: String
     public let serverKeyPEM: String
 
-    /// The token-signing root, for `PAYWARDEN_TRUST_ROOTS`.
-    public var rootFile: String { Self.rootFile(in: directory) }
-
-    /// The token-signing root of the PKI in `directory`.
+    /// The token-signing root of the PKI in `directory`, for `PAYWARDEN_TRUST_ROOTS`.
     public static func rootFile(in directory: String) -> String { directory + "/root.pem" }
     /// The merchant certificates' issuer, for `PAYWARDEN_CERTIFICATE_ISSUERS`.
-    public var merchantCAFile: String { directory + "/merchant-ca.pem" }
-    /// The stand-ins' server CA, for `PAYWARDEN_APPLE_PAY_GATEWAY_CA`.
-    public var serverCAFile: String { directory + "/server-ca.pem" }
+    public static func merchantCAFile(in directory: String) -> String { directory + "/merchant-ca.pem" }
+    /// The stand-ins' server CA, for the gateway's and the cnpAPI upstream's extra trust.
+    public static func serverCAFile(in directory: String) -> String { directory + "/server-ca.pem" }
 
     private static let publicFiles = [
         "root.pem", "intermediate.pem", "ec-leaf.pem", "rsa-leaf.pem", "merchant-ca.pem", "server-ca.pem",

@@ -50,14 +50,14 @@ public struct Sandbox: Codable, Sendable, Equatable {
         let pki = layout.pkiDirectory
         typealias C = SettingCatalog
         return [
-            (C.trustRoots, pki + "/root.pem"),
-            (C.certificateIssuers, pki + "/merchant-ca.pem"),
+            (C.trustRoots, DevelopmentPKI.rootFile(in: pki)),
+            (C.certificateIssuers, DevelopmentPKI.merchantCAFile(in: pki)),
             (C.applePayGateway, "https://localhost:\(appleGatewayPort)"),
-            (C.applePayGatewayCA, pki + "/server-ca.pem"),
+            (C.applePayGatewayCA, DevelopmentPKI.serverCAFile(in: pki)),
             (C.merchantValidationHosts, "localhost:\(appleGatewayPort)"),
             (C.merchantTokenAllowedSources, "127.0.0.0/8"),
             (C.relayCnpUpstream, "https://localhost:\(processorPort)"),
-            (C.relayCnpUpstreamCA, pki + "/server-ca.pem"),
+            (C.relayCnpUpstreamCA, DevelopmentPKI.serverCAFile(in: pki)),
             (C.relayCnpMerchantIDs, "\(Self.organization)=\(Self.cnpMerchantID)"),
         ].map { ($0.0.environmentName, $0.1) }
     }

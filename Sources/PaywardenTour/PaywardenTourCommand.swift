@@ -38,8 +38,7 @@ enum PaywardenTourCommand {
         guard let sandbox = try layout.load() else {
             throw TourFailure("no sandbox in \(layout.directory); run `paywarden dev-hsm sandbox` first (make try does)")
         }
-        let environment = ProcessInfo.processInfo.environment
-        guard environment[SettingCatalog.trustRoots.environmentName] == DevelopmentPKI.rootFile(in: layout.pkiDirectory) else {
+        guard settings.verification.trustRoots == [DevelopmentPKI.rootFile(in: layout.pkiDirectory)] else {
             throw TourFailure("the environment is not the sandbox's; source \(settings.home)/\(backend)/env first (make try does)")
         }
         let pki = try DevelopmentPKI.load(from: layout.pkiDirectory)

@@ -49,21 +49,12 @@ struct TourHTTP: Sendable {
         return Reply(status: Int(response.status.code), body: Array(buffer: collected))
     }
 
-    /// True when the service answers `GET /readyz` with 200.
-    func isReady() async -> Bool {
+    /// The service's answer to `GET /readyz` (200 when ready), or nil when nothing answers there.
+    func readiness() async -> HTTPResponseStatus? {
         var request = HTTPClientRequest(url: baseURL + "/readyz")
         request.method = .GET
-        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)) else { return false }
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)) else { return nil }
         _ = try? await response.body.collect(upTo: 1 << 16)
-        return response.status == .ok
-    }
-
-    /// Whether anything accepts connections there at all (ready or not).
-    func isListening() async -> Bool {
-        var request = HTTPClientRequest(url: baseURL + "/healthz")
-        request.method = .GET
-        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)) else { return false }
-        _ = try? await response.body.collect(upTo: 1 << 16)
-        return true
+        return response.status
     }
 }

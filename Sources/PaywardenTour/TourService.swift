@@ -21,12 +21,14 @@ final class TourService: @unchecked Sendable {
 
     static func findOrStart(listen: String, paywarden: String, workDirectory: String) async throws -> TourService {
         let http = TourHTTP(baseURL: "http://" + listen)
-        if await http.isReady() {
+        switch await http.readiness() {
+        case .ok?:
             print("Using the service already running at http://\(listen).")
             return TourService(http: http, process: nil, log: nil)
-        }
-        if await http.isListening() {
+        case .some:
             throw TourFailure("something listens at \(listen) but /readyz is not 200; look at that service's log, or stop it")
+        case nil:
+            break
         }
         let log = workDirectory + "/serve.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil, attributes: [.posixPermissions: 0o600])
@@ -41,7 +43,7 @@ final class TourService: @unchecked Sendable {
         let service = TourService(http: http, process: process, log: log)
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            if await http.isReady() { return service }
+            if await http.readiness() == .ok { return service }
             if !process.isRunning { break }
             try await Task.sleep(for: .milliseconds(200))
         }

@@ -125,13 +125,14 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
             return result
         }
         let pending = PendingRun<R>()
-        let enqueued = ContinuousClock.now
+        // Read only when the wait is asked for (tracing): a clock read per call otherwise spared.
+        let enqueued = queueWait.map { _ in ContinuousClock.now }
         do {
             return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in
                 pending.continuation = continuation
                 let operation: Operation = { context in
                     guard pending.start() else { return }  // the caller gave up before it started
-                    queueWait?.record(ContinuousClock.now - enqueued)
+                    if let queueWait, let enqueued { queueWait.record(ContinuousClock.now - enqueued) }
                     do throws(PKCS11Error) {
                         pending.finish(.success(try context.withSession(body)))
                     } catch {

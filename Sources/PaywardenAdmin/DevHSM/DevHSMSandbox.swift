@@ -110,14 +110,18 @@ struct DevHSMSandbox: AsyncParsableCommand {
     private func certifiedKeys(_ store: MerchantKeyStore, pki: DevelopmentPKI, created: inout [String]) async throws -> [MerchantKey] {
         let kinds: [(KeyPurpose, KeyAlgorithmChoice)] = [(.processing, .ec), (.processing, .rsa), (.identity, .rsa)]
         var keys: [MerchantKey] = []
-        var existing = try await store.list().filter { $0.merchantID == Sandbox.merchantID && $0.state == .active }
+        let active = try await store.list().filter { $0.merchantID == Sandbox.merchantID && $0.state == .active }
         // A key whose certificate another (older) development PKI issued, or that is about to expire,
         // is retired and replaced: the stand-ins and the service trust only the current PKI.
-        for key in existing where !(key.certificate.map { pki.certifies($0.certificate) } ?? false) {
-            _ = try await store.retire(key.id.hex)
-            created.append("retired \(key.purpose.rawValue) key \(key.id.hex) (not certified by the current development PKI)")
+        var existing: [MerchantKey] = []
+        for key in active {
+            if key.certificate.map({ pki.certifies($0.certificate) }) == true {
+                existing.append(key)
+            } else {
+                _ = try await store.retire(key.id.hex)
+                created.append("retired \(key.purpose.rawValue) key \(key.id.hex) (not certified by the current development PKI)")
+            }
         }
-        existing.removeAll { !($0.certificate.map { pki.certifies($0.certificate) } ?? false) }
         for (purpose, algorithm) in kinds {
             if let key = existing.first(where: { $0.purpose == purpose && Self.algorithm(of: $0) == algorithm }) {
                 keys.append(key)
