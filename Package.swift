@@ -255,7 +255,7 @@ let package = Package(
             dependencies: [
                 "PaywardenStorage", "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "PaywardenTesting",
                 "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenServer", "PaywardenServices", "MerchantTokens",
-                "ProcessorRelays",
+                "ProcessorRelays", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "ProcessorMessagesTests", dependencies: ["ProcessorMessages"], resources: [.copy("Fixtures")]),

@@ -74,6 +74,54 @@ public final class PostgresDriver: SQLDriver, Service {
     // MARK: SQLExecutor
 
     public func execute(_ sql: String, _ binds: [SQLValue], writes: Bool) async throws(StorageError) -> [[SQLValue]] {
+        let query = Self.query(sql, binds)
+        let client = self.client
+        let logger = self.logger
+        return try await deadline { () async throws -> [[SQLValue]] in
+            try await Self.rows(of: client.query(query, logger: logger))
+        }
+    }
+
+    /// The steps in one transaction on one connection, committed (durable: PostgreSQL's commit
+    /// waits for its log's flush) before this returns.
+    public func write(_ steps: [SQLWriteStep]) async throws(StorageError) -> SQLWrite {
+        let client = self.client
+        let logger = self.logger
+        let outcome = try await deadline { () async throws -> SQLWriteOutcome in
+            do {
+                return try await client.withTransaction(logger: logger) { connection in
+                    var results: [[[SQLValue]]?] = []
+                    for (index, step) in steps.enumerated() {
+                        if step.condition == .previousReturnedNoRows, let previous = results.last, previous?.isEmpty == false {
+                            results.append(nil)
+                            continue
+                        }
+                        let rows = try await Self.rows(of: connection.query(Self.query(step.sql, step.binds), logger: logger))
+                        // Thrown to roll the transaction back, and caught below as the outcome.
+                        if step.requirement == .rows, rows.isEmpty { throw UnmetRequirement(step: index) }
+                        results.append(rows)
+                    }
+                    return .completed(results)
+                }
+            } catch let error as PostgresTransactionError {
+                if let unmet = error.closureError as? UnmetRequirement, error.rollbackError == nil { return .stopped(at: unmet.step) }
+                throw error
+            }
+        }
+        return SQLWrite(outcome: outcome, ticket: .durable)
+    }
+
+    /// Every write is durable when it is answered.
+    public func awaitDurable(_ ticket: CommitTicket) async throws(StorageError) {}
+
+    /// Every statement is a round trip to the server: claims share one (``ReplayClaimBatcher``).
+    public var batchesReplayClaims: Bool { true }
+
+    private struct UnmetRequirement: Error {
+        let step: Int
+    }
+
+    private static func query(_ sql: String, _ binds: [SQLValue]) -> PostgresQuery {
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds {
             switch bind {
@@ -83,16 +131,15 @@ public final class PostgresDriver: SQLDriver, Service {
             case .null: bindings.appendNull()
             }
         }
-        let query = PostgresQuery(unsafeSQL: sql, binds: bindings)
-        let client = self.client
-        let logger = self.logger
-        return try await deadline { () async throws -> [[SQLValue]] in
-            var rows: [[SQLValue]] = []
-            for try await row in try await client.query(query, logger: logger) {
-                rows.append(try row.map { cell throws(StorageError) in try SQLValue(cell) })
-            }
-            return rows
+        return PostgresQuery(unsafeSQL: sql, binds: bindings)
+    }
+
+    private static func rows(of sequence: PostgresRowSequence) async throws -> [[SQLValue]] {
+        var rows: [[SQLValue]] = []
+        for try await row in sequence {
+            rows.append(try row.map { cell throws(StorageError) in try SQLValue(cell) })
         }
+        return rows
     }
 
     /// Runs `body` with the statement deadline; every failure becomes a categorised error. The

@@ -23,6 +23,19 @@ extension SQLDatabase: RegistrationStore {
             """, Self.registrationValues(record))
     }
 
+    public func insertRegistration(_ record: RegistrationRecord, claiming claim: ReplayClaimRequest) async throws(StorageError) -> Bool {
+        let outcome = try await engine.writeDurably([
+            Self.claimStep(claim.transactionID, until: claim.expiry, now: claim.now),
+            SQLWriteStep(
+                """
+                INSERT INTO registrations (\(Self.selectRegistration))
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                """, Self.registrationValues(record)),
+        ])
+        if case .stopped = outcome { return false }
+        return true
+    }
+
     public func replaceRegistration(_ record: RegistrationRecord) async throws(StorageError) {
         // One statement, so two replacements racing leave one whole row (SQLite 3.24 and PostgreSQL 9.5 upsert).
         let updated = Self.registrationColumns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
@@ -59,6 +72,26 @@ extension SQLDatabase: RegistrationStore {
             """, [.blob(lookupKey), SQLValue(now)])
         if let row = rows.first { return try Self.registration(row) }
         return try await registration(lookupKey: lookupKey)
+    }
+
+    public func recordRedemption(
+        lookupKey: [UInt8], now: Date, issuing token: TokenRecord
+    ) async throws(StorageError) -> RedemptionWrite {
+        let outcome = try await engine.writeDurably(
+            [
+                SQLWriteStep(
+                    """
+                    UPDATE registrations SET redemptions = redemptions + 1
+                    WHERE lookup_key = $1 AND ciphertext IS NOT NULL AND expires_at > $2
+                    RETURNING \(Self.selectRegistration)
+                    """, [.blob(lookupKey), SQLValue(now)], requiring: .rows)
+            ] + Self.tokenInsertionSteps(token))
+        guard let counted = outcome.rows(0)?.first else {
+            // Not live, or unknown: the row as it stands, nothing written.
+            return RedemptionWrite(registration: try await registration(lookupKey: lookupKey), token: nil)
+        }
+        return RedemptionWrite(
+            registration: try Self.registration(counted), token: try Self.tokenInsertion(token, inserted: outcome.rows(1), existing: outcome.rows(2)))
     }
 
     public func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {

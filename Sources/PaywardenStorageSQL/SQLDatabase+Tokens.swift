@@ -12,28 +12,45 @@ extension SQLDatabase: TokenStore {
     private static var selectToken: String { tokenColumns.joined(separator: ", ") }
 
     public func insertToken(_ record: TokenRecord) async throws(StorageError) -> TokenInsertion {
-        // A token value taken in the organisation is a primary-key conflict (thrown, the vault
-        // redraws); the same account number is the (organization, fingerprint) conflict handled
-        // here, which returns nothing, so the existing token is read.
-        let rows = try await write(
-            """
-            INSERT INTO high_value_tokens (\(Self.selectToken))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-            ON CONFLICT (organization, fingerprint) DO NOTHING RETURNING 1
-            """,
-            [
-                .text(record.organization), .text(record.token), .blob(record.fingerprint), .text(record.fingerprintKeyID),
-                .text(record.accountKind.rawValue), SQLValue(record.merchantTokenID), .text(record.state.rawValue),
-                .text(record.sealed.keyID), .text(record.sealed.wrapPath), .blob(record.sealed.wrappedKey), .blob(record.sealed.ciphertext),
-                SQLValue(record.sealed.version), SQLValue(record.createdAt), SQLValue(record.updatedAt),
-                SQLValue(record.merchantTokenMetadata),
-            ])
-        if !rows.isEmpty { return .inserted(record) }
-        guard let existing = try await token(fingerprint: record.fingerprint, organization: record.organization) else {
+        let outcome = try await engine.writeDurably(Self.tokenInsertionSteps(record))
+        return try Self.tokenInsertion(record, inserted: outcome.rows(0), existing: outcome.rows(1))
+    }
+
+    /// Inserts `record`, or reads the organisation's token for the same account: a token value
+    /// taken in the organisation is a primary-key conflict (thrown, the vault redraws); the same
+    /// account number is the (organization, fingerprint) conflict, which inserts nothing, so the
+    /// existing row is read, on the connection that wrote (it sees the row that one saw).
+    static func tokenInsertionSteps(_ record: TokenRecord) -> [SQLWriteStep] {
+        [
+            SQLWriteStep(
+                """
+                INSERT INTO high_value_tokens (\(selectToken))
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                ON CONFLICT (organization, fingerprint) DO NOTHING RETURNING 1
+                """,
+                [
+                    .text(record.organization), .text(record.token), .blob(record.fingerprint), .text(record.fingerprintKeyID),
+                    .text(record.accountKind.rawValue), SQLValue(record.merchantTokenID), .text(record.state.rawValue),
+                    .text(record.sealed.keyID), .text(record.sealed.wrapPath), .blob(record.sealed.wrappedKey),
+                    .blob(record.sealed.ciphertext), SQLValue(record.sealed.version), SQLValue(record.createdAt),
+                    SQLValue(record.updatedAt), SQLValue(record.merchantTokenMetadata),
+                ]),
+            SQLWriteStep(
+                "SELECT \(selectToken) FROM high_value_tokens WHERE organization = $1 AND fingerprint = $2",
+                [.text(record.organization), .blob(record.fingerprint)], when: .previousReturnedNoRows),
+        ]
+    }
+
+    /// What ``tokenInsertionSteps(_:)`` did, from the rows of its insert and its read.
+    static func tokenInsertion(
+        _ record: TokenRecord, inserted: [[SQLValue]]?, existing: [[SQLValue]]?
+    ) throws(StorageError) -> TokenInsertion {
+        if let inserted, !inserted.isEmpty { return .inserted(record) }
+        guard let row = existing?.first else {
             throw StorageError(
                 .conflict, "a token for the account number was reported but cannot be read; retry", table: "high_value_tokens")
         }
-        return .existing(existing)
+        return .existing(try token(row))
     }
 
     public func token(_ token: String, organization: String) async throws(StorageError) -> TokenRecord? {

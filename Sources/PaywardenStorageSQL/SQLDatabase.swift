@@ -2,14 +2,16 @@ import Foundation
 import PaywardenStorage
 
 /// Every store in SQL that SQLite and PostgreSQL both run as written: one statement per
-/// operation, atomic on its own (no read-then-write), so several instances can share a database.
+/// operation, atomic on its own (no read-then-write), or a few held together as one atomic write
+/// (``SQLExecutor/write(_:)``), so several instances can share a database.
 public final class SQLDatabase<Driver: SQLDriver>: PaywardenDatabase {
     public let engine: Driver
-    private let replayClaims: ReplayClaimBatcher<Driver>
+    /// For an engine whose every statement is a round trip (``SQLDriver/batchesReplayClaims``).
+    private let replayClaims: ReplayClaimBatcher<Driver>?
 
     public init(_ engine: Driver) {
         self.engine = engine
-        replayClaims = ReplayClaimBatcher(engine: engine)
+        replayClaims = engine.batchesReplayClaims ? ReplayClaimBatcher(engine: engine) : nil
     }
 
     public var driver: String { engine.driver }
@@ -79,10 +81,38 @@ public final class SQLDatabase<Driver: SQLDriver>: PaywardenDatabase {
 // MARK: - ReplayLedger
 
 extension SQLDatabase: ReplayLedger {
-    public func claimTransaction(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws(StorageError) -> Bool {
-        // Inserts, or takes over a row that expired; a live row is left alone. Batched with the
-        // claims arriving meanwhile (ReplayClaimBatcher): one upsert, one commit for all.
-        try await replayClaims.claim(transactionID, until: expiry, now: now)
+    /// Inserts, or takes over a row that expired; a live row is left alone.
+    static var claimStatement: String {
+        """
+        INSERT INTO replay_ledger (transaction_id, expires_at) VALUES ($1, $2)
+        ON CONFLICT (transaction_id) DO UPDATE SET expires_at = excluded.expires_at
+        WHERE replay_ledger.expires_at <= $3
+        RETURNING 1
+        """
+    }
+
+    static func claimStep(_ transactionID: [UInt8], until expiry: Date, now: Date) -> SQLWriteStep {
+        SQLWriteStep(claimStatement, [.blob(transactionID), SQLValue(expiry), SQLValue(now)], requiring: .rows)
+    }
+
+    public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws(StorageError) -> LedgerClaim {
+        if let replayClaims {
+            // One upsert for the claims arriving meanwhile, answered once committed.
+            return LedgerClaim(claimed: try await replayClaims.claim(transactionID, until: expiry, now: now), ticket: .durable)
+        }
+        let write = try await engine.write([Self.claimStep(transactionID, until: expiry, now: now)])
+        if case .stopped = write.outcome { return LedgerClaim(claimed: false, ticket: write.ticket) }
+        return LedgerClaim(claimed: true, ticket: write.ticket)
+    }
+
+    public func awaitDurable(_ ticket: CommitTicket) async throws(StorageError) {
+        try await engine.awaitDurable(ticket)
+    }
+
+    public func isClaimed(_ transactionID: [UInt8], now: Date) async throws(StorageError) -> Bool {
+        try await !read(
+            "SELECT 1 FROM replay_ledger WHERE transaction_id = $1 AND expires_at > $2", [.blob(transactionID), SQLValue(now)]
+        ).isEmpty
     }
 
     public func releaseTransaction(_ transactionID: [UInt8]) async throws(StorageError) {

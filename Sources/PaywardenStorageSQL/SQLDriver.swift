@@ -11,8 +11,14 @@ public protocol SQLDriver: SQLExecutor {
     func existingTables(_ names: [String]) async throws(StorageError) -> Set<String>
     /// Housekeeping the service runs every second (SQLite's checkpoint); nothing by default.
     func performMaintenance() async
+    /// Whether replay claims go to the database in batches (``ReplayClaimBatcher``: one upsert
+    /// for the claims that arrive while one is being sent), for an engine whose every statement
+    /// is a round trip; otherwise each claim is a statement of its own (SQLite's, on the caller's
+    /// thread, costs a few microseconds).
+    var batchesReplayClaims: Bool { get }
 }
 
 extension SQLDriver {
     public func performMaintenance() async {}
+    public var batchesReplayClaims: Bool { false }
 }

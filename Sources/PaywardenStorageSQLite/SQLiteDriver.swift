@@ -9,22 +9,25 @@ import Synchronization
 #endif
 
 /// The embedded database: one SQLite file (0600, in a 0700 directory when it creates one) in WAL
-/// mode with `synchronous=FULL`, so an acknowledged write survives a crash of the process and a
-/// power loss; readers run beside the one writer, which waits `busyTimeout` for a lock another
-/// process holds.
+/// mode; readers run beside the one writer, an acknowledged write survives a crash of the process
+/// and a power loss.
 ///
-/// FULL, not the NORMAL GRDB's pool sets with WAL: NORMAL syncs the log only at checkpoints, so a
-/// power loss can take back the last commits, and a replay-ledger claim the service acknowledged
-/// would be gone: the same token would decrypt again within its window. FULL syncs the log at every
-/// commit; writes are group-committed (`SQLiteGroupCommit`, the replay claims batched before that by
-/// `ReplayClaimBatcher`: one multi-row upsert per batch of claims), so that is one sync per batch.
+/// Writes go through ``SQLiteWriter``: each caller runs its statements on its own thread in the
+/// transaction open on the writer connection, and a syncer commits it and syncs the log with
+/// `fdatasync` outside the write lock, before anyone relying on the write is answered. The writer
+/// connection is therefore set to `synchronous=NORMAL` (its commits write the log without
+/// syncing it; its checkpoints, which it never runs, would sync), where a commit with FULL held
+/// the write lock through its sync and every write waited for a sync it could not share.
 public final class SQLiteDriver: SQLDriver {
     public let path: String
     private let pool: DatabasePool
     /// A connection of its own for checkpoints, so copying the log into the database (and its
-    /// fsync) never runs inside a claim's commit; see ``performMaintenance()``.
+    /// fsync) never runs inside a write; see ``performMaintenance()``.
     private let checkpointer: DatabaseQueue
-    private let groupCommit: SQLiteGroupCommit
+    private let log: WriteAheadLogFile
+    private let writer: SQLiteWriter
+    /// The log's size beyond which a checkpoint holds the writer to start the log over.
+    let logSizeBound: Int
 
     public var driver: String { "sqlite" }
     public var location: String { path }
@@ -33,46 +36,60 @@ public final class SQLiteDriver: SQLDriver {
     /// commands must not leave a file behind). Nothing is migrated here. Reads run on their
     /// callers' threads, an event loop per core: `readers` is at least one more than the cores,
     /// so a loop never waits for a reader connection.
+    /// - Parameter logSizeBound: see ``performMaintenance()``; 64 MiB by default.
     public static func open(
         path: String, create: Bool = true, busyTimeout: TimeInterval = 5,
-        readers: Int = max(4, ProcessInfo.processInfo.activeProcessorCount + 1)
+        readers: Int = max(4, ProcessInfo.processInfo.activeProcessorCount + 1), logSizeBound: Int = 64 << 20
     ) throws(StorageError) -> SQLDatabase<SQLiteDriver> {
         if !create, !FileManager.default.fileExists(atPath: path) {
             throw StorageError(.unavailable, "there is no database at \(path) yet (serve or `paywarden db migrate` creates it)")
         }
-        return SQLDatabase(try SQLiteDriver(path: path, busyTimeout: busyTimeout, readers: readers))
+        return SQLDatabase(try SQLiteDriver(path: path, busyTimeout: busyTimeout, readers: readers, logSizeBound: logSizeBound))
     }
 
-    init(path: String, busyTimeout: TimeInterval, readers: Int) throws(StorageError) {
+    /// - Parameter syncLog: how the log is synced; tests put a gate or a failure in its way.
+    init(
+        path: String, busyTimeout: TimeInterval, readers: Int, logSizeBound: Int,
+        syncLog: (@Sendable (WriteAheadLogFile) -> String?)? = nil
+    ) throws(StorageError) {
         self.path = path
+        self.logSizeBound = logSizeBound
         try Self.prepareFile(at: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.maximumReaderCount = readers
         configuration.label = "paywarden"
+        // The writer's transaction stays open between writes: the syncer commits it.
+        configuration.allowsUnsafeTransactions = true
         // No checkpoint inside a commit: the automatic one ran in the writer and stalled every
         // claim behind its fsync (load test p99 153 ms on SQLite against 10 ms in memory).
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-            try db.execute(sql: Self.synchronousFull)
-        }
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
-            // The pool turns its writer to NORMAL after `prepareDatabase`, when it enables WAL: the
-            // setting is per connection, and the writer is the one that commits.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: Self.synchronousFull) }
+            // On the writer (GRDB sets NORMAL there with WAL; said again so it cannot drift):
+            // commits write the log and SQLiteWriter syncs it. A busy timeout of zero: a caller
+            // never waits for another process's lock on its own thread. The log, once started
+            // over, keeps at most the bound's size on disk.
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                try db.execute(sql: "PRAGMA busy_timeout = 0")
+                try db.execute(sql: "PRAGMA journal_size_limit = \(logSizeBound)")
+            }
             var checkpointing = Configuration()
             checkpointing.busyMode = .timeout(busyTimeout)
             checkpointing.label = "paywarden-checkpoint"
             checkpointer = try DatabaseQueue(path: path, configuration: checkpointing)
-            groupCommit = SQLiteGroupCommit(pool: pool)
         } catch {
             throw Self.storageError(error, opening: path)
         }
+        let log = try WriteAheadLogFile(path: path + "-wal")
+        self.log = log
+        let checkpointer = self.checkpointer
+        let sync = syncLog ?? { $0.sync() }
+        writer = SQLiteWriter(
+            pool: pool, busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), syncLog: { sync(log) },
+            checkpoint: { _ = try? checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) } })
     }
-
-    /// Every commit syncs the log before it returns (see the type's comment).
-    private static let synchronousFull = "PRAGMA synchronous = FULL"
 
     /// The file is created owner-only before SQLite sees it (SQLite gives `-wal` and `-shm` the
     /// main file's mode), and an existing one is made owner-only: the database holds the vault.
@@ -97,23 +114,39 @@ public final class SQLiteDriver: SQLDriver {
     // MARK: SQLExecutor
 
     /// Reads run on the calling thread, on a reader connection of the pool: no hop to a database
-    /// thread and back for a statement of microseconds. Writes are group-committed on the writer's
-    /// thread (``SQLiteGroupCommit``), where the sync of the log blocks no caller. A lock another
-    /// process holds (an admin command) is waited for up to the busy timeout.
+    /// thread and back for a statement of microseconds. Writes run on the calling thread too, on
+    /// the writer connection (``SQLiteWriter``), and are answered once durable.
     public func execute(_ sql: String, _ binds: [SQLValue], writes: Bool) async throws(StorageError) -> [[SQLValue]] {
-        let write = SQLiteGroupCommit.Write(sql: Self.numberedParameters(sql), arguments: StatementArguments(binds.map(\.databaseValue)))
-        if writes { return try await groupCommit.execute(write).get() }
-        return try read(write)
+        if writes { return try await writeDurably([SQLWriteStep(sql, binds)]).rows(0) ?? [] }
+        return try read(Self.numberedParameters(sql), StatementArguments(binds.map(\.databaseValue)))
+    }
+
+    public func write(_ steps: [SQLWriteStep]) async throws(StorageError) -> SQLWrite {
+        try await writer.write(steps)
+    }
+
+    public func awaitDurable(_ ticket: CommitTicket) async throws(StorageError) {
+        try await writer.awaitDurable(ticket)
     }
 
     /// Not async, so that GRDB's blocking read is the one called: on this thread, no hop.
-    private func read(_ write: SQLiteGroupCommit.Write) throws(StorageError) -> [[SQLValue]] {
+    private func read(_ sql: String, _ arguments: StatementArguments) throws(StorageError) -> [[SQLValue]] {
         do {
             // One statement is atomic on its own: GRDB's read transaction around it is all it needs.
-            return try pool.read { db in try SQLiteGroupCommit.rows(write, db) }
+            return try pool.read { db in try SQLiteWriter.rows(sql, arguments, db) }
         } catch {
             throw Self.storageError(error)
         }
+    }
+
+    /// What the writer did since the database was opened.
+    public var writeStatistics: SQLiteWriteStatistics {
+        let counts = writer.statistics
+        return SQLiteWriteStatistics(
+            writes: counts.writes.load(ordering: .relaxed), batches: counts.batches.load(ordering: .relaxed),
+            syncs: counts.syncs.load(ordering: .relaxed), durableWithoutWaiting: counts.durableWithoutWaiting.load(ordering: .relaxed),
+            durabilityWaits: counts.durabilityWaits.load(ordering: .relaxed), lockWaits: counts.lockWaits.load(ordering: .relaxed),
+            heldCheckpoints: counts.heldCheckpoints.load(ordering: .relaxed), logSize: log.size)
     }
 
     /// The shared SQL's `$n` as SQLite's `?n`: SQLite reads `$n` as a name and numbers names in
@@ -170,10 +203,16 @@ public final class SQLiteDriver: SQLDriver {
         return after.applied.filter { !before.applied.contains($0) }
     }
 
-    /// A passive checkpoint: copies what the log holds into the database without waiting for,
-    /// or blocking, the writer and the readers. The service runs it every second.
+    /// A passive checkpoint, every second: copies what the log holds into the database without
+    /// waiting for, or blocking, the writer and the readers. Under a load that never pauses it
+    /// never quite catches up (commits land while it copies), and SQLite starts the log over only
+    /// once all of it is in the database: past ``logSizeBound`` the syncer's next commit copies
+    /// the rest while holding the writer (what accumulated in the second since the last copy, a
+    /// few milliseconds), and the log starts over.
     public func performMaintenance() async {
+        log.checkIdentity()
         _ = try? await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        if log.size > logSizeBound { writer.requestLogRestart() }
     }
 
     public func existingTables(_ names: [String]) async throws(StorageError) -> Set<String> {

@@ -145,10 +145,15 @@ public final class ServeProcess: @unchecked Sendable {
         try await send(.POST, "/v1/payment-tokens/decrypt", body: token)
     }
 
-    public func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil) async throws -> TestServer.Reply {
+    /// - Parameter newConnection: on a connection of its own, closed after it (the client pools
+    ///   connections otherwise), as a new client's request arrives.
+    public func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, newConnection: Bool = false) async throws
+        -> TestServer.Reply
+    {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
+        if newConnection { request.headers.add(name: "Connection", value: "close") }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))

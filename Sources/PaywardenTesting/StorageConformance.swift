@@ -49,6 +49,6 @@ public struct StorageConformance: Sendable, CustomStringConvertible {
 
     /// Every check, by name.
     public static let all: [StorageConformance] =
-        replayChecks + registrationChecks + registrationRotationChecks + tokenChecks + tokenRotationChecks + paypageChecks
+        replayChecks + oneWriteChecks + registrationChecks + registrationRotationChecks + tokenChecks + tokenRotationChecks + paypageChecks
         + eventChecks + merchantTokenChecks + keyRecordChecks + migrationChecks + webMerchantChecks + usageInformationChecks
 }

@@ -7,8 +7,12 @@ import PaywardenStorage
 /// Registration IDs: made from a token decrypted at registration, redeemed by their organisation.
 extension CardVault {
     /// Stores `token` (already verified and decrypted) for `paypage`'s organisation and returns a
-    /// new registration ID for it.
-    public func register(_ token: DecryptedPaymentToken, paypage: PaypageRecord) async throws(VaultError) -> Registration {
+    /// new registration ID for it, claiming the token's transaction id in the same atomic write
+    /// (``RegistrationStore/insertRegistration(_:claiming:)``): nil, with nothing stored, when the
+    /// id was claimed meanwhile (a replay that raced this one past the look before the HSM).
+    public func register(
+        _ token: DecryptedPaymentToken, paypage: PaypageRecord, claiming claim: TransactionClaim
+    ) async throws(VaultError) -> Registration? {
         let facts = try AccountFacts(payment: token.payment)
         let contents = try SealedCoding.encode(RegistrationContents(token))
         // The keys the HSM has now, not those the maintenance loop last read (it pauses while the
@@ -18,6 +22,7 @@ extension CardVault {
         let (sealKey, lookup) = (try keyring.current(.registrations), try keyring.current(.fingerprint))
         let created = now
         let expires = created.addingTimeInterval(policy.registrationLifetime)
+        let ledgerClaim = ReplayClaimRequest(transactionID: claim.transactionID, expiry: claim.expiry, now: claim.now)
         // A collision of 18 random digits is rare; the database refuses it and a new ID is drawn.
         for _ in 0..<8 {
             let id = RegistrationID.generate()
@@ -29,7 +34,7 @@ extension CardVault {
                 lookupKey: lookupKey, lookupKeyID: lookup.id.hex, organization: paypage.organization, paypageID: paypage.id,
                 createdAt: created, expiresAt: expires, sealed: sealed)
             do {
-                try await database.insertRegistration(record)
+                guard try await database.insertRegistration(record, claiming: ledgerClaim) else { return nil }
                 return Registration(id: id, firstSix: facts.firstSix, lastFour: facts.lastFour, network: facts.network, expiresAt: expires)
             } catch  where error.category == .conflict {
                 continue
@@ -42,17 +47,34 @@ extension CardVault {
 
     /// The payload, the token's facts and the high-value token for a live registration of
     /// `organization`. Another organisation's ID is unknown to it (877), never expired (878).
+    ///
+    /// One write: the redemption is counted after the HSM opened the payload, and a new account's
+    /// token is stored in the same atomic write (``RegistrationStore/recordRedemption(lookupKey:now:issuing:)``),
+    /// so the first redemption of an account waits for one sync, not two.
     public func redeem(_ presented: String, organization: String) async throws(VaultError) -> Redemption {
         let found = try await liveRegistration(presented, organization: organization)
-        guard
-            let counted = try await storage({ () async throws(StorageError) in
-                try await database.recordRedemption(lookupKey: found.lookupKey, now: now)
-            }), counted.isLive(at: now)
-        else { throw Self.expired }
-        let (contents, policy) = try await open(counted)
-        let paymentData = Array(contents.paymentData)
-        let issued = try await issueToken(for: try AccountFacts(paymentData: paymentData), policy: policy)
-        return Redemption(contents, record: counted, highValueToken: issued, reference: Self.registrationReference(found.lookupKey))
+        let (contents, policy) = try await open(found)
+        let facts = try AccountFacts(paymentData: Array(contents.paymentData))
+        let reference = Self.registrationReference(found.lookupKey)
+        switch try await tokenLookup(for: facts, policy: policy) {
+        case .existing(let issued):
+            guard
+                let counted = try await storage({ () async throws(StorageError) in
+                    try await database.recordRedemption(lookupKey: found.lookupKey, now: now)
+                }), counted.isLive(at: now)
+            else { throw Self.expired }
+            return Redemption(contents, record: counted, highValueToken: issued, reference: reference)
+        case .new(let draft):
+            let now = self.now
+            var counted: RegistrationRecord?
+            let issued = try await insertNewToken(draft) { record throws(StorageError) in
+                let write = try await database.recordRedemption(lookupKey: found.lookupKey, now: now, issuing: record)
+                counted = write.registration
+                return write.token
+            }
+            guard let issued, let counted, counted.isLive(at: now) else { throw Self.expired }
+            return Redemption(contents, record: counted, highValueToken: issued, reference: reference)
+        }
     }
 
     /// Redeems a registration for one use and ends it in the same write: a relay's authorization,

@@ -6,6 +6,33 @@ import PaywardenStorage
 extension CardVault {
     /// The organisation's token for the account in `facts`: the existing one (802) or a new one (801).
     public func issueToken(for facts: AccountFacts, policy: OrganizationPolicy) async throws(VaultError) -> IssuedToken {
+        switch try await tokenLookup(for: facts, policy: policy) {
+        case .existing(let issued):
+            return issued
+        case .new(let draft):
+            let issued = try await insertNewToken(draft) { record throws(StorageError) in try await database.insertToken(record) }
+            guard let issued else { throw VaultError(.databaseUnavailable, "the token was not stored; retry") }
+            return issued
+        }
+    }
+
+    /// What the organisation has for an account: its token, or what a new one needs.
+    enum TokenLookup {
+        case existing(IssuedToken)
+        case new(NewTokenDraft)
+    }
+
+    /// A token yet to be drawn for an account: everything but its value and its seal.
+    struct NewTokenDraft {
+        let facts: AccountFacts
+        let policy: OrganizationPolicy
+        let fingerprint: [UInt8]
+        let fingerprintKeyID: String
+    }
+
+    /// Looks the account up by its fingerprint, under the current key first and an older one only
+    /// while a fingerprint-key rotation runs. An existing token's expiry is kept current.
+    func tokenLookup(for facts: AccountFacts, policy: OrganizationPolicy) async throws(VaultError) -> TokenLookup {
         let organization = policy.organization
         // Before a new token can be issued every HMAC key must be known, or an account fingerprinted
         // under a key another instance just created would get a second token.
@@ -16,7 +43,6 @@ extension CardVault {
             throw Self.notFound
         }
         let fingerprint = try await fingerprint(facts.accountNumber.revealed, organization: organization, key: current)
-        // Under the current key first; under an older one only while a fingerprint-key rotation runs.
         for key in fingerprintKeys {
             let candidate =
                 key == current
@@ -24,29 +50,37 @@ extension CardVault {
             if let existing = try await storage({ () async throws(StorageError) in
                 try await database.token(fingerprint: candidate, organization: organization)
             }) {
-                try Self.refuseUnlinked(existing)
-                try await keepExpiryCurrent(existing, facts: facts)
-                return issued(existing, isNew: false, facts: facts, format: policy.tokenFormat)
+                return .existing(try await issuedExisting(existing, facts: facts, format: policy.tokenFormat))
             }
         }
+        return .new(NewTokenDraft(facts: facts, policy: policy, fingerprint: fingerprint, fingerprintKeyID: current.id.hex))
+    }
+
+    /// Draws a token value for `draft`, seals the account under it and stores it with `insert`,
+    /// drawing again while the value is taken in the organisation. Formats keep the first six and
+    /// last four, so few digits are random (5 for a 16-digit format T token). `insert` may find the
+    /// account tokenized meanwhile (by another request): that token is the answer. Nil when
+    /// `insert` wrote nothing (the write that was to carry the token was refused).
+    func insertNewToken(
+        _ draft: NewTokenDraft, _ insert: (TokenRecord) async throws(StorageError) -> TokenInsertion?
+    ) async throws(VaultError) -> IssuedToken? {
+        let (facts, policy) = (draft.facts, draft.policy)
         let sealKey = try keyring.current(.tokens)
         let contents = try SealedCoding.encode(
             TokenContents(accountNumber: facts.accountNumber.revealed, expirationDate: facts.expirationDate))
         guard let digits = Luhn.digits(facts.accountNumber.revealed) else { throw VaultError(.invalidAccountNumber, "not digits") }
         let created = now
-        // Formats keep the first six and last four, so few digits are random (5 for a 16-digit
-        // format T token): a value already taken in the organisation is refused and redrawn.
         for _ in 0..<32 {
             let token = RandomDigits.string(policy.tokenFormat.generate(for: digits))
-            let context = SealContext(kind: .token, organization: organization, recordID: Array(token.utf8))
+            let context = SealContext(kind: .token, organization: policy.organization, recordID: Array(token.utf8))
             let record = TokenRecord(
-                organization: organization, token: token, fingerprint: fingerprint, fingerprintKeyID: current.id.hex,
-                accountKind: facts.kind, merchantTokenID: facts.merchantTokenIdentifier,
+                organization: policy.organization, token: token, fingerprint: draft.fingerprint,
+                fingerprintKeyID: draft.fingerprintKeyID, accountKind: facts.kind, merchantTokenID: facts.merchantTokenIdentifier,
                 sealed: try await sealer.seal(contents, under: sealKey, context: context), createdAt: created,
                 merchantTokenMetadata: facts.merchantTokenMetadata)
-            let insertion: TokenInsertion
+            let insertion: TokenInsertion?
             do {
-                insertion = try await database.insertToken(record)
+                insertion = try await insert(record)
             } catch  where error.category == .conflict {
                 continue
             } catch {
@@ -54,16 +88,24 @@ extension CardVault {
                 continue
             }
             switch insertion {
-            case .inserted(let stored): return issued(stored, isNew: true, facts: facts, format: policy.tokenFormat)
-            case .existing(let stored):
+            case nil: return nil
+            case .inserted(let stored)?: return issued(stored, isNew: true, facts: facts, format: policy.tokenFormat)
+            case .existing(let stored)?:
                 // Another request tokenized the account meanwhile: the row it wrote must seal this
                 // account too, as a row found by its fingerprint must.
-                try Self.refuseUnlinked(stored)
-                try await keepExpiryCurrent(stored, facts: facts)
-                return issued(stored, isNew: false, facts: facts, format: policy.tokenFormat)
+                return try await issuedExisting(stored, facts: facts, format: policy.tokenFormat)
             }
         }
         throw VaultError(.databaseUnavailable, "no unused token value was found in 32 draws for this account's first six and last four")
+    }
+
+    /// An existing token handed out again: not when unlinked, its expiry brought up to date.
+    private func issuedExisting(_ record: TokenRecord, facts: AccountFacts, format: HighValueTokenFormat) async throws(VaultError)
+        -> IssuedToken
+    {
+        try Self.refuseUnlinked(record)
+        try await keepExpiryCurrent(record, facts: facts)
+        return issued(record, isNew: false, facts: facts, format: format)
     }
 
     /// The organisation's token for the account was unlinked by Apple: its merchant token is dead,

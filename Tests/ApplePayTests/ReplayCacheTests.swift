@@ -16,19 +16,19 @@ struct ReplayCacheTests {
         let c = id(3)
         let d = id(4)
 
-        #expect(await cache.claim(a, until: at(300), now: at(0)))
-        #expect(await !cache.claim(a, until: at(310), now: at(10)), "a replay")
-        #expect(await cache.claim(b, until: at(901), now: at(601)), "first claim of the second generation")
-        #expect(await !cache.claim(a, until: at(902), now: at(602)), "the first generation is still remembered")
+        #expect(await cache.claim(a, until: at(300), now: at(0)).isNew)
+        #expect(await !cache.claim(a, until: at(310), now: at(10)).isNew, "a replay")
+        #expect(await cache.claim(b, until: at(901), now: at(601)).isNew, "first claim of the second generation")
+        #expect(await !cache.claim(a, until: at(902), now: at(602)).isNew, "the first generation is still remembered")
 
-        #expect(await cache.claim(c, until: at(1502), now: at(1202)), "third generation: the first, all expired, is dropped")
-        #expect(await cache.claim(a, until: at(1503), now: at(1203)), "so its id is new again")
-        #expect(await !cache.claim(b, until: at(1504), now: at(1204)))
+        #expect(await cache.claim(c, until: at(1502), now: at(1202)).isNew, "third generation: the first, all expired, is dropped")
+        #expect(await cache.claim(a, until: at(1503), now: at(1203)).isNew, "so its id is new again")
+        #expect(await !cache.claim(b, until: at(1504), now: at(1204)).isNew)
 
-        #expect(await cache.claim(d, until: at(5000), now: at(1300)), "a claim that expires late")
-        #expect(await cache.claim(id(5), until: at(2102), now: at(1802)), "rotation: b's generation goes")
-        #expect(await !cache.claim(c, until: at(2702), now: at(2402)), "d has not expired, so its generation stays")
-        #expect(await !cache.claim(d, until: at(2703), now: at(2403)))
+        #expect(await cache.claim(d, until: at(5000), now: at(1300)).isNew, "a claim that expires late")
+        #expect(await cache.claim(id(5), until: at(2102), now: at(1802)).isNew, "rotation: b's generation goes")
+        #expect(await !cache.claim(c, until: at(2702), now: at(2402)).isNew, "d has not expired, so its generation stays")
+        #expect(await !cache.claim(d, until: at(2703), now: at(2403)).isNew)
         #expect(cache.count == 4)
     }
 
@@ -38,7 +38,7 @@ struct ReplayCacheTests {
         let now = Date()
         for index in 0..<1000 {
             let id = withUnsafeBytes(of: UInt64(index)) { Array($0) } + [UInt8](repeating: 0, count: 24)
-            #expect(await cache.claim(id, until: now.addingTimeInterval(300), now: now))
+            #expect(await cache.claim(id, until: now.addingTimeInterval(300), now: now).isNew)
         }
         // 1,000 ids need at least 1,334 buckets (at most three quarters full), 2,048 with the
         // standard library's power-of-two sizes: 16 KiB and a bitmap.
@@ -49,9 +49,9 @@ struct ReplayCacheTests {
     @Test func aReleasedClaimCanBeMadeAgain() async {
         let cache = InMemoryReplayCache()
         let now = Date()
-        #expect(await cache.claim(id(9), until: now.addingTimeInterval(300), now: now))
+        #expect(await cache.claim(id(9), until: now.addingTimeInterval(300), now: now).isNew)
         await cache.release(id(9))
         #expect(cache.count == 0)
-        #expect(await cache.claim(id(9), until: now.addingTimeInterval(300), now: now))
+        #expect(await cache.claim(id(9), until: now.addingTimeInterval(300), now: now).isNew)
     }
 }

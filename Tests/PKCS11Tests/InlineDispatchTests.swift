@@ -5,7 +5,7 @@ import PaywardenTestTraits
 import PaywardenTesting
 import Testing
 
-/// Inline dispatch: calls on the caller's own thread and session for a module in the process,
+/// Inline dispatch: calls on a companion of the caller's thread, which it waits for, for a module in the process,
 /// the worker pool for one that answers slowly, and a call that overruns its deadline sending
 /// every later call to the pool, where deadlines hold (SoftHSM, some behind the fault-injecting module).
 @Suite(.serialized, .releasesTestResources)
@@ -36,15 +36,53 @@ struct InlineDispatchTests {
         #expect(pooled.dispatch == .pool && pooled.dispatchChoice.summary.hasPrefix("pool (configured;"))
     }
 
-    /// The session work runs on the calling thread inline, on a worker thread with the pool.
+    /// Inline, the session work runs on the calling thread's companion, which its caller waits for:
+    /// the same companion for every call of that thread, never the caller itself; with the pool,
+    /// on the one worker.
     @Test(arguments: [HSMDispatch.inline, .pool])
-    func callsRunOnTheCallersThreadOnlyInline(_ dispatch: HSMDispatch) async throws {
-        let hsm = try await TestToken.make().open { $0.dispatch = dispatch }
-        for _ in 0..<20 {
-            let caller = pthread_self()
-            let ranOn = try await hsm.withSession { _ in pthread_self() }
-            #expect((ranOn == caller) == (dispatch == .inline), "\(dispatch)")
+    func callsRunOnTheCallersCompanionOnlyInline(_ dispatch: HSMDispatch) async throws {
+        let hsm = try await TestToken.make().open {
+            $0.dispatch = dispatch
+            $0.workers = 1
         }
+        let ranOn = try await Task.detached { () async throws -> [UInt: Set<UInt>] in
+            var ranOn: [UInt: Set<UInt>] = [:]
+            for _ in 0..<40 {
+                let caller = UInt(pthread_self())
+                let thread = try await hsm.withSession { _ in UInt(pthread_self()) }
+                #expect(thread != caller, "\(dispatch): on the caller's own thread")
+                ranOn[caller, default: []].insert(thread)
+            }
+            return ranOn
+        }.value
+        let threads = ranOn.values.reduce(into: Set<UInt>()) { $0.formUnion($1) }
+        switch dispatch {
+        case .inline: #expect(ranOn.values.allSatisfy { $0.count == 1 }, "one companion per calling thread: \(ranOn)")
+        default: #expect(threads.count == 1, "the one worker: \(ranOn)")
+        }
+    }
+
+    /// A call that outlasts its caller's wait (``SessionPool/inlineWaitBound``) lets the caller's
+    /// thread go: calls from that thread go on at once on a new companion while the slow one runs,
+    /// and the slow one is answered when it returns.
+    @Test func aSlowInlineCallLetsItsCallersThreadGo() async throws {
+        let device = try FaultInjectingPKCS11.make()
+        let hsm = try await device.open(try await SoftHSMTestToken.make()) {
+            $0.dispatch = .inline
+            $0.operationTimeout = .seconds(10)
+        }
+        let key = try await hsm.generateKeyPair(KeySpecification(label: "slow", algorithm: .ecP256, usage: [.sign]))
+        let digest = Array(SHA256.hash(data: Data("slow".utf8)))
+        try device.hang("C_Sign", times: 1)
+        let slow = Task { try await hsm.signECDSA(key.id, digest: digest) }
+        try await device.waitUntilHung("C_Sign")
+        let clock = ContinuousClock()
+        let start = clock.now
+        for _ in 0..<20 { #expect(!(try await hsm.signECDSA(key.id, digest: digest)).isEmpty) }
+        #expect(clock.now - start < .seconds(1), "calls waited for the stuck one: \(clock.now - start)")
+        #expect(hsm.dispatch == .inline, "the deadline (10 s) has not passed")
+        try device.release()
+        #expect(!(try await slow.value).isEmpty, "the slow call is answered when it returns")
     }
 
     /// Every thread that calls gets a session of its own: calls from many tasks at once, inline,
@@ -73,10 +111,9 @@ struct InlineDispatchTests {
         #expect(matches == 1600)
     }
 
-    /// An inline call cannot be given up on: when one overruns its deadline, the watchdog sends
-    /// every later call to the workers (where a caller is answered at its deadline), the health
-    /// check fails while the call is stuck, and the stuck call's result, once it comes, is
-    /// discarded as a timeout, as the queue would have.
+    /// An inline call that overruns its deadline: its caller is answered with a timeout at the
+    /// deadline (as on the workers), the watchdog sends every later call to the workers, the
+    /// health check fails while the call is stuck, and its result, once it comes, is discarded.
     @Test func aCallOverrunningItsDeadlineSendsLaterCallsToThePool() async throws {
         let device = try FaultInjectingPKCS11.make()
         let hsm = try await device.open(try await SoftHSMTestToken.make()) {
@@ -102,12 +139,15 @@ struct InlineDispatchTests {
         // Later calls run on the worker and answer; the hang was for one call only.
         let signed = try await hsm.signECDSA(key.id, digest: digest)
         #expect(!signed.isEmpty)
-        let caller = pthread_self()
-        #expect(try await hsm.withSession { _ in pthread_self() } != caller, "on a worker")
+        let worker = try await hsm.withSession { _ in UInt(pthread_self()) }
+        #expect(try await hsm.withSession { _ in UInt(pthread_self()) } == worker, "on the one worker, not a companion")
 
         try device.release()
         let late = await #expect(throws: PKCS11Error.self) { try await stuck.value }
         #expect(late?.code == .timedOut, "a result past the deadline is discarded")
+        // Its caller was answered at the deadline; the call itself returns once released.
+        let released = clock.now
+        while (try? await hsm.checkHealth()) == nil && clock.now - released < .seconds(5) { try await Task.sleep(for: .milliseconds(20)) }
         try await hsm.checkHealth()
         #expect(hsm.dispatch == .pool)
     }

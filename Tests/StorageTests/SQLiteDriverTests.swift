@@ -36,21 +36,8 @@ struct SQLiteDriverTests {
         #expect(try await !reopened.claimTransaction([1, 2, 3], until: Date() + 300, now: Date()), "the claim was lost")
     }
 
-    /// The replay ledger's claims are commits of the pool's one writer: with `synchronous=NORMAL`
-    /// (GRDB's WAL default) a commit is not fsynced, and a power loss can forget a claim the
-    /// service already acknowledged, so the same token would decrypt again within its window.
-    @Test("the writer commits with synchronous=FULL, so an acknowledged claim survives a power loss")
-    func writerSynchronousIsFull() async throws {
-        let database = try SQLiteDriver.open(path: temporaryPath())
-        _ = try await database.migrate()
-        #expect(try await database.claimTransaction([4, 5, 6], until: Date() + 300, now: Date()))
-        // `writes: true` runs on the writer, the connection every claim commits on; 2 is FULL.
-        let writer = try await database.engine.execute("PRAGMA synchronous", [], writes: true)
-        #expect(writer == [[.integer(2)]], "the writer's synchronous setting (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA)")
-    }
-
-    /// Writes that arrive together are committed together (SQLiteGroupCommit), each answered as if
-    /// it ran alone: a write refused by a constraint undoes nothing of the others in its batch.
+    /// Writes that arrive together are committed together (SQLiteWriter), each answered as if it
+    /// ran alone: a write refused by a constraint undoes nothing of the others in its batch.
     @Test("concurrent writes are group-committed, each answered as if alone")
     func concurrentWritesAreAnsweredAsIfAlone() async throws {
         let database = try SQLiteDriver.open(path: temporaryPath())
@@ -75,7 +62,7 @@ struct SQLiteDriverTests {
         }
         #expect(outcomes.filter { $0 }.count == ids.count, "each id created once, its twin refused")
         #expect(Set(try await database.paypages().map(\.id)) == Set(ids))
-        // The claims, batched twice over (ReplayClaimBatcher, then the group commit), stay exact too.
+        // The claims, each a statement in a shared transaction, stay exact too.
         let claims = await withTaskGroup(of: Bool.self) { group in
             for index in 0..<200 {
                 group.addTask { (try? await database.claimTransaction([UInt8(index % 100), 7], until: Date() + 60, now: Date())) ?? false }

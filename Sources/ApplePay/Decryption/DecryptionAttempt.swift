@@ -36,6 +36,11 @@ public final class DecryptionAttempt: Sendable {
         }
     }
 
+    /// Whether the caller gave the attempt up.
+    var isAbandoned: Bool {
+        state.withLock { $0.abandoned }
+    }
+
     /// Gives the attempt up. Returns the transaction id it holds, for the caller to give back,
     /// or nil when it claimed none (yet).
     public func abandon() -> [UInt8]? {

@@ -40,6 +40,86 @@ public final class PaymentTokenDecrypter: Sendable {
     public func decrypt(
         _ token: PaymentToken, at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil, attempt: DecryptionAttempt? = nil
     ) async throws(PaymentTokenError) -> DecryptedPaymentToken {
+        let verified = try await verify(token, at: at, merchantIdentifierHashes: merchantIdentifierHashes)
+        // Claimed before the HSM is asked; the claim's sync runs while the HSM works.
+        let claim: ReplayClaim
+        do {
+            claim = try await replayCache.claim(token.header.transactionID, until: verified.claim.expiry, now: verified.claim.now)
+        } catch {
+            // Never a decryption without the replay check.
+            throw Self.ledgerUnavailable
+        }
+        guard claim.isNew else { throw replayed(token) }
+        if let attempt, !attempt.recordClaim(token.header.transactionID) {
+            await replayCache.release(token.header.transactionID)
+            throw Self.timedOut
+        }
+        let decrypted: DecryptedPaymentToken
+        do {
+            decrypted = try await open(token, verified)
+        } catch {
+            // An HSM failure after full verification is retryable: the id is given back (unless the
+            // caller abandoned the attempt and gave it back already). A failed release leaves it
+            // claimed until it expires: the token is then refused, never decrypted twice.
+            if error.code == .hsmUnavailable || error.code == .overloaded, attempt?.takeClaimForRelease() ?? true {
+                await replayCache.release(token.header.transactionID)
+            }
+            throw error
+        }
+        // The plaintext leaves only once the claim survives a crash. A claim that cannot be made
+        // durable may or may not be in the ledger: it is not given back (a retry may be refused,
+        // never decrypted twice).
+        do {
+            try await replayCache.confirm(claim)
+        } catch {
+            throw Self.ledgerUnavailable
+        }
+        return decrypted
+    }
+
+    /// Verifies and decrypts `json`, then hands the result to `store`, which claims the token's
+    /// transaction id in the same atomic write that keeps what it made of the payload (a vault
+    /// registration: a crash keeps both or neither, and one write's sync serves both). A replay
+    /// is refused before the HSM is asked by a look at the cache; a replay that races this one
+    /// past that look is refused by the claim in `store` (nil), and its payload is dropped.
+    /// - Parameter store: runs once the payload is decrypted; returns nil when the claim was refused.
+    public func decrypt<Stored: Sendable>(
+        json: [UInt8], at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil, attempt: DecryptionAttempt? = nil,
+        storingWithClaim store: (DecryptedPaymentToken, TransactionClaim) async -> Stored?
+    ) async throws(PaymentTokenError) -> Stored {
+        let token = try PaymentToken(json: json)
+        let verified = try await verify(token, at: at, merchantIdentifierHashes: merchantIdentifierHashes)
+        let claimed: Bool
+        do {
+            claimed = try await replayCache.isClaimed(token.header.transactionID, now: verified.claim.now)
+        } catch {
+            throw Self.ledgerUnavailable
+        }
+        guard !claimed else { throw replayed(token) }
+        let decrypted = try await open(token, verified)
+        // A caller that gave up (an HSM deadline) gets nothing stored: its client retries.
+        if let attempt, attempt.isAbandoned { throw Self.timedOut }
+        guard let stored = await store(decrypted, verified.claim) else { throw replayed(token) }
+        if let attempt, !attempt.recordClaim(token.header.transactionID) {
+            // Abandoned while storing: the claim is given back so the retry can decrypt it; what
+            // was stored is never handed to anyone (a registration ID nobody received expires).
+            await replayCache.release(token.header.transactionID)
+            throw Self.timedOut
+        }
+        return stored
+    }
+
+    /// A token that passed every check before decryption, and the key that opens it.
+    private struct VerifiedToken {
+        let key: MerchantKeyReference
+        let signingTime: Date
+        let claim: TransactionClaim
+    }
+
+    /// Every signature step, the key by `publicKeyHash`, and the merchant check.
+    private func verify(
+        _ token: PaymentToken, at: Date?, merchantIdentifierHashes: Set<String>?
+    ) async throws(PaymentTokenError) -> VerifiedToken {
         let now = at ?? clock()
         let verification = await verifier.verify(token, now: now)
         if let failure = verification.failure { throw failure }
@@ -59,49 +139,36 @@ public final class PaymentTokenDecrypter: Sendable {
                     + "\(token.version.rawValue)"
             )
         }
-
         if let merchantIdentifierHashes, !merchantIdentifierHashes.contains(Hex.encode(key.merchantIdentifierHash)) {
             throw PaymentTokenError(
                 .merchantNotAuthorized, "the token is encrypted to a key of a merchant identifier this paypage or organisation does not use"
             )
         }
-
         let expiry = signingTime.addingTimeInterval(verifier.signingTimeWindow)
-        let claimed: Bool
-        do {
-            claimed = try await replayCache.claim(token.header.transactionID, until: expiry, now: now)
-        } catch {
-            // Never a decryption without the replay check.
-            throw PaymentTokenError(
-                .databaseUnavailable, "the replay ledger cannot be reached, so the token was not decrypted; retry shortly")
-        }
-        guard claimed else {
-            throw PaymentTokenError(
-                .replayedTransaction,
-                "transaction \(token.transactionIDHex) was already decrypted within the last \(Int(verifier.signingTimeWindow)) s; a "
-                    + "token is decrypted once"
-            )
-        }
-        if let attempt, !attempt.recordClaim(token.header.transactionID) {
-            await replayCache.release(token.header.transactionID)
-            throw PaymentTokenError(.hsmUnavailable, "the HSM did not answer in time; retry shortly")
-        }
-        do {
-            let plaintext = try await open(token, with: key)
-            return try DecryptedPaymentToken(
-                paymentData: plaintext, version: token.version, transactionID: token.transactionIDHex,
-                publicKeyHash: token.publicKeyHashBase64, signingTime: signingTime, keyID: key.keyID,
-                merchantIdentifierHash: Hex.encode(key.merchantIdentifierHash)
-            )
-        } catch {
-            // An HSM failure after full verification is retryable: the id is given back (unless the
-            // caller abandoned the attempt and gave it back already). A failed release leaves it
-            // claimed until it expires: the token is then refused, never decrypted twice.
-            if error.code == .hsmUnavailable || error.code == .overloaded, attempt?.takeClaimForRelease() ?? true {
-                await replayCache.release(token.header.transactionID)
-            }
-            throw error
-        }
+        return VerifiedToken(
+            key: key, signingTime: signingTime, claim: TransactionClaim(transactionID: token.header.transactionID, expiry: expiry, now: now))
+    }
+
+    private func replayed(_ token: PaymentToken) -> PaymentTokenError {
+        PaymentTokenError(
+            .replayedTransaction,
+            "transaction \(token.transactionIDHex) was already decrypted within the last \(Int(verifier.signingTimeWindow)) s; a "
+                + "token is decrypted once"
+        )
+    }
+
+    private static let ledgerUnavailable = PaymentTokenError(
+        .databaseUnavailable, "the replay ledger cannot be reached, so the token was not decrypted; retry shortly")
+    private static let timedOut = PaymentTokenError(.hsmUnavailable, "the HSM did not answer in time; retry shortly")
+
+    /// The payload of a verified token, through the HSM's key operation and AES-GCM.
+    private func open(_ token: PaymentToken, _ verified: VerifiedToken) async throws(PaymentTokenError) -> DecryptedPaymentToken {
+        let plaintext = try await open(token, with: verified.key)
+        return try DecryptedPaymentToken(
+            paymentData: plaintext, version: token.version, transactionID: token.transactionIDHex,
+            publicKeyHash: token.publicKeyHashBase64, signingTime: verified.signingTime, keyID: verified.key.keyID,
+            merchantIdentifierHash: Hex.encode(verified.key.merchantIdentifierHash)
+        )
     }
 
     private func open(_ token: PaymentToken, with key: MerchantKeyReference) async throws(PaymentTokenError) -> [UInt8] {

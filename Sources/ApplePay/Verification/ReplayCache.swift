@@ -5,12 +5,50 @@ import Synchronization
 /// signing-time window, so the same token is decrypted once. A shared database implements it
 /// for several instances (the server's replay ledger).
 public protocol ReplayCache: Sendable {
-    /// Claims `transactionID`; false when it was claimed before and has not expired. Throws when
-    /// the claim cannot be recorded: the token is then not decrypted.
-    func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws -> Bool
+    /// Claims `transactionID`; not new when it was claimed before and has not expired. Throws when
+    /// the claim cannot be recorded: the token is then not decrypted. The answer is final when
+    /// this returns, but the claim may not yet survive a crash: ``confirm(_:)`` says when it does,
+    /// and nothing leaves on its strength before then.
+    func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws -> ReplayClaim
+    /// Returns once `claim` survives a crash and a power loss; throws when it cannot be made to
+    /// (what it guarded must then not be released).
+    func confirm(_ claim: ReplayClaim) async throws
+    /// Whether `transactionID` is claimed and unexpired at `now`, without claiming it: the look
+    /// before the HSM when the claim is made with the write that keeps what the token became.
+    func isClaimed(_ transactionID: [UInt8], now: Date) async throws -> Bool
     /// Gives a claim back, when the token could not be processed for reasons that were not its
     /// own (the HSM was unavailable), so the client can retry.
     func release(_ transactionID: [UInt8]) async
+}
+
+/// A claim of a transaction id, as the replay cache decided it (``ReplayCache/claim(_:until:now:)``).
+public struct ReplayClaim: Sendable, Hashable {
+    /// True when the id was claimed now; false for a replay.
+    public let isNew: Bool
+    /// The cache's own mark of where the claim stands in its durable order (a database's commit
+    /// batch), for ``ReplayCache/confirm(_:)``; 0 when it is durable already.
+    public let position: UInt64
+
+    public init(isNew: Bool, position: UInt64 = 0) {
+        self.isNew = isNew
+        self.position = position
+    }
+}
+
+/// A transaction id for the caller to claim in the same write that keeps what its token became
+/// (``PaymentTokenDecrypter/decrypt(json:at:merchantIdentifierHashes:attempt:storingWithClaim:)``).
+public struct TransactionClaim: Sendable, Hashable {
+    public let transactionID: [UInt8]
+    /// The token's signing time plus the signing-time window.
+    public let expiry: Date
+    /// The time the token was judged at.
+    public let now: Date
+
+    public init(transactionID: [UInt8], expiry: Date, now: Date) {
+        self.transactionID = transactionID
+        self.expiry = expiry
+        self.now = now
+    }
 }
 
 /// A ``ReplayCache`` in this process's memory.
@@ -69,13 +107,25 @@ public final class InMemoryReplayCache: ReplayCache {
         self.init(generationLength: 2 * signingTimeWindow)
     }
 
-    public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async -> Bool {
+    public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async -> ReplayClaim {
+        let fingerprint = Self.fingerprint(transactionID)
+        return ReplayClaim(
+            isNew: state.withLock { state in
+                state.rotateIfDue(now: now, generationLength: generationLength)
+                if state.contains(fingerprint) { return false }
+                state.current.insert(fingerprint, until: expiry)
+                return true
+            })
+    }
+
+    /// A claim in memory is as durable as this process.
+    public func confirm(_ claim: ReplayClaim) async {}
+
+    public func isClaimed(_ transactionID: [UInt8], now: Date) async -> Bool {
         let fingerprint = Self.fingerprint(transactionID)
         return state.withLock { state in
             state.rotateIfDue(now: now, generationLength: generationLength)
-            if state.contains(fingerprint) { return false }
-            state.current.insert(fingerprint, until: expiry)
-            return true
+            return state.contains(fingerprint)
         }
     }
 

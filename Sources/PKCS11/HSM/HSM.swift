@@ -44,6 +44,7 @@ public final class HSM: Sendable {
         let location = opened.location
         self.dispatchChoice = opened.dispatch
         let deadline = configuration.operationTimeout
+        let dispatchObserver = configuration.dispatchObserver
         self.pool = SessionPool(
             workers: configuration.workers, maxPending: configuration.maxPendingOperations, inline: opened.dispatch.chosen == .inline,
             inlineDeadline: deadline,
@@ -51,6 +52,7 @@ public final class HSM: Sendable {
                 logger.error(
                     "an inline HSM call overran its deadline; HSM calls now run on the worker threads until restart",
                     metadata: ["running_for": "\(elapsed)", "deadline": "\(deadline.map { "\($0)" } ?? "none")"])
+                dispatchObserver?(.pool)
             }
         ) { () throws(PKCS11Error) in
             try Session(module: location.module, slot: location.slot)

@@ -30,6 +30,9 @@ public struct HSMConfiguration: Sendable {
     public var operationTimeout: Duration? = .seconds(10)
     /// Told about each key operation once it is done (the server traces them); nil: nothing is measured.
     public var operationObserver: (@Sendable (HSMOperationRecord) -> Void)?
+    /// Told when calls move to another dispatch (inline turned off by a call past its deadline),
+    /// as it happens (the server's gauge).
+    public var dispatchObserver: (@Sendable (HSMDispatch) -> Void)?
     /// How long the health check waits for the HSM before calling it unavailable.
     public var healthCheckTimeout: Duration = .seconds(2)
     /// Where HSM calls run: on the caller's thread, on the worker threads, or chosen by the

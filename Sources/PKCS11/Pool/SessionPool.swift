@@ -12,10 +12,12 @@ import Synchronization
 /// runs its code on the workers, and its HSM calls then run inline on the worker's session,
 /// with no thread hop on the way in or out.
 ///
-/// With inline dispatch (``HSMDispatch/inline``), a caller that is not a worker runs its call on
-/// its own thread, with a session of that thread's own, counted among the running jobs so that
-/// maintenance waits for it; while maintenance holds the pool, calls go through the queue. Such a
-/// call cannot be given up on at its deadline: a watchdog sees one that overruns, turns inline
+/// With inline dispatch (``HSMDispatch/inline``), a caller that is not a worker hands its call to
+/// a companion thread of its own (``InlineCompanion``, a session each) and waits for it, at most
+/// ``inlineWaitBound``; the call is counted among the running jobs so that maintenance waits for
+/// it; while maintenance holds the pool, calls go through the queue. A call that outlasts the bound
+/// goes on without its caller's thread, which is free again; its request waits for the answer. Such
+/// a call cannot be given up on at its deadline: a watchdog sees one that overruns, turns inline
 /// dispatch off for good (later calls take the queue, where deadlines hold), and the health check
 /// reports the stuck call until it returns.
 final class SessionPool: TaskExecutor, @unchecked Sendable {
@@ -39,6 +41,10 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     private var admittedTasks = 0
     /// Every worker's context, for maintenance to end their sessions while they are parked.
     private var contexts: [WorkerContext] = []
+    /// Every inline companion, for shutdown to end them.
+    private var companions: [InlineCompanion] = []
+    /// Companions left with a call that outlasted its caller's wait, not yet returned.
+    private var abandonedCompanions = 0
 
     let workerCount: Int
     let maxPending: Int
@@ -109,8 +115,9 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     /// - Parameter deadline: how long the caller waits, queued and running. When it passes, the
     ///   caller gets a `timedOut` error; a job that has not started by then never runs, and one
     ///   that is running (an HSM call that stopped answering) is left to finish on its worker,
-    ///   its result discarded. Inline calls run on the caller's own thread and cannot be left:
-    ///   their deadline is the caller's (``HSM/runOnWorkers(_:)``).
+    ///   its result discarded. An inline call is waited for by its caller, blocked, up to
+    ///   ``inlineWaitBound``; one that outlasts it is left at this deadline (or the inline one) the
+    ///   same way.
     ///   - inlineAllowed: false for calls that must be able to time out whatever the dispatch (the
     ///     health check).
     ///   - queueWait: told how long a queued job waited for its worker (nothing when it ran inline).
@@ -121,8 +128,12 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         if let context = WorkerContext.current, context.pool === self {
             return try context.withSession(body)
         }
-        if inlineAllowed, inline.load(ordering: .relaxed), case .ran(let result) = try runInline(body) {
-            return result
+        if inlineAllowed, inline.load(ordering: .relaxed) {
+            switch runInline(body) {
+            case .ran(let result): return try result.get()
+            case .overran(let whenAnswered): return try await answer(of: whenAnswered, deadline: deadline)
+            case .queue: break
+            }
         }
         let pending = PendingRun<R>()
         // Read only when the wait is asked for (tracing): a clock read per call otherwise spared.
@@ -184,41 +195,106 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    private enum InlineOutcome<R> {
-        case ran(R)
+    private enum InlineOutcome<R: Sendable> {
+        case ran(Result<R, PKCS11Error>)
+        /// The call outlasted the caller's wait: the closure takes a handler for its result.
+        case overran(@Sendable (@escaping @Sendable (Result<R, PKCS11Error>) -> Void) -> Void)
         /// Maintenance holds the pool, or it stopped: the call goes through the queue.
         case queue
     }
 
-    /// Runs `body` on the calling thread with its own session, counted among the running jobs.
-    private func runInline<R>(_ body: (Session) throws(PKCS11Error) -> R) throws(PKCS11Error) -> InlineOutcome<R> {
-        let context = InlineContexts.context(for: self) {
+    /// The result of an inline call that outlasted its caller's wait, or a `timedOut` error at
+    /// `deadline`, as for a call on the workers: the call itself goes on, its result discarded.
+    private func answer<R: Sendable>(
+        of whenAnswered: @Sendable (@escaping @Sendable (Result<R, PKCS11Error>) -> Void) -> Void, deadline: Duration?
+    ) async throws(PKCS11Error) -> R {
+        let pending = PendingRun<R>()
+        do {
+            return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in
+                pending.continuation = continuation
+                whenAnswered { result in pending.finish(result) }
+                if let deadline = deadline ?? inlineDeadline { pending.expire(after: deadline) }
+            }
+        } catch let error as PKCS11Error {
+            throw error
+        } catch {
+            throw PKCS11Error(code: .poolStopped, category: .retry, message: "unexpected error \(error)")
+        }
+    }
+
+    /// How long a caller waits for its companion before it lets the call go on without it: a
+    /// derive takes about 100 µs, an RSA decryption 2 ms, so only a call that is stuck (or a
+    /// machine far too busy) is let go.
+    static var inlineWaitBound: Duration { .milliseconds(10) }
+
+    /// At most this many companions may be left with calls that outlasted their callers: beyond,
+    /// a module that keeps hanging gets the queue (and its deadlines) until the watchdog turns
+    /// inline dispatch off, rather than a new thread per call.
+    private var abandonedCompanionLimit: Int { max(2, workerCount) }
+
+    /// Hands `body` to the calling thread's companion, counted among the running jobs, and waits
+    /// up to ``inlineWaitBound`` for it.
+    private func runInline<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) -> InlineOutcome<R> {
+        let companion = InlineContexts.companion(for: self) {
             let context = WorkerContext(pool: self, isInline: true)
-            condition.withLock { contexts.append(context) }
-            return context
+            let companion = InlineCompanion(context: context, name: "pkcs11-inline-\(serial)") { [weak self] ended in
+                self?.companionEnded(ended)
+            }
+            condition.withLock {
+                contexts.append(context)
+                companions.append(companion)
+            }
+            return companion
         }
         condition.lock()
-        guard !paused, !stopped else {
+        guard !paused, !stopped, abandonedCompanions < abandonedCompanionLimit else {
             condition.unlock()
             return .queue
         }
         running += 1
-        context.generation = generation
+        companion.context.generation = generation
         condition.unlock()
-        let start = DispatchTime.now().uptimeNanoseconds
-        context.inlineCallStart.store(start, ordering: .relaxed)
-        defer {
-            context.inlineCallStart.store(0, ordering: .relaxed)
-            condition.lock()
-            running -= 1
-            if running == 0 && (paused || stopped) { condition.broadcast() }
-            condition.unlock()
+        let deadline = inlineDeadline
+        let outcome = companion.perform(
+            { [self] context -> Result<R, PKCS11Error> in
+                let start = DispatchTime.now().uptimeNanoseconds
+                context.inlineCallStart.store(start, ordering: .relaxed)
+                defer {
+                    context.inlineCallStart.store(0, ordering: .relaxed)
+                    condition.lock()
+                    running -= 1
+                    if running == 0 && (paused || stopped) { condition.broadcast() }
+                    condition.unlock()
+                }
+                let result = Result { () throws(PKCS11Error) in try context.withSession(body) }
+                // Past its deadline, the caller would have been answered already on the queue: the
+                // result is discarded the same way.
+                if let deadline, Self.elapsed(since: start) > deadline { return .failure(.timedOut(after: deadline)) }
+                return result
+            }, waitingAtMost: Self.inlineWaitBound)
+        switch outcome {
+        case .answered(let result):
+            return .ran(result)
+        case .overran(let whenAnswered):
+            InlineContexts.forgetCompanion(for: self)
+            condition.withLock { abandonedCompanions += 1 }
+            // Its caller takes the answer (``answer(of:deadline:)``), and the count goes down with it.
+            return .overran({ [self] handler in
+                whenAnswered { result in
+                    self.condition.withLock { self.abandonedCompanions -= 1 }
+                    handler(result)
+                }
+            })
         }
-        let result = try context.withSession(body)
-        // Past its deadline, the caller would have been answered already on the queue: the
-        // result is discarded the same way.
-        if let inlineDeadline, Self.elapsed(since: start) > inlineDeadline { throw .timedOut(after: inlineDeadline) }
-        return .ran(result)
+    }
+
+    /// A companion's thread ended (its call outlasted its caller, or its caller's thread ended, or
+    /// the pool stopped): its context leaves the pool with its session.
+    private func companionEnded(_ companion: InlineCompanion) {
+        condition.withLock {
+            companions.removeAll { $0 === companion }
+        }
+        retire(companion.context)
     }
 
     private static func elapsed(since start: UInt64) -> Duration {
@@ -297,10 +373,12 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         condition.broadcast()
         while liveWorkers > 0 || running > 0 { condition.wait() }
         let inlineContexts = contexts.filter(\.isInline)
+        let companions = self.companions
         condition.unlock()
-        // No inline call runs now, and none starts once stopped: their threads keep the contexts,
-        // which no longer have a session.
+        // No inline call runs now, and none starts once stopped: the companions end, their
+        // contexts without a session.
         for context in inlineContexts { context.close() }
+        for companion in companions { companion.stop() }
     }
 
     private func enqueue(_ item: WorkItem, bounded: Bool) -> PKCS11Error? {

@@ -72,6 +72,8 @@ public struct PaywardenServer: Sendable {
         } else {
             tracing = nil
         }
+        let metrics = ServerMetrics()
+        hsmConfiguration.dispatchObserver = { metrics.setDispatch($0.rawValue) }
         let hsm: HSM
         do {
             hsm = try await HSM.open(hsmConfiguration, logger: logger)
@@ -92,7 +94,6 @@ public struct PaywardenServer: Sendable {
                 with other instances; use it for tests only
                 """)
         }
-        let metrics = ServerMetrics()
         metrics.setPaths(ecdh: hsm.capabilities.ecdhPath?.rawValue, rsa: hsm.capabilities.rsaDecryptionPath?.rawValue)
         metrics.setDispatch(hsm.dispatch.rawValue)
         let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)

@@ -60,15 +60,31 @@ public final class DecryptionService: Sendable {
     public func decrypt(_ body: [UInt8], merchantIdentifierHashes: Set<String>? = nil) async throws(PaymentTokenError)
         -> DecryptedPaymentToken
     {
-        guard readiness.admitsDecryptions else {
-            throw PaymentTokenError(.hsmUnavailable, "the HSM is unavailable; Paywarden is re-establishing the session, retry shortly")
+        let decrypter = self.decrypter
+        return try await decryption { attempt async throws(PaymentTokenError) in
+            try await decrypter.decrypt(json: body, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt)
         }
-        // Without the replay ledger no token is decrypted; say so at once rather than after a timeout.
-        guard database.isAvailable else {
-            metrics.decrypt(outcome: PaymentTokenError.Code.databaseUnavailable.rawValue, duration: .zero)
-            throw PaymentTokenError(
-                .databaseUnavailable, "the database is unavailable, so no token can be checked for replay; retry shortly")
+    }
+
+    /// Verifies and decrypts `body` and hands it to `store`, which claims the token's transaction id
+    /// in the same write that keeps what it made of it (``PaymentTokenDecrypter``'s
+    /// `decrypt(json:at:merchantIdentifierHashes:attempt:storingWithClaim:)`), on the same thread.
+    public func decrypt<Stored: Sendable>(
+        _ body: [UInt8], merchantIdentifierHashes: Set<String>?,
+        storingWithClaim store: @escaping @Sendable (DecryptedPaymentToken, TransactionClaim) async -> Stored?
+    ) async throws(PaymentTokenError) -> Stored {
+        let decrypter = self.decrypter
+        return try await decryption { attempt async throws(PaymentTokenError) in
+            try await decrypter.decrypt(
+                json: body, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt, storingWithClaim: store)
         }
+    }
+
+    /// A decryption admitted, traced, dispatched to the HSM's thread and counted by outcome.
+    private func decryption<R: Sendable>(
+        _ work: @escaping @Sendable (DecryptionAttempt) async throws(PaymentTokenError) -> R
+    ) async throws(PaymentTokenError) -> R {
+        try admit()
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
         defer { metrics.setInFlight(inFlight.subtract(1, ordering: .relaxed).newValue) }
         guard admitted <= maxInFlight else {
@@ -80,47 +96,17 @@ public final class DecryptionService: Sendable {
         // only, never anything from the token.
         let span = startSpan("paywarden.decrypt")
         defer { span.end() }
-        let decrypter = self.decrypter
         let attempt = DecryptionAttempt()
-        let result: Result<DecryptedPaymentToken, PaymentTokenError>
-        let hsm = self.hsm
         // The span's context is the current one inside, so the claim's and the HSM's spans are its children.
-        let dispatched: Result<Result<DecryptedPaymentToken, PaymentTokenError>, PKCS11Error> = await ServiceContext.withValue(
-            span.context
-        ) {
-            do throws(PKCS11Error) {
-                return .success(
-                    try await hsm.runOnWorkers {
-                        do throws(PaymentTokenError) {
-                            return .success(
-                                try await decrypter.decrypt(
-                                    json: body, merchantIdentifierHashes: merchantIdentifierHashes, attempt: attempt))
-                        } catch {
-                            return .failure(error)
-                        }
-                    })
-            } catch {
-                return .failure(error)
-            }
-        }
-        switch dispatched {
-        case .success(let decrypted):
-            result = decrypted
-        case .failure(let error):
-            // Overloaded, or the HSM did not answer in time: the decryption left running is
-            // abandoned, and the transaction id it claimed is given back for the retry.
-            if let claimed = attempt.abandon() { await replayCache.release(claimed) }
-            let code: PaymentTokenError.Code = error.code == .overloaded ? .overloaded : .hsmUnavailable
-            result = .failure(PaymentTokenError(code, "\(error.message); retry shortly"))
-        }
+        let result = await ServiceContext.withValue(span.context) { await dispatched(attempt, work) }
         let elapsed = ContinuousClock.now - start
         switch result {
-        case .success(let token):
+        case .success(let value):
             let count = decryptions.add(1, ordering: .relaxed).newValue
             if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
             metrics.decrypt(outcome: "ok", duration: elapsed)
             span.attributes["paywarden.decrypt.outcome"] = "ok"
-            return token
+            return value
         case .failure(let error):
             metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
             span.attributes["paywarden.decrypt.outcome"] = error.code.rawValue
@@ -129,6 +115,47 @@ public final class DecryptionService: Sendable {
             // outdates it, one that began during the request does not.
             if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }
             throw error
+        }
+    }
+
+    /// Refuses at once what cannot be decrypted now: the HSM being re-established, the database down.
+    private func admit() throws(PaymentTokenError) {
+        guard readiness.admitsDecryptions else {
+            throw PaymentTokenError(.hsmUnavailable, "the HSM is unavailable; Paywarden is re-establishing the session, retry shortly")
+        }
+        // Without the replay ledger no token is decrypted; say so at once rather than after a timeout.
+        guard database.isAvailable else {
+            metrics.decrypt(outcome: PaymentTokenError.Code.databaseUnavailable.rawValue, duration: .zero)
+            throw PaymentTokenError(
+                .databaseUnavailable, "the database is unavailable, so no token can be checked for replay; retry shortly")
+        }
+    }
+
+    /// `work` on the HSM's thread. Overloaded, or the HSM did not answer in time: the decryption
+    /// left running is abandoned, and the transaction id it claimed is given back for the retry.
+    private func dispatched<R: Sendable>(
+        _ attempt: DecryptionAttempt, _ work: @escaping @Sendable (DecryptionAttempt) async throws(PaymentTokenError) -> R
+    ) async -> Result<R, PaymentTokenError> {
+        let outcome: Result<Result<R, PaymentTokenError>, PKCS11Error>
+        do throws(PKCS11Error) {
+            outcome = .success(
+                try await hsm.runOnWorkers { () async -> Result<R, PaymentTokenError> in
+                    do throws(PaymentTokenError) {
+                        return .success(try await work(attempt))
+                    } catch {
+                        return .failure(error)
+                    }
+                })
+        } catch {
+            outcome = .failure(error)
+        }
+        switch outcome {
+        case .success(let result):
+            return result
+        case .failure(let error):
+            if let claimed = attempt.abandon() { await replayCache.release(claimed) }
+            let code: PaymentTokenError.Code = error.code == .overloaded ? .overloaded : .hsmUnavailable
+            return .failure(PaymentTokenError(code, "\(error.message); retry shortly"))
         }
     }
 }

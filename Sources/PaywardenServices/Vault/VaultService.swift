@@ -47,11 +47,16 @@ public final class VaultService: Sendable {
     /// decryption; `claimed` once the token has verified, belongs to one of the paypage's merchants
     /// and has spent its transaction id (the charge). Forms anyone can make up, and genuine tokens
     /// replayed or for other merchants (a buyer sees their own), cannot spend the merchant's limit.
+    ///
+    /// One write: the registration is stored, and the token's transaction id claimed, together
+    /// after the HSM's work (the key agreement, the look-up key's hash and the seal, back to back on
+    /// the decryption's thread); a replay is refused before the HSM by a look at the ledger.
     public func register(
         token: [UInt8], paypageID: String, reportGroup: String, admit: (PaypageRecord) throws(VaultFailure) -> Void,
         claimed: (PaypageRecord) -> Void
     ) async throws(VaultFailure) -> Registration {
         try await measured("register") { () async throws(VaultFailure) in
+            let vault = self.vault
             let paypage = try await vaulted { () async throws(VaultError) in
                 try await vault.authorizePaypage(paypageID, reportGroup: reportGroup)
             }
@@ -59,15 +64,26 @@ public final class VaultService: Sendable {
             guard let policy = OrganizationPolicy(paypage: paypage) else {
                 throw .vault(VaultError(.merchantNotAuthorized, "the paypage's token format is not T or D"))
             }
-            let decrypted: DecryptedPaymentToken
-            do throws(VaultFailure) {
-                decrypted = try await decrypt(token, policy: policy)
+            try await vaulted { () async throws(VaultError) in try vault.requireKeys() }
+            let stored: Result<Registration, VaultError>
+            do throws(PaymentTokenError) {
+                stored = try await decryption.decrypt(token, merchantIdentifierHashes: policy.merchantIdentifierHashes) {
+                    decrypted, claim in
+                    do throws(VaultError) {
+                        guard let registration = try await vault.register(decrypted, paypage: paypage, claiming: claim) else { return nil }
+                        return .success(registration)
+                    } catch {
+                        return .failure(error)
+                    }
+                }
             } catch {
-                if case .token(let refusal) = error, refusal.code == .decryptionFailed { claimed(paypage) }
-                throw error
+                if error.code == .decryptionFailed { claimed(paypage) }
+                throw .token(error)
             }
+            // Not stored (the database failed, say): nothing was claimed, so nothing is charged.
+            let registration = try stored.mapError(VaultFailure.vault).get()
             claimed(paypage)
-            return try await vaulted { () async throws(VaultError) in try await vault.register(decrypted, paypage: paypage) }
+            return registration
         }
     }
 

@@ -105,12 +105,21 @@ public final class InMemoryDatabase: PaywardenDatabase {
 
     // MARK: ReplayLedger
 
-    public func claimTransaction(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws(StorageError) -> Bool {
-        state.withLock { state in
-            if let recorded = state.replay[transactionID], recorded > now { return false }
-            state.replay[transactionID] = expiry
-            return true
-        }
+    public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws(StorageError) -> LedgerClaim {
+        LedgerClaim(claimed: state.withLock { Self.claim(transactionID, until: expiry, now: now, in: &$0) }, ticket: .durable)
+    }
+
+    /// In memory, a write is as durable as it gets when it is made.
+    public func awaitDurable(_ ticket: CommitTicket) async throws(StorageError) {}
+
+    public func isClaimed(_ transactionID: [UInt8], now: Date) async throws(StorageError) -> Bool {
+        state.withLock { state in state.replay[transactionID].map { $0 > now } ?? false }
+    }
+
+    private static func claim(_ transactionID: [UInt8], until expiry: Date, now: Date, in state: inout State) -> Bool {
+        if let recorded = state.replay[transactionID], recorded > now { return false }
+        state.replay[transactionID] = expiry
+        return true
     }
 
     public func releaseTransaction(_ transactionID: [UInt8]) async throws(StorageError) {
@@ -136,6 +145,17 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
+    public func insertRegistration(_ record: RegistrationRecord, claiming claim: ReplayClaimRequest) async throws(StorageError) -> Bool {
+        try state.withLock { state throws(StorageError) in
+            guard state.registrations[record.lookupKey] == nil else {
+                throw StorageError(.conflict, "the registration exists", table: "registrations")
+            }
+            guard Self.claim(claim.transactionID, until: claim.expiry, now: claim.now, in: &state) else { return false }
+            state.registrations[record.lookupKey] = record
+            return true
+        }
+    }
+
     public func replaceRegistration(_ record: RegistrationRecord) async throws(StorageError) {
         state.withLock { $0.registrations[record.lookupKey] = record }
     }
@@ -151,6 +171,19 @@ public final class InMemoryDatabase: PaywardenDatabase {
             record.redemptions += 1
             state.registrations[lookupKey] = record
             return record
+        }
+    }
+
+    public func recordRedemption(
+        lookupKey: [UInt8], now: Date, issuing token: TokenRecord
+    ) async throws(StorageError) -> RedemptionWrite {
+        try state.withLock { state throws(StorageError) in
+            guard var record = state.registrations[lookupKey] else { return RedemptionWrite(registration: nil, token: nil) }
+            guard record.isLive(at: now) else { return RedemptionWrite(registration: record, token: nil) }
+            let insertion = try Self.insertToken(token, in: &state)
+            record.redemptions += 1
+            state.registrations[lookupKey] = record
+            return RedemptionWrite(registration: record, token: insertion)
         }
     }
 
@@ -221,19 +254,21 @@ public final class InMemoryDatabase: PaywardenDatabase {
     // MARK: TokenStore
 
     public func insertToken(_ record: TokenRecord) async throws(StorageError) -> TokenInsertion {
-        try state.withLock { state throws(StorageError) in
-            if let existing = state.tokens.values.first(where: {
-                $0.organization == record.organization && $0.fingerprint == record.fingerprint
-            }) {
-                return .existing(existing)
-            }
-            let key = TokenKey(organization: record.organization, token: record.token)
-            guard state.tokens[key] == nil else {
-                throw StorageError(.conflict, "the token value is taken in the organisation", table: "high_value_tokens")
-            }
-            state.tokens[key] = record
-            return .inserted(record)
+        try state.withLock { state throws(StorageError) in try Self.insertToken(record, in: &state) }
+    }
+
+    private static func insertToken(_ record: TokenRecord, in state: inout State) throws(StorageError) -> TokenInsertion {
+        if let existing = state.tokens.values.first(where: {
+            $0.organization == record.organization && $0.fingerprint == record.fingerprint
+        }) {
+            return .existing(existing)
         }
+        let key = TokenKey(organization: record.organization, token: record.token)
+        guard state.tokens[key] == nil else {
+            throw StorageError(.conflict, "the token value is taken in the organisation", table: "high_value_tokens")
+        }
+        state.tokens[key] = record
+        return .inserted(record)
     }
 
     public func token(_ token: String, organization: String) async throws(StorageError) -> TokenRecord? {

@@ -4,6 +4,11 @@ import Foundation
 public protocol RegistrationStore: Sendable {
     /// Stores a new registration; `.conflict` when `lookupKey` exists (the vault redraws the ID).
     func insertRegistration(_ record: RegistrationRecord) async throws(StorageError)
+    /// Stores a new registration and claims `claim`'s transaction id in one atomic write, so the
+    /// token it was made from decrypts once and a crash keeps both or neither. False, with nothing
+    /// stored, when the id is claimed and live (a replay that raced the look before the HSM);
+    /// `.conflict` when `lookupKey` exists (nothing stored or claimed: the vault redraws the ID).
+    func insertRegistration(_ record: RegistrationRecord, claiming claim: ReplayClaimRequest) async throws(StorageError) -> Bool
     /// Stores `record` in place of whatever row (live or a tombstone) has its `lookupKey`: for a
     /// look-up key the vault derives from something the client holds, not drawn at random (a
     /// cryptogram held for a high-value token, which a newer one for the same token replaces).
@@ -12,6 +17,12 @@ public protocol RegistrationStore: Sendable {
     /// Counts a redemption, atomically, when the registration is live at `now`; returns the row
     /// as it stands afterwards (unchanged when it was not live), nil when unknown.
     func recordRedemption(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord?
+    /// Counts a redemption as ``recordRedemption(lookupKey:now:)`` does and, in the same atomic
+    /// write and only when it counted one, stores `token` unless the organisation has a token for
+    /// its account (``TokenStore/insertToken(_:)``): one write for the first redemption of an
+    /// account, where a count and an insert took two. `.conflict` when the token value is taken
+    /// (nothing written: the vault redraws).
+    func recordRedemption(lookupKey: [UInt8], now: Date, issuing token: TokenRecord) async throws(StorageError) -> RedemptionWrite
     /// Counts a redemption and ends the registration in one atomic step, when it is live at `now`
     /// (a single-use redemption: of two racing, one takes it); returns the row as it stands
     /// afterwards, its payload destroyed, or nil when it was unknown, ended or expired.
@@ -34,6 +45,20 @@ public protocol RegistrationStore: Sendable {
     /// do not say (written before 0005_vault_bindings or by an older build): what still depends on
     /// the key, whenever the rows were made.
     func registrationCount(lookupKeyID keyID: String) async throws(StorageError) -> Int
+}
+
+/// What a redemption that may issue a token wrote
+/// (``RegistrationStore/recordRedemption(lookupKey:now:issuing:)``).
+public struct RedemptionWrite: Sendable {
+    /// The row as it stands afterwards (unchanged when it was not live); nil when unknown.
+    public var registration: RegistrationRecord?
+    /// The organisation's token for the account; nil when no redemption was counted.
+    public var token: TokenInsertion?
+
+    public init(registration: RegistrationRecord?, token: TokenInsertion?) {
+        self.registration = registration
+        self.token = token
+    }
 }
 
 /// What a purge did.
