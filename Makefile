@@ -69,7 +69,7 @@ try: build-tour
 # PKCS#11 implementation (PAYWARDEN_TEST_HSM=nss). Left out of the second run: the suites that
 # take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM.
 NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
-SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests
+SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|StuckHSMCallTests
 
 test: deps-test
 	swift build --build-tests
