@@ -154,9 +154,11 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+    public func takeRegistration(lookupKey: [UInt8], ciphertext: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
         state.withLock { state in
-            guard var record = state.registrations[lookupKey], record.isLive(at: now) else { return nil }
+            guard var record = state.registrations[lookupKey], record.isLive(at: now), record.sealed?.ciphertext == ciphertext else {
+                return nil
+            }
             record.redemptions += 1
             record.sealed = nil
             record.endedAt = now
@@ -165,9 +167,9 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool {
+    public func endRegistration(lookupKey: [UInt8], ciphertext: [UInt8], at now: Date) async throws(StorageError) -> Bool {
         state.withLock { state in
-            guard var record = state.registrations[lookupKey], record.sealed != nil else { return false }
+            guard var record = state.registrations[lookupKey], record.sealed?.ciphertext == ciphertext else { return false }
             record.sealed = nil
             record.endedAt = now
             state.registrations[lookupKey] = record
