@@ -75,11 +75,14 @@ extension MerchantTokenService {
 
     /// The device's fetch: the package response when `authorization` is
     /// `ApplePayMerchantTokenUsageInformation {authenticationToken}` with this token's current token.
+    /// Every other answer is the same 401, so the route tells nobody which merchant tokens have a
+    /// package: no package, nothing published yet, unlinked, and a wrong token look alike (and take
+    /// the same work: the presented token is hashed and compared either way).
     public func usageInformationPackage(merchantTokenID: String, authorization: String?) async throws(UsageInformationAccessError)
         -> [UInt8]
     {
-        // Without Apple's scheme nothing is looked up: 401, whether or not the token has a package.
-        // The scheme's name is compared without case (RFC 9110, section 11.1).
+        // Without Apple's scheme nothing is looked up. The scheme's name is compared without case
+        // (RFC 9110, section 11.1).
         let scheme = "ApplePayMerchantTokenUsageInformation "
         guard let authorization, authorization.count > scheme.count,
             authorization.prefix(scheme.count).lowercased() == scheme.lowercased()
@@ -89,19 +92,26 @@ extension MerchantTokenService {
         do {
             stored = try await configuration.store.usageInformation(merchantTokenID: merchantTokenID)
         } catch {
-            // Not "removed": a device told 404 may stop asking.
+            // Not "refused": a device told 401 may stop asking.
             throw .unavailable
         }
-        guard let record = stored, record.state == .published, let response = record.packageResponse,
-            let expected = record.authenticationTokenHash
-        else { throw .notFound }
         let presented = Array(SHA256.hash(data: Array(authorization.dropFirst(scheme.count).utf8)))
-        // Both are SHA-256 digests: compared in full, whatever differs.
-        guard presented.count == expected.count, zip(presented, expected).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
-            throw .unauthorized
+        var served: (response: [UInt8], digest: [UInt8])?
+        if let record = stored, record.state == .published, let response = record.packageResponse,
+            let digest = record.authenticationTokenHash
+        {
+            served = (response, digest)
         }
-        return response
+        // Both are SHA-256 digests: compared in full, whatever differs (against a digest no token
+        // has when nothing is served).
+        let expected = served?.digest ?? Self.noTokenDigest
+        let matches = presented.count == expected.count && zip(presented, expected).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0
+        guard let served, matches else { throw .unauthorized }
+        return served.response
     }
+
+    /// Compared with when no package is served: not the digest of any token Paywarden issues.
+    private static let noTokenDigest = [UInt8](repeating: 0, count: 32)
 
     // MARK: Sealing
 
@@ -269,9 +279,12 @@ extension MerchantTokenService {
     }
 }
 
-/// Why a device's fetch of a package is refused: 404 (no package, or the token unlinked) or 401.
+/// Why a device's fetch of a package is refused.
 public enum UsageInformationAccessError: Error, Sendable, Hashable {
+    /// Usage information is off (no public URL): nothing is served to anyone.
     case notFound
+    /// No Apple scheme, or not the token of a package served now (none, unpublished, unlinked, or
+    /// another token): one answer for all, so it says nothing of which merchant tokens have one.
     case unauthorized
     /// The database cannot answer now.
     case unavailable

@@ -274,6 +274,10 @@ public enum SettingCatalog {
         "public_url", .url,
         "base URL devices reach Paywarden at for merchant-token usage information (Apple's webServiceURL; devices GET "
             + "BASE/v1/merchantToken/{id}/usageInformation); https, or http to a loopback host; unset: usage information is off")
+    public static let usageInformationFailuresPerAddress = Setting(
+        "usage_information_failures_per_address", .integer(1...1_000_000), default: .value("1"),
+        "failed usage-information fetches per second one client address may make (bursts of ten times that); beyond it every "
+            + "fetch from that address is answered 429 with Retry-After until it may fail again (a device with its token never fails)")
 
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
@@ -300,7 +304,7 @@ public enum SettingCatalog {
         relayRadialUpstreamClientCertificate, relayRadialUpstreamClientKey, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
         platformIntegratorID,
-        publicURL,
+        publicURL, usageInformationFailuresPerAddress,
     ]
 
     /// The variable naming the configuration file (not itself a setting of the file).

@@ -131,7 +131,8 @@ struct UsageInformationServiceTests {
                 merchantTokenID: Self.merchantTokenID,
                 authorization: "applepaymerchanttokenusageinformation \(notification.authenticationToken)")
             #expect(!lowercase.isEmpty)
-            // 401 for a wrong token, none, or another scheme; 404 for a token with nothing published.
+            // 401 for a wrong token, none, or another scheme, and for a merchant token with nothing
+            // published: one answer, so the route is no oracle of which merchant tokens have a package.
             for authorization in [
                 "ApplePayMerchantTokenUsageInformation wrong", nil, "Bearer \(notification.authenticationToken)",
                 "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)x",
@@ -141,7 +142,7 @@ struct UsageInformationServiceTests {
                         merchantTokenID: Self.merchantTokenID, authorization: authorization)
                 }
             }
-            await #expect(throws: UsageInformationAccessError.notFound) {
+            await #expect(throws: UsageInformationAccessError.unauthorized) {
                 _ = try await environment.service.usageInformationPackage(
                     merchantTokenID: "DNITHE000000000000000000",
                     authorization: "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")
@@ -209,12 +210,12 @@ struct UsageInformationServiceTests {
             #expect(try await deviceReads(environment, device: rotated, notification: second) == Self.document)
             await #expect(throws: (any Error).self) { _ = try await deviceReads(environment, device: device, notification: second) }
 
-            // UNLINK (U17): no longer served.
+            // UNLINK (U17): no longer served; its token is answered as any other that fits nothing.
             environment.standIn.setEvent(
                 "unlink-1", merchantID: Self.merchantID, .event(type: "UNLINK", merchantTokenID: Self.merchantTokenID))
             #expect(try await environment.service.receiveNotification(merchantID: Self.merchantID, eventID: "unlink-1"))
             #expect(await environment.service.processDueEvents() == 1)
-            await #expect(throws: UsageInformationAccessError.notFound) {
+            await #expect(throws: UsageInformationAccessError.unauthorized) {
                 _ = try await environment.service.usageInformationPackage(
                     merchantTokenID: Self.merchantTokenID,
                     authorization: "ApplePayMerchantTokenUsageInformation \(second.authenticationToken)")

@@ -53,7 +53,7 @@ extension MerchantTokenEndpointTests {
             let unknown = try await server.send(
                 .GET, "/v1/merchantToken/DNITHE000000000000000000/usageInformation", apiKey: .some(nil),
                 headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")])
-            #expect(unknown.status == 404, "\(unknown.text)")
+            #expect(unknown.status == 401, "\(unknown.text)")
 
             // The PUT needs the merchant-tokens scope's key.
             let anonymous = try await server.send(.PUT, path, body: Self.usageDocument, apiKey: .some(nil))
@@ -123,5 +123,50 @@ extension MerchantTokenEndpointTests {
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Array(output)
+    }
+}
+
+extension MerchantTokenEndpointTests {
+    /// A device's fetch says nothing about merchant tokens it holds no token for: with Apple's
+    /// scheme, an unknown merchant token, one with nothing published and a published one with a
+    /// wrong authentication token are answered alike; and failures are limited per client address,
+    /// while a device presenting its token is never counted.
+    @Test func theDevicesFetchIsNoExistenceOracleAndFailuresAreLimitedPerAddress() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            _ = try await vaultedMerchantToken(server)
+            _ = fixture.apple.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            let put = "/v1/merchant-tokens/\(Self.merchantTokenID)/usage-information?merchantId=\(Self.merchantID)"
+            #expect(try await server.send(.PUT, put, body: Self.usageDocument, apiKey: fixture.webKey).status == 200)
+            let token = try #require(fixture.apple.usageNotifications.last?.authenticationToken)
+            func fetch(_ merchantTokenID: String, _ authenticationToken: String) async throws -> TestServer.Reply {
+                try await server.send(
+                    .GET, "/v1/merchantToken/\(merchantTokenID)/usageInformation", apiKey: .some(nil),
+                    headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(authenticationToken)")])
+            }
+
+            // The device itself, however often it asks: never limited.
+            for _ in 0..<25 { #expect(try await fetch(Self.merchantTokenID, token).status == 200) }
+
+            let published = try await fetch(Self.merchantTokenID, "not-the-token")
+            let unknown = try await fetch("DNITHE000000000000000000", token)
+            #expect(published.status == 401, "\(published.text)")
+            #expect(unknown.status == published.status && unknown.body == published.body, "\(unknown.status) \(unknown.text)")
+
+            // More failures from this address: refused before any look-up, even the right token.
+            var limited: TestServer.Reply?
+            for attempt in 0..<40 {
+                let reply = try await fetch("DNITHE\(String(format: "%018d", attempt))", token)
+                if reply.status == 429 {
+                    limited = reply
+                    break
+                }
+                #expect(reply.status == 401, "\(reply.text)")
+            }
+            let refused = try #require(limited, "40 failed fetches from one address were never limited")
+            #expect(refused.header("retry-after") != nil)
+            #expect(try json(refused)["statusCode"] as? Int == 429, "\(refused.text)")
+            #expect(try await fetch(Self.merchantTokenID, token).status == 429)
+        }
     }
 }

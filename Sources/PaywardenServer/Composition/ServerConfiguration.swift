@@ -41,6 +41,8 @@ public struct ServerConfiguration: Sendable {
     /// eProtect registrations per second per `paypageId` and per client address.
     public var eProtectRatePerPaypage: Int
     public var eProtectRatePerAddress: Int
+    /// Failed usage-information fetches per second per client address (bursts of ten times that).
+    public var usageInformationFailuresPerAddress: Int
     public var vaultMaintenanceInterval: Duration
     public var vaultPolicy: VaultPolicy
     /// The vault's clock (registration expiry, purge); tests move it.
@@ -83,6 +85,7 @@ public struct ServerConfiguration: Sendable {
         database = settings.database
         eProtectRatePerPaypage = server.eProtectRatePerPaypage
         eProtectRatePerAddress = server.eProtectRatePerAddress
+        usageInformationFailuresPerAddress = settings.merchantTokens.usageInformationFailuresPerAddress
         vaultMaintenanceInterval = .seconds(server.vaultMaintenanceSeconds)
         vaultPolicy = VaultPolicy(
             retiredKeyGrace: TimeInterval(server.vaultRetiredKeyGraceSeconds),
