@@ -18,6 +18,10 @@ public enum SettingCatalog {
     public static let tracing = Setting(
         "tracing", .choice(["off", "on"]), default: .value("off"),
         "export OpenTelemetry traces over OTLP/HTTP; where to and how many are set by the standard OTEL_* variables")
+    public static let traceContextFrom = Setting(
+        "trace_context_from", .list,
+        "CIDRs of the peers (a gateway or proxy of yours) whose W3C traceparent a request may continue; any other request starts a "
+            + "trace of its own, the caller's kept as a span link (default: none). A caller's tracestate is never taken or forwarded")
 
     // MARK: HSM
     public static let pkcs11Module = Setting(
@@ -281,7 +285,7 @@ public enum SettingCatalog {
 
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
-        home, logLevel, logFormat, tracing,
+        home, logLevel, logFormat, tracing, traceContextFrom,
         pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
         hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmDispatch, hsmInlineThresholdMicroseconds, hsmRecycleEvery, hsmOperationTimeoutMilliseconds,

@@ -269,7 +269,7 @@ public struct PaywardenServer: Sendable {
     private func apiRouter(includingOperations: Bool) -> Router<PaywardenRequestContext> {
         let router = Router(context: PaywardenRequestContext.self)
         // Outside the observation middleware, so its request line carries the span's ids.
-        if tracing != nil { router.middlewares.add(RequestTracingMiddleware()) }
+        if tracing != nil { router.middlewares.add(RequestTracingMiddleware(trustedCallers: configuration.traceContextSources)) }
         router.middlewares.add(RequestObservationMiddleware(metrics: metrics))
         if includingOperations { addOperationsRoutes(to: router) }
         let decrypt = DecryptController(

@@ -55,6 +55,9 @@ public struct ServerConfiguration: Sendable {
     public var relay: RelayConfiguration
     /// OpenTelemetry traces (`PAYWARDEN_TRACING=on`, the rest from the `OTEL_*` variables); nil: off.
     public var tracing: TracingConfiguration?
+    /// Whose W3C `traceparent` is believed, by the connection's peer address
+    /// (`PAYWARDEN_TRACE_CONTEXT_FROM`); everyone else's request starts a trace of its own.
+    public var traceContextSources: [IPAddressBlock]
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -95,5 +98,6 @@ public struct ServerConfiguration: Sendable {
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
         tracing = settings.tracingEnabled ? TracingConfiguration() : nil
+        traceContextSources = try NotificationSources.blocks(settings.traceContextFrom, SettingCatalog.traceContextFrom)
     }
 }
