@@ -214,5 +214,10 @@ public enum SchemaDDL {
             )
             """,
         ],
+        // Usage information is written by a compare-and-set on the revision its caller read, so a
+        // publication never replaces one it did not read (another organisation's, or a newer one).
+        "0008_usage_information_revision": [
+            "ALTER TABLE usage_information ADD COLUMN revision {integer} NOT NULL DEFAULT 1"
+        ],
     ]
 }

@@ -153,7 +153,7 @@ public struct MercuryPayRelay: Sendable {
                 .authenticationResponsesInvalid,
                 .submerchantRequired, .submerchantNotFound, .unknownMerchant,
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
-                .eventBusy, .upstreamUnavailable, .internalError:
+                .eventBusy, .concurrentChange, .upstreamUnavailable, .internalError:
                 nil
             case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
                 .domainAssociationMissing,

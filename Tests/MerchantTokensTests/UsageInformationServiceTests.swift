@@ -150,11 +150,12 @@ struct UsageInformationServiceTests {
 
             // Another merchant token's token opens nothing here, and this one's nothing there (U14).
             let other = "DNITHE000000000000000077"
-            try await environment.database.saveUsageInformation(
-                UsageInformationRecord(
-                    merchantTokenID: other, merchantID: Self.merchantID, organization: "example", state: .published, package: [1],
-                    packageResponse: Array("{}".utf8), authenticationTokenHash: Array(SHA256.hash(data: Array("other-token".utf8))),
-                    updatedAt: Date()))
+            #expect(
+                try await environment.database.saveUsageInformation(
+                    UsageInformationRecord(
+                        merchantTokenID: other, merchantID: Self.merchantID, organization: "example", state: .published, package: [1],
+                        packageResponse: Array("{}".utf8), authenticationTokenHash: Array(SHA256.hash(data: Array("other-token".utf8))),
+                        updatedAt: Date()), replacing: nil))
             #expect(
                 try await environment.service.usageInformationPackage(
                     merchantTokenID: other, authorization: "ApplePayMerchantTokenUsageInformation other-token") == Array("{}".utf8))
@@ -302,6 +303,25 @@ struct UsageInformationServiceTests {
             #expect(environment.standIn.usageNotifications.count == notifications)
             let stored = try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID)
             #expect(stored?.organization == "example")
+        }
+    }
+
+    /// A package an admin published (no organisation: the service's callers with every right) is
+    /// replaced by an admin only, not by whichever organisation holds the merchant token.
+    @Test func anAdminsPublicationIsNotReplacedByAnOrganisation() async throws {
+        try await withEnvironment { (environment) async throws -> Void in
+            environment.standIn.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            func publish(as organization: String?) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
+                try await environment.service.publishUsageInformation(
+                    merchantID: Self.merchantID, merchantTokenID: Self.merchantTokenID, document: Self.document, organization: organization,
+                    user: "test")
+            }
+            #expect(try await publish(as: nil) == .published)
+            let replaced = await Self.failure { () async throws(MerchantTokenFailure) in try await publish(as: "example") }
+            #expect(replaced?.code == .merchantNotAuthorized, "\(String(describing: replaced))")
+            #expect(environment.standIn.usageNotifications.count == 1, "Apple was told of the organisation's package")
+            #expect(try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID)?.organization == "")
+            #expect(try await publish(as: nil) == .published)
         }
     }
 

@@ -42,7 +42,7 @@ enum SchemaVersion2 {
     /// renamed or reordered migration fails here.
     static let laterMigrations = [
         "0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings", "0006_web_merchants",
-        "0007_merchant_token_usage_information",
+        "0007_merchant_token_usage_information", "0008_usage_information_revision",
     ]
     static let t0 = Date(timeIntervalSince1970: 1_795_000_000)
 

@@ -80,7 +80,7 @@ struct EProtectController {
             .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired, .submerchantRequired,
             .submerchantNotFound, .unknownMerchant,
             .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
-            .eventBusy, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
+            .eventBusy, .concurrentChange, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
             "Paywarden cannot register tokens right now; retry shortly"
         case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
             .domainAssociationMissing,

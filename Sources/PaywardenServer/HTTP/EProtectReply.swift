@@ -92,7 +92,7 @@ enum EProtectResponseCode: String, Sendable {
                 .forbidden, .payloadTooLarge, .invalidRequest, .rateLimited, .requestTimeout, .tokenNotRecurringEligible,
                 .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused,
-                .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable, .databaseUnavailable,
+                .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange, .hsmUnavailable, .databaseUnavailable,
                 .upstreamUnavailable, .overloaded, .internalError:
                 .failure
             case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,

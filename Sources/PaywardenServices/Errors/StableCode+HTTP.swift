@@ -24,7 +24,7 @@ extension StableCode {
         case .forbidden, .merchantNotAuthorized, .reportGroupInvalid: .forbidden
         case .registrationNotFound, .tokenNotFound, .unknownMerchant, .eventNotFound: .notFound
         case .requestTimeout: .requestTimeout
-        case .identityUnavailable, .eventApplied, .eventBusy: .conflict
+        case .identityUnavailable, .eventApplied, .eventBusy, .concurrentChange: .conflict
         case .registrationExpired, .tokenUnlinked: .gone
         case .payloadTooLarge: .contentTooLarge
         case .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow, .replayedTransaction, .unknownPublicKeyHash,

@@ -49,6 +49,9 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     case eventNotFound = "event_not_found"
     case eventApplied = "event_applied"
     case eventBusy = "event_busy"
+    // Any record written by a compare-and-set
+    /// Another request changed what this one read, and this one wrote nothing: repeat it.
+    case concurrentChange = "concurrent_change"
     // Paywarden or what it depends on
     case hsmUnavailable = "hsm_unavailable"
     case databaseUnavailable = "database_unavailable"
@@ -87,7 +90,7 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             .registrationNotFound, .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible,
             .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
             .validationURLRefused, .identityUnavailable, .appleRequestRefused,
-            .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy:
+            .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange:
             .refused
         case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
             .domainAssociationMissing,

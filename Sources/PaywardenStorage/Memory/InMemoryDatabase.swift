@@ -95,8 +95,22 @@ public final class InMemoryDatabase: PaywardenDatabase {
         state.withLock { $0.usageInformation[merchantTokenID] }
     }
 
-    public func saveUsageInformation(_ record: UsageInformationRecord) async throws(StorageError) {
-        state.withLock { $0.usageInformation[record.merchantTokenID] = record }
+    public func saveUsageInformation(
+        _ record: UsageInformationRecord, replacing expected: UsageInformationRecord?
+    ) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.usageInformation[record.merchantTokenID]?.revision == expected?.revision else { return false }
+            state.usageInformation[record.merchantTokenID] = record
+            return true
+        }
+    }
+
+    public func deleteUsageInformation(replacing expected: UsageInformationRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.usageInformation[expected.merchantTokenID]?.revision == expected.revision else { return false }
+            state.usageInformation[expected.merchantTokenID] = nil
+            return true
+        }
     }
 
     public func deleteUsageInformation(merchantTokenID: String) async throws(StorageError) -> Bool {

@@ -4,7 +4,7 @@ public enum Schema {
     /// Every migration, oldest first. The schema version is the number of these applied.
     public static let migrations: [String] = [
         "0001_replay_ledger_and_vault", "0002_vault_key_indexes", "0003_merchant_token_events", "0004_merchant_keys",
-        "0005_vault_bindings", "0006_web_merchants", "0007_merchant_token_usage_information",
+        "0005_vault_bindings", "0006_web_merchants", "0007_merchant_token_usage_information", "0008_usage_information_revision",
     ]
 
     /// The tables `db status` counts, in the order it prints them.
