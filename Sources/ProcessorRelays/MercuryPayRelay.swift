@@ -155,7 +155,8 @@ public struct MercuryPayRelay: Sendable {
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
                 .eventBusy, .concurrentChange, .upstreamUnavailable, .internalError:
                 nil
-            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
+                .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,
                 .domainAssociationMissing,
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 nil

@@ -51,6 +51,9 @@ public struct ServerConfiguration: Sendable {
     public var auditLogPath: String?
     /// Apple's gateway and the merchant-token notifications.
     public var merchantTokens: MerchantTokenConfiguration
+    /// How a web domain's challenge file is read (docs/web-merchants.md): from the domain itself,
+    /// public addresses only. No setting changes it; tests point it at their stand-in.
+    public var webMerchantDomainCheck = DomainChallengeFetcher.Configuration()
     /// The processor relay's upstreams, one per message format.
     public var relay: RelayConfiguration
     /// OpenTelemetry traces (`PAYWARDEN_TRACING=on`, the rest from the `OTEL_*` variables); nil: off.

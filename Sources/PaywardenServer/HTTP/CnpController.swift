@@ -108,7 +108,8 @@ struct CnpController {
                 .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange, .hsmUnavailable,
                 .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
                 .registrationError
-            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
+                .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,
                 .domainAssociationMissing,
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 .registrationError

@@ -82,7 +82,8 @@ struct EProtectController {
             .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
             .eventBusy, .concurrentChange, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
             "Paywarden cannot register tokens right now; retry shortly"
-        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
+            .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,
             .domainAssociationMissing,
             .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
             "Paywarden cannot register tokens right now; retry shortly"

@@ -37,7 +37,7 @@ extension StableCode {
         case .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded: .serviceUnavailable
         case .webMerchantNotFound: .notFound
         case .webMerchantDomainLimit: .unprocessableContent
-        case .webMerchantDomainNotRegistered: .forbidden
+        case .webMerchantDomainNotRegistered, .webMerchantDomainUnproven: .forbidden
         case .domainAssociationMissing, .platformIntegratorNotConfigured, .webMerchantDomainTaken: .conflict
         case .applePlatformUnauthorized, .applePlatformNotRegistered: .badGateway
         }

@@ -16,6 +16,10 @@ public final class InMemoryDatabase: PaywardenDatabase {
         var senderKeys: [String: UsageInformationSenderKeyRecord] = [:]
         var applied: [String] = []
         var webMerchants: [String: WebMerchantRecord] = [:]
+        /// The change holding each web merchant, and until when.
+        var webMerchantChanges: [String: (id: String, until: Date)] = [:]
+        var webMerchantDomains: [String: WebMerchantDomainRecord] = [:]
+        var domainChallenges: [String: String] = [:]
         var domainAssociation: DomainAssociationRecord?
     }
 
@@ -42,7 +46,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
                 ("high_value_tokens", state.tokens.count), ("merchant_token_events", state.events.count),
                 ("merchant_keys", state.keyRecords.count), ("web_merchants", state.webMerchants.count),
                 ("domain_associations", state.domainAssociation == nil ? 0 : 1), ("usage_information", state.usageInformation.count),
-                ("usage_information_sender_keys", state.senderKeys.count),
+                ("usage_information_sender_keys", state.senderKeys.count), ("web_merchant_domains", state.webMerchantDomains.count),
+                ("web_merchant_domain_challenges", state.domainChallenges.count),
             ]
         }
     }
@@ -507,16 +512,118 @@ public final class InMemoryDatabase: PaywardenDatabase {
 
     // MARK: WebMerchantStore
 
-    public func saveWebMerchant(_ record: WebMerchantRecord) async throws(StorageError) {
-        state.withLock { $0.webMerchants[record.id] = record }
-    }
-
     public func webMerchant(id: String) async throws(StorageError) -> WebMerchantRecord? {
         state.withLock { $0.webMerchants[id] }
     }
 
     public func webMerchants() async throws(StorageError) -> [WebMerchantRecord] {
         state.withLock { $0.webMerchants.values.sorted { $0.id < $1.id } }
+    }
+
+    public func beginWebMerchantChange(_ change: WebMerchantChange) async throws(StorageError) -> WebMerchantChangeStart {
+        state.withLock { state in
+            guard var existing = state.webMerchants[change.merchantID] else {
+                guard var reservation = change.reservation else { return .absent }
+                reservation.state = .reserved
+                reservation.domainNames = []
+                reservation.domainAssociationSHA256 = nil
+                reservation.createdAt = change.now
+                reservation.updatedAt = change.now
+                state.webMerchants[reservation.id] = reservation
+                state.webMerchantChanges[reservation.id] = (change.changeID, change.until)
+                return .started(reservation)
+            }
+            let free = state.webMerchantChanges[existing.id].map { $0.until <= change.now } ?? true
+            let owned: Bool
+            if let reservation = change.reservation {
+                // A lapsed reservation is anyone's: its change died before Apple was asked.
+                owned = existing.organization == reservation.organization || existing.state == .reserved
+                if free && owned { existing.organization = reservation.organization }
+            } else {
+                owned = change.organization == nil || existing.organization == change.organization
+            }
+            guard free, owned else { return .refused(existing) }
+            state.webMerchants[existing.id] = existing
+            state.webMerchantChanges[existing.id] = (change.changeID, change.until)
+            return .started(existing)
+        }
+    }
+
+    public func finishWebMerchantChange(_ record: WebMerchantRecord, changeID: String) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.webMerchantChanges[record.id]?.id == changeID, let existing = state.webMerchants[record.id],
+                existing.organization == record.organization
+            else { return false }
+            state.webMerchants[record.id] = record
+            state.webMerchantChanges[record.id] = nil
+            return true
+        }
+    }
+
+    public func abandonWebMerchantChange(id: String, changeID: String) async throws(StorageError) {
+        state.withLock { state in
+            guard state.webMerchantChanges[id]?.id == changeID else { return }
+            state.webMerchantChanges[id] = nil
+            if state.webMerchants[id]?.state == .reserved { state.webMerchants[id] = nil }
+        }
+    }
+
+    public func webMerchantDomains(_ domains: [String]) async throws(StorageError) -> [WebMerchantDomainRecord] {
+        state.withLock { state in Set(domains).compactMap { state.webMerchantDomains[$0] } }
+    }
+
+    public func allWebMerchantDomains() async throws(StorageError) -> [WebMerchantDomainRecord] {
+        state.withLock { $0.webMerchantDomains.values.sorted { $0.domain < $1.domain } }
+    }
+
+    public func claimWebMerchantDomain(_ record: WebMerchantDomainRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.webMerchantDomains[record.domain] == nil else { return false }
+            state.webMerchantDomains[record.domain] = record
+            return true
+        }
+    }
+
+    public func bindWebMerchantDomain(_ domain: String, organization: String, merchantID: String) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard var record = state.webMerchantDomains[domain], record.organization == organization,
+                record.merchantID == nil || record.merchantID == merchantID
+            else { return false }
+            record.merchantID = merchantID
+            state.webMerchantDomains[domain] = record
+            return true
+        }
+    }
+
+    public func unbindWebMerchantDomain(_ domain: String, merchantID: String) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard var record = state.webMerchantDomains[domain], record.merchantID == merchantID else { return false }
+            record.merchantID = nil
+            state.webMerchantDomains[domain] = record
+            return true
+        }
+    }
+
+    public func assignWebMerchantDomain(_ record: WebMerchantDomainRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            if let existing = state.webMerchantDomains[record.domain] {
+                guard existing.merchantID == nil else { return false }
+                state.webMerchantDomains[record.domain] = WebMerchantDomainRecord(
+                    domain: record.domain, organization: record.organization, merchantID: nil, proof: record.proof,
+                    provedAt: record.provedAt)
+            } else {
+                state.webMerchantDomains[record.domain] = record
+            }
+            return true
+        }
+    }
+
+    public func webMerchantDomainChallenge(organization: String, proposed: String, at now: Date) async throws(StorageError) -> String {
+        state.withLock { state in
+            if let existing = state.domainChallenges[organization] { return existing }
+            state.domainChallenges[organization] = proposed
+            return proposed
+        }
     }
 
     public func saveDomainAssociation(_ record: DomainAssociationRecord) async throws(StorageError) {
