@@ -670,8 +670,10 @@ extension StorageConformance {
             try C.require(try await db.insertKeyRecord(second), "a second key was not inserted")
             try C.require(try await db.keyRecords() == [second, active], "not listed by key id with every field")
 
-            try C.require(try await db.deleteKeyRecord(keyID: "0a1b"), "not deleted")
-            try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b")), "deleted twice")
+            // A delete is a compare-and-set on the revision read, like an update.
+            try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 1)), "a stale revision deleted the record")
+            try C.require(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 2), "not deleted")
+            try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 2)), "deleted twice")
             try C.require(try await db.keyRecords() == [second], "the other record went too")
         }
     ]

@@ -506,8 +506,12 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool {
-        state.withLock { $0.keyRecords.removeValue(forKey: keyID) != nil }
+    public func deleteKeyRecord(keyID: String, expectedRevision: Int) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.keyRecords[keyID]?.revision == expectedRevision else { return false }
+            state.keyRecords[keyID] = nil
+            return true
+        }
     }
 
     // MARK: WebMerchantStore
