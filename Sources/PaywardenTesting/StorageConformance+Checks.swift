@@ -582,8 +582,14 @@ extension StorageConformance {
             try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == nil, "metadata before any event")
             _ = try await db.updateToken(b.token, organization: "org-b", state: .unlinked, sealed: nil, at: C.t0 + 5)
             let metadata = Array(#"{"cardMetadata":{"fpanSuffix":"1488","expirationDate":"05/30"}}"#.utf8)
-            let recorded = try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: metadata, at: C.t0 + 30)
-            try C.require(recorded == 2, "\(recorded) rows, expected 2")
+            func record(_ token: TokenRecord, replacing expected: [UInt8]?, with metadata: [UInt8], at time: TimeInterval) async throws
+                -> Bool
+            {
+                try await db.replaceMerchantTokenMetadata(
+                    token.token, organization: token.organization, replacing: expected, with: metadata, at: C.t0 + time)
+            }
+            try C.require(try await record(a, replacing: nil, with: metadata, at: 30), "the active token's metadata was not recorded")
+            try C.require(try await record(b, replacing: nil, with: metadata, at: 30), "the unlinked token's metadata was not recorded")
             var expectedA = a
             expectedA.merchantTokenMetadata = metadata
             expectedA.updatedAt = C.t0 + 30
@@ -593,12 +599,14 @@ extension StorageConformance {
                 unlinked?.merchantTokenMetadata == metadata && unlinked?.state == .unlinked && unlinked?.updatedAt == C.t0 + 5,
                 "the unlinked token's metadata, or its time of unlinking changed: \(String(describing: unlinked))")
             let newer = Array(#"{"cardArt":[]}"#.utf8)
-            try C.require(
-                try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: newer, at: C.t0 + 40) == 2, "again")
+            // A writer that read the token before the first event's metadata landed writes nothing.
+            try C.require(!(try await record(a, replacing: nil, with: newer, at: 40)), "a stale merge replaced recorded metadata")
+            try C.require(try await record(a, replacing: metadata, with: newer, at: 40), "again")
             try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == newer, "the latest not kept")
             try C.require(try await db.token(other.token, organization: "org-a") == other, "another merchant token's token changed")
-            try C.require(
-                try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE9999", metadata: newer, at: C.t0) == 0, "unknown")
+            var unknown = a
+            unknown.token = "4000000000000999"
+            try C.require(!(try await record(unknown, replacing: nil, with: newer, at: 0)), "unknown")
             // Metadata survives the row's other updates and is written by insert.
             _ = try await db.updateToken(a.token, organization: "org-a", state: .active, sealed: C.sealed(9, key: "kek-2"), at: C.t0 + 50)
             try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == newer, "lost by a re-seal")

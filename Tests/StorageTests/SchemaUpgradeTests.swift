@@ -104,7 +104,9 @@ enum SchemaVersion2 {
         #expect(try await database.recordEvent(event))
         #expect(try await database.dueEvents(at: t0, limit: 10) == [event])
         #expect(try await database.unlinkTokens(merchantTokenID: "DNITHE0001", organization: nil, at: t0 + 1) == 1)
-        #expect(try await database.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: [0x7B, 0x7D], at: t0 + 2) == 1)
+        #expect(
+            try await database.replaceMerchantTokenMetadata(
+                token.token, organization: "org-a", replacing: nil, with: [0x7B, 0x7D], at: t0 + 2))
         #expect(try await database.deleteUnlinkedTokens(before: t0 + 2, limit: 10) == 1)
         #expect(Set(try await database.rowCounts().map(\.table)) == Set(Schema.tables))
         // The old registration is kept, naming no look-up key: it counts for every old HMAC key.

@@ -322,18 +322,16 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func recordMerchantTokenMetadata(
-        merchantTokenID: String, metadata: [UInt8], at now: Date
-    ) async throws(StorageError) -> Int {
+    public func replaceMerchantTokenMetadata(
+        _ token: String, organization: String, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
+    ) async throws(StorageError) -> Bool {
         state.withLock { state in
-            var changed = 0
-            for (key, var record) in state.tokens where record.merchantTokenID == merchantTokenID && record.state != .deleted {
-                record.merchantTokenMetadata = metadata
-                if record.state == .active { record.updatedAt = now }
-                state.tokens[key] = record
-                changed += 1
-            }
-            return changed
+            let key = TokenKey(organization: organization, token: token)
+            guard var record = state.tokens[key], record.state != .deleted, record.merchantTokenMetadata == expected else { return false }
+            record.merchantTokenMetadata = metadata
+            if record.state == .active { record.updatedAt = now }
+            state.tokens[key] = record
+            return true
         }
     }
 
