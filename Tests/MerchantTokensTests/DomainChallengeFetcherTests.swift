@@ -52,8 +52,18 @@ struct DomainChallengeFetcherTests {
         #expect(await failure(fetcher, "none.example.com")?.contains("answered 404") == true)
         site.serve([String(repeating: "x", count: DomainChallengeFetcher.maximumBytes + 1)], at: "large.example.com")
         #expect(await failure(fetcher, "large.example.com") != nil)
-        // A name that does not resolve.
+        // A name that does not resolve, and one whose name server does not answer in time.
         let nowhere = DomainChallengeFetcher(configuration: .init(resolve: { _ in [] }))
         #expect(await failure(nowhere, "shop.example.com")?.contains("no address") == true)
+        let silent = DomainChallengeFetcher(
+            configuration: .init(
+                timeout: .milliseconds(200),
+                resolve: { _ in
+                    try await Task.sleep(for: .seconds(30))
+                    return ["93.184.215.14"]
+                }))
+        let started = ContinuousClock.now
+        #expect(await failure(silent, "shop.example.com")?.contains("could not be resolved within") == true)
+        #expect(ContinuousClock.now - started < .seconds(10), "the look-up was waited for")
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOSSL
 import PaywardenServices
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -52,9 +53,9 @@ public struct DomainChallengeFetcher: DomainControlCheck {
     public func servedChallenges(domain: String) async throws(DomainCheckFailure) -> [String] {
         let addresses: [String]
         do {
-            addresses = try await configuration.resolve(domain)
+            addresses = try await Self.within(configuration.timeout) { [configuration] in try await configuration.resolve(domain) }
         } catch {
-            throw DomainCheckFailure("\(domain) could not be resolved (\(error))")
+            throw DomainCheckFailure("\(domain) could not be resolved within \(configuration.timeout) (\(error))")
         }
         guard !addresses.isEmpty else { throw DomainCheckFailure("\(domain) has no address") }
         if !configuration.allowsNonPublicAddresses, let inner = addresses.first(where: { !Self.isPublic($0) }) {
@@ -99,6 +100,46 @@ public struct DomainChallengeFetcher: DomainControlCheck {
                 DomainCheckFailure(
                     "https://\(domain)\(DomainChallenge.path) could not be read over HTTPS with a certificate for \(domain), within "
                         + "\(Self.maximumBytes) bytes and \(configuration.timeout) (\(error))"))
+        }
+    }
+
+    /// `body`'s value, or a failure once `limit` passed. Unstructured on purpose: a look-up the
+    /// system resolver keeps waiting on cannot be cancelled, so it goes on alone, its answer dropped.
+    private static func within<Value: Sendable>(
+        _ limit: Duration, _ body: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let once = Once<Value>()
+        return try await withCheckedThrowingContinuation { continuation in
+            once.hold(continuation)
+            let work = Task {
+                do {
+                    once.resume(.success(try await body()))
+                } catch {
+                    once.resume(.failure(error))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                work.cancel()
+                once.resume(.failure(DomainCheckFailure("no answer")))
+            }
+        }
+    }
+
+    /// A continuation resumed by whichever comes first.
+    private final class Once<Value: Sendable>: Sendable {
+        private let continuation = Mutex<CheckedContinuation<Value, any Error>?>(nil)
+
+        func hold(_ continuation: CheckedContinuation<Value, any Error>) {
+            self.continuation.withLock { $0 = continuation }
+        }
+
+        func resume(_ result: Result<Value, any Error>) {
+            let waiting = continuation.withLock { held in
+                defer { held = nil }
+                return held
+            }
+            waiting?.resume(with: result)
         }
     }
 

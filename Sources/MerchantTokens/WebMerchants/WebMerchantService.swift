@@ -84,6 +84,13 @@ public final class WebMerchantService: Sendable {
             {
                 throw Self.notFound(identifier)
             }
+            // What is checked here costs nothing outside: before any domain is read.
+            guard let file = try await readDomainAssociation() else {
+                throw MerchantTokenFailure(
+                    .domainAssociationMissing,
+                    "no domain-verification file is stored: Apple fetches it from every domain before registering; store the "
+                        + "platform integrator's file with `paywarden web-merchants domain-association FILE`")
+            }
             let proven = try await proveNewDomains(domains, organization: organization, actor: actor)
             let now = clock()
             let reservation = WebMerchantRecord(
@@ -101,12 +108,6 @@ public final class WebMerchantService: Sendable {
                         .webMerchantDomainLimit,
                         "Apple registers at most \(WebMerchantField.maximumDomains) domains per partnerInternalMerchantIdentifier: "
                             + "\(identifier) has \(active.count) and this adds \(added.count); unregister some first")
-                }
-                guard let file = try await readDomainAssociation() else {
-                    throw MerchantTokenFailure(
-                        .domainAssociationMissing,
-                        "no domain-verification file is stored: Apple fetches it from every domain before registering; store the "
-                            + "platform integrator's file with `paywarden web-merchants domain-association FILE`")
                 }
                 // Apple does not say whether registering a registered domain again is 200 or 400 (docs/web-merchants.md),
                 // so only new domains are sent, and a repeat of a registration as recorded asks nothing of Apple.
