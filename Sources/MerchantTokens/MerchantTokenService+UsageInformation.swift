@@ -30,18 +30,16 @@ extension MerchantTokenService {
         let state: UsageInformationRecord.State
         do throws(MerchantTokenFailure) {
             try await authorize(merchantID: merchantID, merchantTokenID: merchantTokenID, organization: organization)
-            // Two organisations may hold the same merchant token: the one that published owns the package.
-            if let organization, let existing = try await readUsageInformation(merchantTokenID, configuration),
-                !existing.organization.isEmpty, existing.organization != organization
-            {
-                throw MerchantTokenFailure(
-                    .merchantNotAuthorized, "another organisation published this merchant token's usage information; only it may replace it"
-                )
-            }
+            // Two organisations may hold the same merchant token: the first to record a publication
+            // owns the package (an admin's, organisation "", too), and only it replaces it; an admin
+            // (no organisation) publishes for the owner. Refused here before Apple is asked, and by
+            // the compare-and-set of the write should another publication land meanwhile.
+            let existing = try await readUsageInformation(merchantTokenID, configuration)
+            if let organization, let existing, existing.organization != organization { throw Self.notOwner }
             let record = UsageInformationRecord(
-                merchantTokenID: merchantTokenID, merchantID: merchantID, organization: organization ?? "", state: .awaitingKey,
-                package: package.zip, packageResponse: nil, authenticationTokenHash: nil, updatedAt: vault.now)
-            state = try await seal(record, configuration)
+                merchantTokenID: merchantTokenID, merchantID: merchantID, organization: existing?.organization ?? organization ?? "",
+                state: .awaitingKey, package: package.zip, packageResponse: nil, authenticationTokenHash: nil, updatedAt: vault.now)
+            state = try await seal(record, configuration, replacing: existing)
         } catch {
             writeAudit(
                 user: user, action: "merchant-token-usage-information", merchantID: merchantID, result: "refused",
@@ -55,11 +53,19 @@ extension MerchantTokenService {
     }
 
     /// `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`: the package (if any) sealed again to the device's new key.
+    /// A publication that lands meanwhile wins the write; the package is then read and sealed again.
     func usageInformationKeyUpdated(merchantTokenID: String) async throws(MerchantTokenFailure) -> String? {
         guard let configuration = usageInformation else { return nil }
-        guard let record = try await readUsageInformation(merchantTokenID, configuration) else { return nil }
-        let state = try await seal(record, configuration)
-        return "usage information \(state.rawValue)"
+        for attempt in 1...3 {
+            guard let record = try await readUsageInformation(merchantTokenID, configuration) else { return nil }
+            do throws(MerchantTokenFailure) {
+                let state = try await seal(record, configuration, replacing: record)
+                return "usage information \(state.rawValue)"
+            } catch where error.code == .concurrentChange && attempt < 3 {
+                continue
+            }
+        }
+        return nil
     }
 
     /// `UNLINK`: the package is no longer served.
@@ -75,11 +81,14 @@ extension MerchantTokenService {
 
     /// The device's fetch: the package response when `authorization` is
     /// `ApplePayMerchantTokenUsageInformation {authenticationToken}` with this token's current token.
+    /// Every other answer is the same 401, so the route tells nobody which merchant tokens have a
+    /// package: no package, nothing published yet, unlinked, and a wrong token look alike (and take
+    /// the same work: the presented token is hashed and compared either way).
     public func usageInformationPackage(merchantTokenID: String, authorization: String?) async throws(UsageInformationAccessError)
         -> [UInt8]
     {
-        // Without Apple's scheme nothing is looked up: 401, whether or not the token has a package.
-        // The scheme's name is compared without case (RFC 9110, section 11.1).
+        // Without Apple's scheme nothing is looked up. The scheme's name is compared without case
+        // (RFC 9110, section 11.1).
         let scheme = "ApplePayMerchantTokenUsageInformation "
         guard let authorization, authorization.count > scheme.count,
             authorization.prefix(scheme.count).lowercased() == scheme.lowercased()
@@ -89,19 +98,26 @@ extension MerchantTokenService {
         do {
             stored = try await configuration.store.usageInformation(merchantTokenID: merchantTokenID)
         } catch {
-            // Not "removed": a device told 404 may stop asking.
+            // Not "refused": a device told 401 may stop asking.
             throw .unavailable
         }
-        guard let record = stored, record.state == .published, let response = record.packageResponse,
-            let expected = record.authenticationTokenHash
-        else { throw .notFound }
         let presented = Array(SHA256.hash(data: Array(authorization.dropFirst(scheme.count).utf8)))
-        // Both are SHA-256 digests: compared in full, whatever differs.
-        guard presented.count == expected.count, zip(presented, expected).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
-            throw .unauthorized
+        var served: (response: [UInt8], digest: [UInt8])?
+        if let record = stored, record.state == .published, let response = record.packageResponse,
+            let digest = record.authenticationTokenHash
+        {
+            served = (response, digest)
         }
-        return response
+        // Both are SHA-256 digests: compared in full, whatever differs (against a digest no token
+        // has when nothing is served).
+        let expected = served?.digest ?? Self.noTokenDigest
+        let matches = presented.count == expected.count && zip(presented, expected).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0
+        guard let served, matches else { throw .unauthorized }
+        return served.response
     }
+
+    /// Compared with when no package is served: not the digest of any token Paywarden issues.
+    private static let noTokenDigest = [UInt8](repeating: 0, count: 32)
 
     // MARK: Sealing
 
@@ -124,23 +140,17 @@ extension MerchantTokenService {
     /// notifies Apple, and records the outcome. The new authentication token's hash is recorded
     /// before Apple hands the token to the device, so the device never presents a token the
     /// database does not know yet; when Apple refuses, the record as it was is put back. On 202 the
-    /// package waits for the key.
+    /// package waits for the key. Every write is a compare-and-set on `previous`, the row read before
+    /// Apple was asked: a publication that landed meanwhile (another organisation's, or a newer one)
+    /// is never replaced, and this one is refused before Apple hears of it.
     private func seal(
-        _ record: UsageInformationRecord, _ configuration: UsageInformationConfiguration
+        _ record: UsageInformationRecord, _ configuration: UsageInformationConfiguration, replacing previous: UsageInformationRecord?
     ) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
-        let previous = try await readUsageInformation(record.merchantTokenID, configuration)
-        let outcome: UsageInformationRecord
         do {
-            outcome = try await sealed(record, configuration, previous: previous)
+            return try await sealed(record, configuration, previous: previous).state
         } catch {
             throw Self.usageInformationFailure(error)
         }
-        do {
-            try await configuration.store.saveUsageInformation(outcome)
-        } catch {
-            throw MerchantTokenFailure(error)
-        }
-        return outcome.state
     }
 
     /// The record as it stands once Apple was asked for the key and, with one, notified.
@@ -150,9 +160,12 @@ extension MerchantTokenService {
         guard let apple = gateway as? any UsageInformationGateway else {
             throw MerchantTokenFailure(.internalError, "the gateway cannot make usage-information calls")
         }
+        let revision = (previous?.revision ?? 0) + 1
         let answer = try await apple.merchantTokenPublicKey(merchantID: record.merchantID, merchantTokenID: record.merchantTokenID)
         guard case .key(let devicePublicKey, _) = answer else {
-            return Self.updated(record, state: .awaitingKey, response: nil, tokenHash: nil, at: vault.now)
+            let waiting = Self.updated(record, state: .awaitingKey, response: nil, tokenHash: nil, at: vault.now, revision: revision)
+            try await save(waiting, replacing: previous, configuration)
+            return waiting
         }
         let senderKey = try await senderKey(merchantID: record.merchantID, configuration)
         let package = try await UsageInformationEnvelope.seal(
@@ -174,41 +187,79 @@ extension MerchantTokenService {
             try JSONSerialization.data(withJSONObject: package.packageResponse, options: [.sortedKeys, .withoutEscapingSlashes]))
         let published = Self.updated(
             record, state: .published, response: response, tokenHash: Array(SHA256.hash(data: Array(authenticationToken.utf8))),
-            at: vault.now)
-        try await configuration.store.saveUsageInformation(published)
+            at: vault.now, revision: revision)
+        try await save(published, replacing: previous, configuration)
         do {
             try await apple.notifyUsageDataAvailable(
                 merchantID: record.merchantID, merchantTokenID: record.merchantTokenID, metadata: metadata.notificationMetadata)
         } catch {
             // Apple holds the token it had (or none): that one stays the one served.
-            await restore(previous, of: record.merchantTokenID, configuration)
+            await restore(previous, replacing: published, configuration)
             throw error
         }
         return published
     }
 
+    /// Writes `record` in place of `expected` (the row read), or refuses: another organisation's
+    /// publication is not replaced (`merchant_not_authorized`), nor one that landed meanwhile
+    /// (`concurrent_change`: repeat the request).
+    private func save(
+        _ record: UsageInformationRecord, replacing expected: UsageInformationRecord?, _ configuration: UsageInformationConfiguration
+    ) async throws(MerchantTokenFailure) {
+        do {
+            guard try await configuration.store.saveUsageInformation(record, replacing: expected) else {
+                let now = try await configuration.store.usageInformation(merchantTokenID: record.merchantTokenID)
+                if let now, now.organization != record.organization { throw Self.notOwner }
+                throw MerchantTokenFailure(
+                    .concurrentChange,
+                    "the merchant token's usage information changed while this publication was sealed (another publication, an "
+                        + "unlink or a new device key); nothing was sent to Apple: repeat the request")
+            }
+        } catch let error as MerchantTokenFailure {
+            throw error
+        } catch let error as StorageError {
+            throw MerchantTokenFailure(error)
+        } catch {
+            throw MerchantTokenFailure(.internalError, "\(error)")
+        }
+    }
+
+    /// Puts `previous` back (nothing, when there was none) in place of `published`, unless a newer
+    /// write replaced `published` meanwhile: that one is left as it is.
     private func restore(
-        _ previous: UsageInformationRecord?, of merchantTokenID: String, _ configuration: UsageInformationConfiguration
+        _ previous: UsageInformationRecord?, replacing published: UsageInformationRecord, _ configuration: UsageInformationConfiguration
     ) async {
         do {
+            let restored: Bool
+            // The record as it was, its revision too: a writer that read it may still write, as it
+            // read what is there again; one that read this publication may not.
             if let previous {
-                try await configuration.store.saveUsageInformation(previous)
+                restored = try await configuration.store.saveUsageInformation(previous, replacing: published)
             } else {
-                _ = try await configuration.store.deleteUsageInformation(merchantTokenID: merchantTokenID)
+                restored = try await configuration.store.deleteUsageInformation(replacing: published)
+            }
+            if !restored {
+                logger.notice(
+                    "Apple was not notified, and a newer write replaced this publication meanwhile: it is left as it is",
+                    metadata: ["merchant-token": "\(published.merchantTokenID)"])
             }
         } catch {
             logger.error(
                 "Apple was not notified and the usage information as it was could not be put back; publish it again",
-                metadata: ["merchant-token": "\(merchantTokenID)", "error": "\(error)"])
+                metadata: ["merchant-token": "\(published.merchantTokenID)", "error": "\(error)"])
         }
     }
 
+    static let notOwner = MerchantTokenFailure(
+        .merchantNotAuthorized, "another organisation published this merchant token's usage information; only it may replace it")
+
     private static func updated(
-        _ record: UsageInformationRecord, state: UsageInformationRecord.State, response: [UInt8]?, tokenHash: [UInt8]?, at now: Date
+        _ record: UsageInformationRecord, state: UsageInformationRecord.State, response: [UInt8]?, tokenHash: [UInt8]?, at now: Date,
+        revision: Int
     ) -> UsageInformationRecord {
         UsageInformationRecord(
             merchantTokenID: record.merchantTokenID, merchantID: record.merchantID, organization: record.organization, state: state,
-            package: record.package, packageResponse: response, authenticationTokenHash: tokenHash, updatedAt: now)
+            package: record.package, packageResponse: response, authenticationTokenHash: tokenHash, updatedAt: now, revision: revision)
     }
 
     /// 32 random bytes, Base64url without padding: the device's `authenticationToken`.
@@ -269,9 +320,12 @@ extension MerchantTokenService {
     }
 }
 
-/// Why a device's fetch of a package is refused: 404 (no package, or the token unlinked) or 401.
+/// Why a device's fetch of a package is refused.
 public enum UsageInformationAccessError: Error, Sendable, Hashable {
+    /// Usage information is off (no public URL): nothing is served to anyone.
     case notFound
+    /// No Apple scheme, or not the token of a package served now (none, unpublished, unlinked, or
+    /// another token): one answer for all, so it says nothing of which merchant tokens have one.
     case unauthorized
     /// The database cannot answer now.
     case unavailable

@@ -21,6 +21,8 @@ public struct MerchantTokenSettings: Sendable {
     public var platformIntegratorID: String?
     /// `PAYWARDEN_PUBLIC_URL`: where devices fetch usage-information packages; nil: the feature is off.
     public var publicURL: String?
+    /// Failed usage-information fetches per second per client address (bursts of ten times that).
+    public var usageInformationFailuresPerAddress: Int
 
     init(_ reader: inout SettingsReader) throws(ConfigurationError) {
         typealias C = SettingCatalog
@@ -55,6 +57,7 @@ public struct MerchantTokenSettings: Sendable {
         }
         publicURL = try reader.string(C.publicURL)
         if let publicURL { try Self.checkPublicURL(publicURL) }
+        usageInformationFailuresPerAddress = try reader.integer(defaulted: C.usageInformationFailuresPerAddress)
     }
 }
 

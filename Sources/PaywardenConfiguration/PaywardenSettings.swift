@@ -10,6 +10,8 @@ public struct PaywardenSettings: Sendable {
     public var logFormat: String
     /// Whether traces are exported (OpenTelemetry, configured by the `OTEL_*` variables).
     public var tracingEnabled: Bool
+    /// CIDRs whose requests' `traceparent` is believed (`PAYWARDEN_TRACE_CONTEXT_FROM`); the server checks them.
+    public var traceContextFrom: [String]
     /// `keys import --pkcs12` without `--password-file`.
     public var pkcs12Password: Sensitive<String>?
     public var hsm: HSMSettings
@@ -30,6 +32,7 @@ public struct PaywardenSettings: Sendable {
         logLevel = try reader.choice(C.logLevel)
         logFormat = try reader.choice(defaulted: C.logFormat)
         tracingEnabled = try reader.choice(defaulted: C.tracing) == "on"
+        traceContextFrom = try reader.list(C.traceContextFrom)
         pkcs12Password = try reader.string(C.pkcs12Password).map { Sensitive($0) }
         hsm = try HSMSettings(&reader)
         verification = VerificationSettings(

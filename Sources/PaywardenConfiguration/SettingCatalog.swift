@@ -18,6 +18,10 @@ public enum SettingCatalog {
     public static let tracing = Setting(
         "tracing", .choice(["off", "on"]), default: .value("off"),
         "export OpenTelemetry traces over OTLP/HTTP; where to and how many are set by the standard OTEL_* variables")
+    public static let traceContextFrom = Setting(
+        "trace_context_from", .list,
+        "CIDRs of the peers (a gateway or proxy of yours) whose W3C traceparent a request may continue; any other request starts a "
+            + "trace of its own, the caller's kept as a span link (default: none). A caller's tracestate is never taken or forwarded")
 
     // MARK: HSM
     public static let pkcs11Module = Setting(
@@ -274,10 +278,14 @@ public enum SettingCatalog {
         "public_url", .url,
         "base URL devices reach Paywarden at for merchant-token usage information (Apple's webServiceURL; devices GET "
             + "BASE/v1/merchantToken/{id}/usageInformation); https, or http to a loopback host; unset: usage information is off")
+    public static let usageInformationFailuresPerAddress = Setting(
+        "usage_information_failures_per_address", .integer(1...1_000_000), default: .value("1"),
+        "failed usage-information fetches per second one client address may make (bursts of ten times that); beyond it every "
+            + "fetch from that address is answered 429 with Retry-After until it may fail again (a device with its token never fails)")
 
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
-        home, logLevel, logFormat, tracing,
+        home, logLevel, logFormat, tracing, traceContextFrom,
         pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
         hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmDispatch, hsmInlineThresholdMicroseconds, hsmRecycleEvery, hsmOperationTimeoutMilliseconds,
@@ -300,7 +308,7 @@ public enum SettingCatalog {
         relayRadialUpstreamClientCertificate, relayRadialUpstreamClientKey, relayUpstreamTimeoutSeconds,
         databaseURL, databasePasswordFile, databasePassword, databasePoolSize, databaseTimeoutMilliseconds, databaseAutoMigrate,
         platformIntegratorID,
-        publicURL,
+        publicURL, usageInformationFailuresPerAddress,
     ]
 
     /// The variable naming the configuration file (not itself a setting of the file).

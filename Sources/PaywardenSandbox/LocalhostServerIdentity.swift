@@ -3,9 +3,9 @@ import Foundation
 import SwiftASN1
 import X509
 
-/// A CA and a server certificate for "localhost" it signed: what the stand-in servers (Apple's
-/// gateway, processors' upstreams) present. A client trusts the CA as an extra root, so the real
-/// TLS verification runs against them.
+/// A CA and a server certificate for "localhost" (or other names) it signed: what the stand-in
+/// servers (Apple's gateway, processors' upstreams, merchants' sites) present. A client trusts the
+/// CA as an extra root, so the real TLS verification runs against them.
 public struct LocalhostServerIdentity: Sendable {
     public let ca: Certificate
     public let caDER: [UInt8]
@@ -13,8 +13,9 @@ public struct LocalhostServerIdentity: Sendable {
     public let serverDER: [UInt8]
     public let serverKey: P256.Signing.PrivateKey
 
-    /// A new CA named `caName` and its server certificate, valid for `lifetime` from an hour ago.
-    public init(caName commonName: String, lifetime: TimeInterval = 7 * 86_400) throws {
+    /// A new CA named `caName` and its server certificate for `dnsNames` (wildcards in the first
+    /// label allowed), valid for `lifetime` from an hour ago.
+    public init(caName commonName: String, lifetime: TimeInterval = 7 * 86_400, dnsNames: [String] = ["localhost"]) throws {
         let now = Date()
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {
@@ -36,12 +37,13 @@ public struct LocalhostServerIdentity: Sendable {
         let server = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(serverKey.publicKey),
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(lifetime),
-            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
+            issuer: caName, subject: try DistinguishedName { CommonName(dnsNames.first ?? "localhost") },
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([.dnsName("localhost")])
+                SubjectAlternativeNames(dnsNames.map { .dnsName($0) })
             },
             issuerPrivateKey: Certificate.PrivateKey(caKey)
         )

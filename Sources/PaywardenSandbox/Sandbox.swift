@@ -43,15 +43,25 @@ public struct Sandbox: Codable, Sendable, Equatable {
         }
     }
 
-    /// The settings a service needs to serve the sandbox (environment names), with the
-    /// development PKI in `layout`: its roots, the stand-ins' addresses and CA, notifications from
-    /// loopback, and the organisation's cnpAPI merchantId.
-    public func settings(_ layout: Layout) -> [(String, String)] {
+    /// The settings that make the development PKI in `layout` a configuration's only trust
+    /// (environment names): its token-signing root, and its CA as the merchant certificates' issuer.
+    /// The development token's environment has them from `dev-hsm init` on.
+    public static func trustSettings(_ layout: Layout) -> [(String, String)] {
         let pki = layout.pkiDirectory
         typealias C = SettingCatalog
         return [
             (C.trustRoots, DevelopmentPKI.rootFile(in: pki)),
             (C.certificateIssuers, DevelopmentPKI.merchantCAFile(in: pki)),
+        ].map { ($0.0.environmentName, $0.1) }
+    }
+
+    /// The rest a service needs to serve the sandbox (environment names), beside
+    /// ``trustSettings(_:)``: the stand-ins' addresses and CA, notifications from loopback, and
+    /// the organisation's cnpAPI merchantId.
+    public func settings(_ layout: Layout) -> [(String, String)] {
+        let pki = layout.pkiDirectory
+        typealias C = SettingCatalog
+        return [
             (C.applePayGateway, "https://localhost:\(appleGatewayPort)"),
             (C.applePayGatewayCA, DevelopmentPKI.serverCAFile(in: pki)),
             (C.merchantValidationHosts, "localhost:\(appleGatewayPort)"),

@@ -8,5 +8,6 @@ enum PostgresSchema {
     /// Serialises migrations across instances (`pg_advisory_xact_lock`); any constant of ours.
     static let migrationLock: Int64 = 0x5057_4D49_4752  // "PWMIGR"
 
-    static let types = SchemaDDL.Types(bytes: "BYTEA", integer: "BIGINT", flag: "SMALLINT")
+    static let types = SchemaDDL.Types(
+        bytes: "BYTEA", integer: "BIGINT", flag: "SMALLINT", jsonElements: "json_array_elements_text(%array::json) AS %alias(value)")
 }

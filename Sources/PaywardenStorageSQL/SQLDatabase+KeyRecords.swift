@@ -34,8 +34,10 @@ extension SQLDatabase: KeyRecordStore {
             """, Self.binds(record) + [SQLValue(expectedRevision)])).isEmpty
     }
 
-    public func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool {
-        !(try await write("DELETE FROM merchant_keys WHERE key_id = $1 RETURNING 1", [.text(keyID)])).isEmpty
+    public func deleteKeyRecord(keyID: String, expectedRevision: Int) async throws(StorageError) -> Bool {
+        !(try await write(
+            "DELETE FROM merchant_keys WHERE key_id = $1 AND revision = $2 RETURNING 1", [.text(keyID), SQLValue(expectedRevision)]
+        )).isEmpty
     }
 
     private static func binds(_ record: StoredKeyRecord) -> [SQLValue] {

@@ -94,22 +94,23 @@ extension SQLDatabase: RegistrationStore {
             registration: try Self.registration(counted), token: try Self.tokenInsertion(token, inserted: outcome.rows(1), existing: outcome.rows(2)))
     }
 
-    public func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+    public func takeRegistration(lookupKey: [UInt8], ciphertext: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+        // Compare-and-set on the ciphertext read: a payload that replaced it is not taken for it.
         let rows = try await write(
             """
             UPDATE registrations SET redemptions = redemptions + 1, \(Self.clearedPayload), ended_at = $2
-            WHERE lookup_key = $1 AND ciphertext IS NOT NULL AND expires_at > $2
+            WHERE lookup_key = $1 AND ciphertext = $3 AND expires_at > $2
             RETURNING \(Self.selectRegistration)
-            """, [.blob(lookupKey), SQLValue(now)])
+            """, [.blob(lookupKey), SQLValue(now), .blob(ciphertext)])
         return try rows.first.map { row throws(StorageError) in try Self.registration(row) }
     }
 
-    public func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool {
+    public func endRegistration(lookupKey: [UInt8], ciphertext: [UInt8], at now: Date) async throws(StorageError) -> Bool {
         let rows = try await write(
             """
             UPDATE registrations SET \(Self.clearedPayload), ended_at = $2
-            WHERE lookup_key = $1 AND ciphertext IS NOT NULL RETURNING 1
-            """, [.blob(lookupKey), SQLValue(now)])
+            WHERE lookup_key = $1 AND ciphertext = $3 RETURNING 1
+            """, [.blob(lookupKey), SQLValue(now), .blob(ciphertext)])
         return !rows.isEmpty
     }
 

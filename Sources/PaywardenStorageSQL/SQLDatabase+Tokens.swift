@@ -136,21 +136,24 @@ extension SQLDatabase: TokenStore {
         ).count
     }
 
-    public func recordMerchantTokenMetadata(
-        merchantTokenID: String, metadata: [UInt8], at now: Date
-    ) async throws(StorageError) -> Int {
-        // An unlinked row keeps its updated_at: its retention runs from the unlinking.
-        try await write(
+    public func replaceMerchantTokenMetadata(
+        _ token: String, organization: String, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
+    ) async throws(StorageError) -> Bool {
+        // An unlinked row keeps its updated_at: its retention runs from the unlinking. The metadata
+        // read is compared whole ($7 says it was none, which no blob comparison can say).
+        !(try await write(
             """
-            UPDATE high_value_tokens SET merchant_token_metadata = $2,
-              updated_at = CASE WHEN state = $4 THEN $3 ELSE updated_at END
-            WHERE merchant_token_id = $1 AND state IN ($4, $5) RETURNING 1
+            UPDATE high_value_tokens SET merchant_token_metadata = $3,
+              updated_at = CASE WHEN state = $5 THEN $4 ELSE updated_at END
+            WHERE organization = $1 AND token = $2 AND state IN ($5, $6)
+              AND ((merchant_token_metadata IS NULL AND $7 = 1) OR merchant_token_metadata = $8)
+            RETURNING 1
             """,
             [
-                .text(merchantTokenID), .blob(metadata), SQLValue(now), .text(TokenRecord.State.active.rawValue),
-                .text(TokenRecord.State.unlinked.rawValue),
+                .text(organization), .text(token), .blob(metadata), SQLValue(now), .text(TokenRecord.State.active.rawValue),
+                .text(TokenRecord.State.unlinked.rawValue), SQLValue(expected == nil ? 1 : 0), .blob(expected ?? []),
             ]
-        ).count
+        )).isEmpty
     }
 
     public func deleteUnlinkedTokens(before: Date, limit: Int) async throws(StorageError) -> Int {

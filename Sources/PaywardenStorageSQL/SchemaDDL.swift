@@ -11,12 +11,19 @@ public enum SchemaDDL {
         public var integer: String
         public var flag: String
         public var withoutRowID: String
+        /// A table of the text elements of a JSON array, as column `value` of the alias:
+        /// `{json_elements ARRAY ALIAS}` in a template becomes this with `%array` and `%alias`
+        /// replaced (SQLite's `json_each`, the default; PostgreSQL's `json_array_elements_text`).
+        public var jsonElements: String
 
-        public init(bytes: String, integer: String, flag: String, withoutRowID: String = "") {
+        public init(
+            bytes: String, integer: String, flag: String, withoutRowID: String = "", jsonElements: String = "json_each(%array) AS %alias"
+        ) {
             self.bytes = bytes
             self.integer = integer
             self.flag = flag
             self.withoutRowID = withoutRowID
+            self.jsonElements = jsonElements
         }
     }
 
@@ -24,9 +31,24 @@ public enum SchemaDDL {
     /// ``Schema/migrations`` has some (a test checks).
     public static func statements(_ migration: String, _ types: Types) -> [String] {
         (templates[migration] ?? []).map { statement in
-            statement.replacingOccurrences(of: "{bytes}", with: types.bytes).replacingOccurrences(of: "{integer}", with: types.integer)
-                .replacingOccurrences(of: "{flag}", with: types.flag).replacingOccurrences(of: "{without_rowid}", with: types.withoutRowID)
+            let typed = statement.replacingOccurrences(of: "{bytes}", with: types.bytes)
+                .replacingOccurrences(of: "{integer}", with: types.integer).replacingOccurrences(of: "{flag}", with: types.flag)
+                .replacingOccurrences(of: "{without_rowid}", with: types.withoutRowID)
+            return jsonElements(in: typed, types)
         }
+    }
+
+    /// Each `{json_elements ARRAY ALIAS}` of `statement` in the engine's words.
+    private static func jsonElements(in statement: String, _ types: Types) -> String {
+        var text = statement
+        while let start = text.range(of: "{json_elements "), let end = text.range(of: "}", range: start.upperBound..<text.endIndex) {
+            let words = text[start.upperBound..<end.lowerBound].split(separator: " ")
+            guard words.count == 2 else { preconditionFailure("{json_elements ARRAY ALIAS} takes two words: \(statement)") }
+            let replacement = types.jsonElements.replacingOccurrences(of: "%array", with: words[0])
+                .replacingOccurrences(of: "%alias", with: words[1])
+            text.replaceSubrange(start.lowerBound..<end.upperBound, with: replacement)
+        }
+        return text
     }
 
     static let templates: [String: [String]] = [
@@ -212,6 +234,44 @@ public enum SchemaDDL {
               wrap_path TEXT,
               created_at {integer} NOT NULL
             )
+            """,
+        ],
+        // Usage information is written by a compare-and-set on the revision its caller read, so a
+        // publication never replaces one it did not read (another organisation's, or a newer one).
+        "0008_usage_information_revision": [
+            "ALTER TABLE usage_information ADD COLUMN revision {integer} NOT NULL DEFAULT 1"
+        ],
+        // Web merchants change one request at a time (a change holds the row until it finishes or
+        // lapses), and a domain belongs to one organisation and one web merchant: its row is the
+        // constraint, claimed before Apple is called. Organisations prove a domain with a challenge
+        // of their own. Domains registered before are their web merchant's organisation's (the
+        // first web merchant's, should two have one).
+        "0009_web_merchant_domains": [
+            "ALTER TABLE web_merchants ADD COLUMN change_id TEXT",
+            "ALTER TABLE web_merchants ADD COLUMN change_until {integer}",
+            """
+            CREATE TABLE web_merchant_domains (
+              domain TEXT PRIMARY KEY,
+              organization TEXT NOT NULL,
+              merchant_id TEXT,
+              proof TEXT NOT NULL,
+              proved_at {integer} NOT NULL
+            ){without_rowid}
+            """,
+            "CREATE INDEX web_merchant_domains_merchant ON web_merchant_domains (merchant_id)",
+            """
+            CREATE TABLE web_merchant_domain_challenges (
+              organization TEXT PRIMARY KEY,
+              challenge TEXT NOT NULL,
+              created_at {integer} NOT NULL
+            )
+            """,
+            """
+            INSERT INTO web_merchant_domains (domain, organization, merchant_id, proof, proved_at)
+            SELECT d.value, COALESCE(w.organization, ''), w.id, 'registered-before', w.updated_at
+            FROM web_merchants w, {json_elements w.domain_names d}
+            WHERE w.state = 'active' ORDER BY w.created_at, w.id
+            ON CONFLICT (domain) DO NOTHING
             """,
         ],
     ]

@@ -5,6 +5,8 @@ public struct StandInResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: [UInt8]
+    /// Sent once this gate is released, when there is one.
+    var gate: StandInGate?
 
     public init(status: Int, body: [UInt8] = [], headers: [(String, String)] = []) {
         self.status = status

@@ -30,6 +30,8 @@ public final class AppleGatewayStandIn: Sendable {
         var redirects = (count: 0, location: "")
         var requests: [RecordedRequest] = []
         var webMerchants = WebMerchantRegistry()
+        /// Answers held back, by the end of the request's path.
+        var holds: [(pathSuffix: String, gate: StandInGate)] = []
     }
 
     private init(serverCA: NIOSSLCertificate, serverCADER: [UInt8], sslContext: NIOSSLContext) {
@@ -100,6 +102,15 @@ public final class AppleGatewayStandIn: Sendable {
         state.withLock { $0.failures = (count, status) }
     }
 
+    /// Requests whose path (without its query) ends with `pathSuffix` (`/paymentservices/registerMerchant`,
+    /// `/merchantToken/publicKey`) are acted on as they arrive and answered once the gate returned
+    /// is released: Apple has done it, the caller does not know yet.
+    public func holdAnswers(toPathsEndingWith pathSuffix: String) -> StandInGate {
+        let gate = StandInGate()
+        state.withLock { $0.holds.append((pathSuffix, gate)) }
+        return gate
+    }
+
     /// The next `count` requests get a 302 to `location`.
     public func redirectNext(_ count: Int, to location: String) {
         state.withLock { $0.redirects = (count, location) }
@@ -123,6 +134,13 @@ public final class AppleGatewayStandIn: Sendable {
     /// Records `request` and decides the answer: armed failures and redirects first, then the
     /// routes Apple serves.
     func respond(to request: RecordedRequest) -> StandInResponse {
+        var answer = answer(request)
+        let path = request.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        answer.gate = state.withLock { $0.holds.last { path.hasSuffix($0.pathSuffix) }?.gate }
+        return answer
+    }
+
+    private func answer(_ request: RecordedRequest) -> StandInResponse {
         state.withLock { state in
             state.requests.append(request)
             if state.failures.count > 0 {

@@ -11,6 +11,10 @@ public struct ExportedSpan: Sendable, Hashable {
     /// OTLP's SpanKind: 1 internal, 2 server, 3 client.
     public var kind = 0
     public var attributes: [String: String] = [:]
+    /// The W3C tracestate the span carries (empty for none).
+    public var traceState = ""
+    /// The trace ids of the span's links, lowercase hex.
+    public var linkedTraceIDs: [String] = []
 
     /// Lowercase hex, as in `traceparent`.
     public var traceIDHex: String { traceID.map { String(format: "%02x", $0) }.joined() }
@@ -28,13 +32,21 @@ public struct ExportedSpan: Sendable, Hashable {
         return spans
     }
 
-    /// Span { bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5;
-    /// SpanKind kind = 6; repeated KeyValue attributes = 9 }.
+    /// Span { bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; bytes parent_span_id = 4;
+    /// string name = 5; SpanKind kind = 6; repeated KeyValue attributes = 9; repeated Link links = 13 };
+    /// Link { bytes trace_id = 1; bytes span_id = 2; … }.
     init(span bytes: [UInt8]) throws {
         for field in try ProtobufReader.fields(bytes) {
             switch (field.number, field.value) {
             case (1, .bytes(let value)): traceID = value
             case (2, .bytes(let value)): spanID = value
+            case (3, .bytes(let value)): traceState = String(decoding: value, as: UTF8.self)
+            case (13, .bytes(let value)):
+                for inner in try ProtobufReader.fields(value) {
+                    if inner.number == 1, case .bytes(let id) = inner.value {
+                        linkedTraceIDs.append(id.map { String(format: "%02x", $0) }.joined())
+                    }
+                }
             case (4, .bytes(let value)): parentSpanID = value
             case (5, .bytes(let value)): name = String(decoding: value, as: UTF8.self)
             case (6, .varint(let value)): kind = Int(value)

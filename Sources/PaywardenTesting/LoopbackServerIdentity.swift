@@ -16,8 +16,8 @@ struct LoopbackServerIdentity: Sendable {
     /// TLS 1.2 or later with the server certificate and key; callers add what they require of clients.
     let configuration: TLSConfiguration
 
-    init(caName commonName: String) throws {
-        let identity = try LocalhostServerIdentity(caName: commonName)
+    init(caName commonName: String, dnsNames: [String] = ["localhost"]) throws {
+        let identity = try LocalhostServerIdentity(caName: commonName, dnsNames: dnsNames)
         issuer = identity
         caDER = identity.caDER
         configuration = try Self.configuration(

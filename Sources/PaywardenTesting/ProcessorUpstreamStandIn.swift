@@ -64,6 +64,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
         var clientCertificates: [[UInt8]] = []
         /// Each request's W3C `traceparent` header, when it carried one (tracing's propagation).
         var traceparents: [String] = []
+        /// Each request's `tracestate` header, when it carried one.
+        var tracestates: [String] = []
     }
 
     private let identity: LoopbackServerIdentity?
@@ -113,6 +115,7 @@ public final class ProcessorUpstreamStandIn: Sendable {
                 standIn.state.withLock { $0.clientCertificates.append(peer) }
             }
             if let traceparent = head.headers["traceparent"].first { standIn.state.withLock { $0.traceparents.append(traceparent) } }
+            if let tracestate = head.headers["tracestate"].first { standIn.state.withLock { $0.tracestates.append(tracestate) } }
             if head.uri.hasPrefix(ReceivedRadialRequest.pathPrefix) {
                 return standIn.respondRadial(path: head.uri, body: body, apiKey: head.headers["apiKey"].first)
             }
@@ -174,6 +177,9 @@ public final class ProcessorUpstreamStandIn: Sendable {
 
     /// The `traceparent` header of every request that carried one, oldest first.
     public var traceparents: [String] { state.withLock { $0.traceparents } }
+
+    /// The `tracestate` header of every request that carried one, oldest first.
+    public var tracestates: [String] { state.withLock { $0.tracestates } }
 
     /// Every cnpAPI request received so far, oldest first.
     public var received: [ReceivedCnpRequest] { state.withLock { $0.received } }

@@ -2,7 +2,8 @@ import NIOCore
 import NIOHTTP1
 
 /// One connection's HTTP for a stand-in server: collects a request (bodies capped at 1 MiB),
-/// asks `respond` for the answer and how long to wait before it, and writes it. A status of 0
+/// asks `respond` for the answer and how long to wait before it (or the gate it waits for), and
+/// writes it. A status of 0
 /// drops the connection instead (a peer that fails mid-exchange).
 final class StandInHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -28,6 +29,12 @@ final class StandInHTTPHandler: ChannelInboundHandler {
             guard let head else { return }
             self.head = nil
             let (response, delay) = respond(head, body, context)
+            if let gate = response.gate {
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                let eventLoop = context.eventLoop
+                gate.hold { eventLoop.execute { bound.value.0.write(response, for: head, context: bound.value.1) } }
+                return
+            }
             guard delay > .zero else {
                 write(response, for: head, context: context)
                 return

@@ -86,32 +86,41 @@ extension StorageConformance {
             let late = try await db.recordRedemption(lookupKey: record.lookupKey, now: C.t0 + 86_400)
             try C.require(late?.redemptions == 1 && late?.isLive(at: C.t0 + 86_400) == false, "an expired registration was redeemed")
             try C.require(try await db.recordRedemption(lookupKey: [9], now: C.t0) == nil, "an unknown key was found")
-            try C.require(try await db.endRegistration(lookupKey: record.lookupKey, at: C.t0 + 120), "ending failed")
+            let payload = C.sealed(1).ciphertext
+            try C.require(try await db.endRegistration(lookupKey: record.lookupKey, ciphertext: payload, at: C.t0 + 120), "ending failed")
             let ended = try await db.registration(lookupKey: record.lookupKey)
             try C.require(ended?.sealed == nil && ended?.endedAt == C.t0 + 120, "no tombstone: \(String(describing: ended))")
-            try C.require(!(try await db.endRegistration(lookupKey: record.lookupKey, at: C.t0 + 130)), "ended twice")
+            try C.require(!(try await db.endRegistration(lookupKey: record.lookupKey, ciphertext: payload, at: C.t0 + 130)), "ended twice")
             let after = try await db.recordRedemption(lookupKey: record.lookupKey, now: C.t0 + 140)
             try C.require(after?.redemptions == 1, "an ended registration was redeemed")
         },
         StorageConformance(name: "registrations: a single-use redemption counts and ends in one step, once") { db in
             let record = C.registration(7, expires: 100)
             try await db.insertRegistration(record)
-            let taken = try await db.takeRegistration(lookupKey: record.lookupKey, now: C.t0 + 10)
+            let payload = C.sealed(7).ciphertext
+            let taken = try await db.takeRegistration(lookupKey: record.lookupKey, ciphertext: payload, now: C.t0 + 10)
             try C.require(
                 taken?.redemptions == 1 && taken?.sealed == nil && taken?.endedAt == C.t0 + 10, "not taken: \(String(describing: taken))")
             try C.require(try await db.registration(lookupKey: record.lookupKey) == taken, "the stored row is not the one returned")
-            try C.require(try await db.takeRegistration(lookupKey: record.lookupKey, now: C.t0 + 11) == nil, "taken twice")
+            try C.require(
+                try await db.takeRegistration(lookupKey: record.lookupKey, ciphertext: payload, now: C.t0 + 11) == nil, "taken twice")
             let expired = C.registration(8, expires: 100)
             try await db.insertRegistration(expired)
-            try C.require(try await db.takeRegistration(lookupKey: expired.lookupKey, now: C.t0 + 100) == nil, "an expired one was taken")
+            try C.require(
+                try await db.takeRegistration(lookupKey: expired.lookupKey, ciphertext: C.sealed(8).ciphertext, now: C.t0 + 100) == nil,
+                "an expired one was taken")
             try C.require(try await db.registration(lookupKey: expired.lookupKey) == expired, "a refused take changed the row")
-            try C.require(try await db.takeRegistration(lookupKey: [9], now: C.t0) == nil, "an unknown key was taken")
+            try C.require(
+                try await db.takeRegistration(lookupKey: [9], ciphertext: C.sealed(9).ciphertext, now: C.t0) == nil,
+                "an unknown key was taken")
         },
         StorageConformance(name: "registrations: a replacement takes the place of a live row or a tombstone") { db in
             let record = C.registration(4, expires: 100)
             try await db.replaceRegistration(record)
             try C.require(try await db.registration(lookupKey: record.lookupKey) == record, "a replacement of nothing was not stored")
-            try C.require(try await db.endRegistration(lookupKey: record.lookupKey, at: C.t0 + 10), "ending failed")
+            try C.require(
+                try await db.endRegistration(lookupKey: record.lookupKey, ciphertext: C.sealed(4).ciphertext, at: C.t0 + 10),
+                "ending failed")
             var newer = C.registration(4, expires: 1000)
             newer.createdAt = C.t0 + 20
             newer.sealed = C.sealed(5)
@@ -123,6 +132,27 @@ extension StorageConformance {
             try C.require(try await db.registration(lookupKey: record.lookupKey) == latest, "the live row was not replaced")
             let purge = try await db.purgeRegistrations(now: C.t0 + 999, tombstonesEndedBefore: C.t0)
             try C.require(purge.payloadsDestroyed == 0, "a replaced row kept its old expiry: \(purge)")
+        },
+        StorageConformance(name: "registrations: an end or a take is a compare-and-set on the payload read") { db in
+            // A held cryptogram's row is replaced in place (the same look-up key, a newer payload):
+            // a caller that read the older one ends and takes nothing.
+            let older = C.registration(40, expires: 1000)
+            try await db.replaceRegistration(older)
+            var newer = older
+            newer.sealed = C.sealed(41)
+            try await db.replaceRegistration(newer)
+            let stale = C.sealed(40).ciphertext
+            try C.require(
+                !(try await db.endRegistration(lookupKey: older.lookupKey, ciphertext: stale, at: C.t0 + 1)), "ended a newer payload")
+            try C.require(
+                try await db.takeRegistration(lookupKey: older.lookupKey, ciphertext: stale, now: C.t0 + 1) == nil, "took a newer payload")
+            try C.require(try await db.registration(lookupKey: older.lookupKey) == newer, "a refused end or take changed the row")
+            // A re-wrap keeps the ciphertext: the payload read is still the one there.
+            try C.require(
+                try await db.resealRegistration(lookupKey: newer.lookupKey, previousKeyID: "kek-1", sealed: C.sealed(41, key: "kek-2")),
+                "re-seal refused")
+            let taken = try await db.takeRegistration(lookupKey: newer.lookupKey, ciphertext: C.sealed(41).ciphertext, now: C.t0 + 2)
+            try C.require(taken?.sealed == nil && taken?.redemptions == 1, "the payload read was not taken: \(String(describing: taken))")
         },
         StorageConformance(name: "registrations: the purge destroys expired payloads, then old tombstones") { db in
             try await db.insertRegistration(C.registration(2, expires: 100))
@@ -216,7 +246,7 @@ extension StorageConformance {
             other.sealed = C.sealed(14, key: "kek-2")
             other.lookupKeyID = "hmac-2"
             try await db.insertRegistration(other)
-            _ = try await db.endRegistration(lookupKey: C.registration(15).lookupKey, at: C.t0 + 10)
+            _ = try await db.endRegistration(lookupKey: C.registration(15).lookupKey, ciphertext: C.sealed(15).ciphertext, at: C.t0 + 10)
 
             let firstTwo = try await db.registrations(sealedWith: "kek-1", limit: 2)
             try C.require(firstTwo == [C.registration(11), C.registration(12)], "limit 2: \(firstTwo.map(\.paypageID))")
@@ -344,7 +374,7 @@ extension StorageConformance {
             var other = C.registration(3)
             other.sealed = C.sealed(3, key: "kek-2")
             for record in [C.registration(1), C.registration(2), other, C.registration(4)] { try await db.insertRegistration(record) }
-            _ = try await db.endRegistration(lookupKey: C.registration(4).lookupKey, at: C.t0 + 1)
+            _ = try await db.endRegistration(lookupKey: C.registration(4).lookupKey, ciphertext: C.sealed(4).ciphertext, at: C.t0 + 1)
             var b = C.token("4000000000000002", fingerprint: 2)
             b.sealed = C.sealed(2, key: "kek-2")
             var c = C.token("4000000000000003", fingerprint: 3, organization: "org-b")
@@ -552,8 +582,14 @@ extension StorageConformance {
             try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == nil, "metadata before any event")
             _ = try await db.updateToken(b.token, organization: "org-b", state: .unlinked, sealed: nil, at: C.t0 + 5)
             let metadata = Array(#"{"cardMetadata":{"fpanSuffix":"1488","expirationDate":"05/30"}}"#.utf8)
-            let recorded = try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: metadata, at: C.t0 + 30)
-            try C.require(recorded == 2, "\(recorded) rows, expected 2")
+            func record(_ token: TokenRecord, replacing expected: [UInt8]?, with metadata: [UInt8], at time: TimeInterval) async throws
+                -> Bool
+            {
+                try await db.replaceMerchantTokenMetadata(
+                    token.token, organization: token.organization, replacing: expected, with: metadata, at: C.t0 + time)
+            }
+            try C.require(try await record(a, replacing: nil, with: metadata, at: 30), "the active token's metadata was not recorded")
+            try C.require(try await record(b, replacing: nil, with: metadata, at: 30), "the unlinked token's metadata was not recorded")
             var expectedA = a
             expectedA.merchantTokenMetadata = metadata
             expectedA.updatedAt = C.t0 + 30
@@ -563,12 +599,14 @@ extension StorageConformance {
                 unlinked?.merchantTokenMetadata == metadata && unlinked?.state == .unlinked && unlinked?.updatedAt == C.t0 + 5,
                 "the unlinked token's metadata, or its time of unlinking changed: \(String(describing: unlinked))")
             let newer = Array(#"{"cardArt":[]}"#.utf8)
-            try C.require(
-                try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: newer, at: C.t0 + 40) == 2, "again")
+            // A writer that read the token before the first event's metadata landed writes nothing.
+            try C.require(!(try await record(a, replacing: nil, with: newer, at: 40)), "a stale merge replaced recorded metadata")
+            try C.require(try await record(a, replacing: metadata, with: newer, at: 40), "again")
             try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == newer, "the latest not kept")
             try C.require(try await db.token(other.token, organization: "org-a") == other, "another merchant token's token changed")
-            try C.require(
-                try await db.recordMerchantTokenMetadata(merchantTokenID: "DNITHE9999", metadata: newer, at: C.t0) == 0, "unknown")
+            var unknown = a
+            unknown.token = "4000000000000999"
+            try C.require(!(try await record(unknown, replacing: nil, with: newer, at: 0)), "unknown")
             // Metadata survives the row's other updates and is written by insert.
             _ = try await db.updateToken(a.token, organization: "org-a", state: .active, sealed: C.sealed(9, key: "kek-2"), at: C.t0 + 50)
             try C.require(try await db.token(a.token, organization: "org-a")?.merchantTokenMetadata == newer, "lost by a re-seal")
@@ -640,8 +678,10 @@ extension StorageConformance {
             try C.require(try await db.insertKeyRecord(second), "a second key was not inserted")
             try C.require(try await db.keyRecords() == [second, active], "not listed by key id with every field")
 
-            try C.require(try await db.deleteKeyRecord(keyID: "0a1b"), "not deleted")
-            try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b")), "deleted twice")
+            // A delete is a compare-and-set on the revision read, like an update.
+            try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 1)), "a stale revision deleted the record")
+            try C.require(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 2), "not deleted")
+            try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 2)), "deleted twice")
             try C.require(try await db.keyRecords() == [second], "the other record went too")
         }
     ]

@@ -153,9 +153,10 @@ public struct MercuryPayRelay: Sendable {
                 .authenticationResponsesInvalid,
                 .submerchantRequired, .submerchantNotFound, .unknownMerchant,
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
-                .eventBusy, .upstreamUnavailable, .internalError:
+                .eventBusy, .concurrentChange, .upstreamUnavailable, .internalError:
                 nil
-            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
+                .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,
                 .domainAssociationMissing,
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 nil

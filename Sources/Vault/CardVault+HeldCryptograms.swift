@@ -7,7 +7,8 @@ import PaywardenStorage
 /// registration is, under the registrations' key-encrypting key, for the registrations' lifetime
 /// (24 hours), and the purge, the re-wrap job and the HMAC key's retirement treat it as one. It is
 /// found by a keyed hash of the token instead of a registration ID, and redeemed once: the use that
-/// ends the row owns the cryptogram, a later or concurrent one finds none.
+/// ends the row (still holding the payload it opened) owns the cryptogram, a later or concurrent
+/// one finds none.
 extension CardVault {
     /// Stands for a paypage in the held payload's row and seal: none was involved (the Radial
     /// decrypt API), and no paypage can have this id (paypage ids are letters and digits only).
@@ -66,7 +67,13 @@ extension CardVault {
                 RegistrationContents.self, try await sealer.open(sealed, with: sealKey, context: context))
             let accepted = try accept(Array(contents.paymentData))
             // Ending it is the claim: of two uses racing, one ends it and the other gets no cryptogram.
-            guard try await storage({ () async throws(StorageError) in try await database.endRegistration(lookupKey: lookupKey, at: now) })
+            // A compare-and-set on the payload read: one card always gets the same token, so a newer
+            // decryptblob may have replaced the row since, and that cryptogram is neither ended nor
+            // taken for the one opened here.
+            guard
+                try await storage({ () async throws(StorageError) in
+                    try await database.endRegistration(lookupKey: lookupKey, ciphertext: sealed.ciphertext, at: now)
+                })
             else { return nil }
             return accepted
         }

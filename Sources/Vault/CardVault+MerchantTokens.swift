@@ -22,19 +22,42 @@ extension CardVault {
             // Apple's event: the merchant token is dead, for every organisation holding a token for it.
             return try await unlink(merchantTokenID, organization: nil)
         case ("UPDATED_METADATA", let metadata?), ("UPDATED_CARD_ART", let metadata?):
-            let recorded = try await eventStorage { () async throws(StorageError) in
-                // A card-art event carries no card metadata and the other way round: each section
-                // replaces its own, so one event does not erase what an earlier one recorded.
-                let current = try await database.tokens(merchantTokenID: merchantTokenID)
-                    .filter { $0.state != .deleted }.max { $0.updatedAt < $1.updatedAt }?.merchantTokenMetadata
-                let merged = Self.mergedMetadata(current, with: metadata)
-                return try await database.recordMerchantTokenMetadata(merchantTokenID: merchantTokenID, metadata: merged, at: now)
+            let rows = try await eventStorage { () async throws(StorageError) in
+                try await database.tokens(merchantTokenID: merchantTokenID).filter { $0.state != .deleted }
+            }
+            var recorded = 0
+            for row in rows {
+                if try await record(metadata, on: row, at: now) { recorded += 1 }
             }
             return MerchantTokenEffect(summary: "metadata recorded on \(Self.tokens(recorded))", tokens: recorded)
         default:
             return MerchantTokenEffect(summary: "recorded; no vault change for \(type)", tokens: 0)
         }
     }
+
+    /// Merges `metadata` into what `row` holds and writes it, by a compare-and-set on what was
+    /// read: a card-art event carries no card metadata and the other way round, each section
+    /// replacing its own, so two events applied at once (on two instances) must not leave only the
+    /// second's section. A write another event overtook reads the row again and merges anew.
+    private func record(_ metadata: [UInt8], on row: TokenRecord, at now: Date) async throws(VaultError) -> Bool {
+        var current = row
+        for _ in 0..<Self.metadataAttempts {
+            let merged = Self.mergedMetadata(current.merchantTokenMetadata, with: metadata)
+            let written = try await eventStorage { () async throws(StorageError) in
+                try await database.replaceMerchantTokenMetadata(
+                    current.token, organization: current.organization, replacing: current.merchantTokenMetadata, with: merged, at: now)
+            }
+            if written { return true }
+            let fresh = try await eventStorage { () async throws(StorageError) in
+                try await database.token(current.token, organization: current.organization)
+            }
+            guard let fresh, fresh.state != .deleted else { return false }
+            current = fresh
+        }
+        throw VaultError(.databaseUnavailable, "the event could not be applied: the token's metadata changed on every attempt")
+    }
+
+    static let metadataAttempts = 8
 
     /// A merchant's own unlink (the merchant-tokens API): only `organization`'s tokens for the
     /// merchant token stop working, and only they are counted, because two organisations may have

@@ -92,9 +92,10 @@ extension CardVault {
         let payment = DecryptedPayment(json: Array(contents.paymentData))
         let accepted = try accept(payment)
         let issued = try await issueToken(for: try AccountFacts(payment: payment), policy: policy)
-        guard
+        // A compare-and-set on the payload opened above, as every end of a row read before is.
+        guard let ciphertext = found.sealed?.ciphertext,
             let taken = try await storage({ () async throws(StorageError) in
-                try await database.takeRegistration(lookupKey: found.lookupKey, now: now)
+                try await database.takeRegistration(lookupKey: found.lookupKey, ciphertext: ciphertext, now: now)
             })
         else { throw Self.expired }
         let redemption = Redemption(contents, record: taken, highValueToken: issued, reference: Self.registrationReference(found.lookupKey))
@@ -125,8 +126,10 @@ extension CardVault {
     @discardableResult
     public func endRegistration(_ presented: String, organization: String) async throws(VaultError) -> String {
         let found = try await liveRegistration(presented, organization: organization)
-        guard
-            try await storage({ () async throws(StorageError) in try await database.endRegistration(lookupKey: found.lookupKey, at: now) })
+        guard let ciphertext = found.sealed?.ciphertext,
+            try await storage({ () async throws(StorageError) in
+                try await database.endRegistration(lookupKey: found.lookupKey, ciphertext: ciphertext, at: now)
+            })
         else { throw Self.expired }
         return Self.registrationReference(found.lookupKey)
     }

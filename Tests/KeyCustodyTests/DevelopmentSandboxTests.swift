@@ -90,6 +90,39 @@ struct DevelopmentSandboxTests {
         #expect(badNumber.status == 64 && badNumber.stderr.contains("--pan takes 12 to 19 digits"), "\(badNumber.stderr)")
     }
 
+    /// The sandbox writes active keys certified by the development PKI, their records and a paypage:
+    /// with an operator's settings (their own HSM, their trust) it refuses and writes nothing, even
+    /// where a development token exists in the same home under the same label; and on the
+    /// development token it refuses a configuration that trusts anything but the development PKI.
+    @Test(arguments: HSMTestBackend.allCases)
+    func theSandboxWritesOnlyIntoTheDevelopmentTokenUnderTheDevelopmentTrust(backend: HSMTestBackend) async throws {
+        let operatorEnvironment = try await AdminTestEnvironment.make(backend: backend)
+        let initialised = try operatorEnvironment.paywarden("dev-hsm", "init", "--backend", backend.rawValue)
+        #expect(initialised.status == 0, "\(initialised.stderr)")
+
+        let refused = try operatorEnvironment.paywarden("dev-hsm", "sandbox", "--backend", backend.rawValue)
+        #expect(refused.status == 3, "the sandbox wrote into the operator's HSM: \(refused.stdout)\(refused.stderr)")
+        #expect(refused.stderr.contains("development token"), "\(refused.stderr)")
+        #expect(try operatorEnvironment.listedKeys().isEmpty, "keys were made in the operator's HSM")
+
+        // The development token itself, but trusting Apple's root beside (or instead of) the development PKI.
+        let directory = "\(operatorEnvironment.home)/\(backend.rawValue)"
+        let base = operatorEnvironment.cli.environment.filter { !$0.key.hasPrefix("PAYWARDEN_") && $0.key != "SOFTHSM2_CONF" }
+        let development = try Self.environment(directory + "/env", base: base)
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let apple = repository.appendingPathComponent("Keys/trust/AppleRootCA-G3.pem").path
+        for roots in [apple, (development["PAYWARDEN_TRUST_ROOTS"].map { $0 + "," } ?? "") + apple] {
+            var trusting = development
+            trusting["PAYWARDEN_TRUST_ROOTS"] = roots
+            let refusedTrust = try PaywardenProcess(environment: trusting).run(["dev-hsm", "sandbox", "--backend", backend.rawValue])
+            #expect(refusedTrust.status == 3, "\(roots): \(refusedTrust.stdout)\(refusedTrust.stderr)")
+            #expect(refusedTrust.stderr.contains("PAYWARDEN_TRUST_ROOTS"), "\(refusedTrust.stderr)")
+        }
+        // The development token under its own environment: made.
+        let made = try PaywardenProcess(environment: development).run(["dev-hsm", "sandbox", "--backend", backend.rawValue])
+        #expect(made.status == 0, "\(made.stderr)")
+    }
+
     /// `base` with the exports of an env file `paywarden dev-hsm init` wrote.
     static func environment(_ file: String, base: [String: String]) throws -> [String: String] {
         var environment = base

@@ -3,8 +3,9 @@ import PaywardenTestTraits
 import PaywardenTesting
 import Testing
 
-/// `paywarden dev-hsm init` makes a development token in either implementation, prints the
-/// environment that opens it, and the token then works for `hsm status` and the key commands.
+/// `paywarden dev-hsm init` makes a development token in either implementation and the development
+/// PKI, prints the environment that opens it (trusting that PKI alone), and the token then works
+/// for `hsm status` and the key commands.
 @Suite(.serialized, .releasesTestResources)
 struct DevelopmentTokenTests {
     @Test(arguments: ["softhsm", "nss"])
@@ -21,6 +22,9 @@ struct DevelopmentTokenTests {
         let exports = try #require(created?["environment"] as? [String: String])
         #expect((exports["PAYWARDEN_PKCS11_INIT_RESERVED"] != nil) == (backend == "nss"))
         #expect((exports["PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP"] != nil) == (backend == "softhsm"), "NSS has OAEP-SHA256 itself")
+        // The development PKI is made with the token, and is the configuration's only trust.
+        #expect(exports["PAYWARDEN_TRUST_ROOTS"] == "\(home)/\(backend)/sandbox/pki/root.pem", "\(exports)")
+        #expect(exports["PAYWARDEN_CERTIFICATE_ISSUERS"] == "\(home)/\(backend)/sandbox/pki/merchant-ca.pem")
 
         let again = try cli.run(["dev-hsm", "init", "--backend", backend, "--json"])
         #expect(again.status == 0, "\(again.stderr)")

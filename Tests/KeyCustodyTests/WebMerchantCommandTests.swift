@@ -78,6 +78,24 @@ struct WebMerchantCommandTests {
             "--reason", "closed", "--json", environment: gateway)
         #expect(unregistered.status == 0 && unregistered.stdout.contains("\"deleted\""), "\(unregistered.stdout) \(unregistered.stderr)")
 
+        // The admin vouched for both domains: they are the organisation's, free again once unregistered.
+        let domains = try env.paywarden("web-merchants", "domains", "--json", environment: gateway)
+        let held = try #require(try JSONSerialization.jsonObject(with: Data(domains.stdout.utf8)) as? [[String: Any]], "\(domains.stderr)")
+        #expect(held.map { $0["domain"] as? String } == ["pay.example.com", "shop.example.com"], "\(held)")
+        #expect(held.allSatisfy { $0["organization"] as? String == "example" && $0["proof"] as? String == "admin" })
+        #expect(held.allSatisfy { $0["webMerchant"] == nil }, "\(held)")
+        // Another organisation gets a domain only from an admin, and the domain moves.
+        let refusedElsewhere = try env.paywarden(
+            "web-merchants", "register", "--id", "other-merchant", "--name", "Other", "--organization", "rival", "--domain",
+            "shop.example.com", environment: gateway)
+        #expect(refusedElsewhere.status == 1 && refusedElsewhere.stderr.contains("web_merchant_domain_taken"), "\(refusedElsewhere.stderr)")
+        let approved = try env.paywarden(
+            "web-merchants", "approve-domain", "--domain", "SHOP.example.com", "--organization", "rival", "--json", environment: gateway)
+        #expect(approved.status == 0 && approved.stdout.contains("\"rival\""), "\(approved.stdout) \(approved.stderr)")
+        let badDomain = try env.paywarden(
+            "web-merchants", "approve-domain", "--domain", "https://shop.example.com", "--organization", "rival", environment: gateway)
+        #expect(badDomain.status == 1 && badDomain.stderr.contains("not a fully qualified domain name"), "\(badDomain.stderr)")
+
         var noIntegrator = gateway
         noIntegrator["PAYWARDEN_PLATFORM_INTEGRATOR_ID"] = nil
         let misconfigured = try env.paywarden("web-merchants", "show", "--id", Self.partnerID, environment: noIntegrator)
@@ -87,7 +105,8 @@ struct WebMerchantCommandTests {
         #expect(
             audit.map(\.action) == [
                 "web-merchants.domain-association", "web-merchants.register", "web-merchants.show", "web-merchants.list",
-                "web-merchants.register", "web-merchants.register", "web-merchants.unregister", "web-merchants.show",
+                "web-merchants.register", "web-merchants.register", "web-merchants.unregister", "web-merchants.domains",
+                "web-merchants.register", "web-merchants.approve-domain", "web-merchants.approve-domain", "web-merchants.show",
             ], "\(audit.map(\.action))")
     }
 }

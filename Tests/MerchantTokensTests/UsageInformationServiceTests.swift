@@ -131,7 +131,8 @@ struct UsageInformationServiceTests {
                 merchantTokenID: Self.merchantTokenID,
                 authorization: "applepaymerchanttokenusageinformation \(notification.authenticationToken)")
             #expect(!lowercase.isEmpty)
-            // 401 for a wrong token, none, or another scheme; 404 for a token with nothing published.
+            // 401 for a wrong token, none, or another scheme, and for a merchant token with nothing
+            // published: one answer, so the route is no oracle of which merchant tokens have a package.
             for authorization in [
                 "ApplePayMerchantTokenUsageInformation wrong", nil, "Bearer \(notification.authenticationToken)",
                 "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)x",
@@ -141,7 +142,7 @@ struct UsageInformationServiceTests {
                         merchantTokenID: Self.merchantTokenID, authorization: authorization)
                 }
             }
-            await #expect(throws: UsageInformationAccessError.notFound) {
+            await #expect(throws: UsageInformationAccessError.unauthorized) {
                 _ = try await environment.service.usageInformationPackage(
                     merchantTokenID: "DNITHE000000000000000000",
                     authorization: "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")
@@ -149,11 +150,12 @@ struct UsageInformationServiceTests {
 
             // Another merchant token's token opens nothing here, and this one's nothing there (U14).
             let other = "DNITHE000000000000000077"
-            try await environment.database.saveUsageInformation(
-                UsageInformationRecord(
-                    merchantTokenID: other, merchantID: Self.merchantID, organization: "example", state: .published, package: [1],
-                    packageResponse: Array("{}".utf8), authenticationTokenHash: Array(SHA256.hash(data: Array("other-token".utf8))),
-                    updatedAt: Date()))
+            #expect(
+                try await environment.database.saveUsageInformation(
+                    UsageInformationRecord(
+                        merchantTokenID: other, merchantID: Self.merchantID, organization: "example", state: .published, package: [1],
+                        packageResponse: Array("{}".utf8), authenticationTokenHash: Array(SHA256.hash(data: Array("other-token".utf8))),
+                        updatedAt: Date()), replacing: nil))
             #expect(
                 try await environment.service.usageInformationPackage(
                     merchantTokenID: other, authorization: "ApplePayMerchantTokenUsageInformation other-token") == Array("{}".utf8))
@@ -209,12 +211,12 @@ struct UsageInformationServiceTests {
             #expect(try await deviceReads(environment, device: rotated, notification: second) == Self.document)
             await #expect(throws: (any Error).self) { _ = try await deviceReads(environment, device: device, notification: second) }
 
-            // UNLINK (U17): no longer served.
+            // UNLINK (U17): no longer served; its token is answered as any other that fits nothing.
             environment.standIn.setEvent(
                 "unlink-1", merchantID: Self.merchantID, .event(type: "UNLINK", merchantTokenID: Self.merchantTokenID))
             #expect(try await environment.service.receiveNotification(merchantID: Self.merchantID, eventID: "unlink-1"))
             #expect(await environment.service.processDueEvents() == 1)
-            await #expect(throws: UsageInformationAccessError.notFound) {
+            await #expect(throws: UsageInformationAccessError.unauthorized) {
                 _ = try await environment.service.usageInformationPackage(
                     merchantTokenID: Self.merchantTokenID,
                     authorization: "ApplePayMerchantTokenUsageInformation \(second.authenticationToken)")
@@ -301,6 +303,25 @@ struct UsageInformationServiceTests {
             #expect(environment.standIn.usageNotifications.count == notifications)
             let stored = try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID)
             #expect(stored?.organization == "example")
+        }
+    }
+
+    /// A package an admin published (no organisation: the service's callers with every right) is
+    /// replaced by an admin only, not by whichever organisation holds the merchant token.
+    @Test func anAdminsPublicationIsNotReplacedByAnOrganisation() async throws {
+        try await withEnvironment { (environment) async throws -> Void in
+            environment.standIn.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            func publish(as organization: String?) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
+                try await environment.service.publishUsageInformation(
+                    merchantID: Self.merchantID, merchantTokenID: Self.merchantTokenID, document: Self.document, organization: organization,
+                    user: "test")
+            }
+            #expect(try await publish(as: nil) == .published)
+            let replaced = await Self.failure { () async throws(MerchantTokenFailure) in try await publish(as: "example") }
+            #expect(replaced?.code == .merchantNotAuthorized, "\(String(describing: replaced))")
+            #expect(environment.standIn.usageNotifications.count == 1, "Apple was told of the organisation's package")
+            #expect(try await environment.database.usageInformation(merchantTokenID: Self.merchantTokenID)?.organization == "")
+            #expect(try await publish(as: nil) == .published)
         }
     }
 

@@ -523,6 +523,50 @@ struct CnpRelayTests {
         }
     }
 
+    /// The stored-credential rule reads one `orderSource`, one `processingType`, whether there is a
+    /// `recurringRequest`, and one token: a request carrying two of any of them could be judged on
+    /// one and sent with the other (a DPAN taken as customer-initiated, then recurring upstream).
+    @Test(arguments: Namespace.allCases)
+    func aRequestCarryingTwoOfAnElementTheRuleReadsIsRefusedNothingSent(_ namespace: Namespace) async throws {
+        try await withFixture { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            let device = try await server.highValueToken(
+                payload: PaymentPayloads.threeDSecure(pan: "4457119922390123", cryptogram: Self.cryptogram))
+            let token = "<\(namespace.tokenElement)>\(device.token)</\(namespace.tokenElement)>"
+            let twice: [(String, String)] = [
+                (
+                    "orderSource",
+                    tokenTransaction(device.token, namespace: namespace, orderSource: "ecommerce</orderSource><orderSource>recurring")
+                ),
+                (
+                    "processingType",
+                    tokenTransaction(
+                        device.token, namespace: namespace,
+                        extra: "<processingType>cardholderInitiatedCOF</processingType>"
+                            + "<processingType>merchantInitiatedCOF</processingType>")
+                ),
+                (
+                    "recurringRequest",
+                    tokenTransaction(
+                        device.token, namespace: namespace,
+                        extra: "<recurringRequest><createSubscription><planCode>p</planCode></createSubscription></recurringRequest>"
+                            + "<recurringRequest><createSubscription><planCode>p</planCode></createSubscription></recurringRequest>")
+                ),
+                (
+                    namespace.tokenElement,
+                    tokenTransaction(device.token, namespace: namespace).replacingOccurrences(of: token, with: token + token)
+                ),
+            ]
+            for (element, transaction) in twice {
+                let reply = try await post(server, envelope(namespace, password: server.vaultKey, transaction))
+                #expect(reply.status == 200 && !reply.text.contains(#"response="0""#), "\(element): \(reply.text)")
+                #expect(reply.text.contains(element), "the refusal names \(element): \(reply.text)")
+            }
+            #expect(upstream.received.isEmpty, "\(upstream.received.map(\.text))")
+            #expect(!(try server.auditLines()).contains { $0.contains(#""action":"detokenize""#) })
+        }
+    }
+
     @Test func withoutAnUpstreamAuthorizationsAreRefused() async throws {
         try await withServer { server in
             let reply = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: "1234567890123456")))

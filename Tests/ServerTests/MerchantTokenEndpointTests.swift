@@ -28,6 +28,8 @@ struct MerchantTokenEndpointTests {
         let server: TestServer
         let apple: AppleGatewayStandIn
         let webKey: String
+        /// The same scopes for the organisation `rival`.
+        let rivalWebKey: String
         let clock: TestClock
     }
 
@@ -45,11 +47,15 @@ struct MerchantTokenEndpointTests {
         let ca = TestCertificateAuthority.shared
         let apple = try await AppleGatewayStandIn.start(clientCA: ca.certificate)
         let (webKey, webEntry) = APIKey.generate(name: "web-checkout", scopes: [.session, .merchantTokens], organization: "example")
+        let (rivalWebKey, rivalWebEntry) = APIKey.generate(
+            name: "rival-checkout", scopes: [.session, .merchantTokens], organization: "rival")
         let clock = TestClock()
         do {
             try await withServer(
                 { configuration in
-                    configuration.apiKeys = APIKeyRegistry(keys: configuration.apiKeys.keys + [try APIKey(entry: webEntry)])
+                    configuration.apiKeys = APIKeyRegistry(
+                        keys: configuration.apiKeys.keys
+                            + [try APIKey(entry: webEntry), try APIKey(entry: rivalWebEntry)])
                     configuration.merchantTokens.gateway = try AppleGatewayConfiguration(
                         baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
                         extraTrustRoots: [apple.serverCA])
@@ -67,7 +73,7 @@ struct MerchantTokenEndpointTests {
                     _ = try await store.importCertificate(MerchantCertificate(bytes: certificate))
                 }
             ) { server in
-                try await body(Fixture(server: server, apple: apple, webKey: webKey, clock: clock))
+                try await body(Fixture(server: server, apple: apple, webKey: webKey, rivalWebKey: rivalWebKey, clock: clock))
             }
         } catch {
             try? await apple.stop()

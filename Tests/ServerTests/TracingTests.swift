@@ -13,7 +13,9 @@ import Testing
 /// authorization and Apple's merchant-token notification. The spans nest (request → decryption →
 /// replay claim and HSM operation; request → processor call), the processor and Apple receive the
 /// exported trace's `traceparent`, and no exported byte carries card data, a registration ID, a
-/// token or a merchant-token id.
+/// token or a merchant-token id. A stranger's trace context is not believed (its request gets a
+/// trace of Paywarden's, its tracestate goes nowhere); a peer of `PAYWARDEN_TRACE_CONTEXT_FROM`'s
+/// traceparent is continued.
 ///
 /// InstrumentationSystem is set once per process: this suite's test is the only one that turns
 /// tracing on.
@@ -30,6 +32,8 @@ struct TracingTests {
             return RelayConfiguration(cnp: relay, cnpMerchantIDs: ["example": ["01234"]])
         } adjust: { configuration in
             configuration.tracing = TracingConfiguration(endpoint: collector.tracesURL, exportDelay: .milliseconds(50))
+            // The test's "gateway": the only peer whose traceparent is believed.
+            configuration.traceContextSources = ["127.0.0.2/32"].compactMap(IPAddressBlock.init)
             configuration.merchantTokens.gateway = try AppleGatewayConfiguration(
                 baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
                 extraTrustRoots: [apple.serverCA])
@@ -71,6 +75,39 @@ struct TracingTests {
             let relayedToken = try #require(element("cnpToken", in: relayed.text))
             secrets += [relayedPAN, relayedID, relayedToken]
 
+            // A stranger's trace context (its own trace id, not sampled, a tracestate of its own) on
+            // another relayed authorization: not believed. The request gets a trace of Paywarden's,
+            // recorded and exported, and neither the caller's trace id nor its tracestate reaches the
+            // processor (under Paywarden's mutual-TLS identity) or the log.
+            let callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+            let strangerPAN = "4457119922392004"
+            let strangerID = try await server.registerThroughEProtect(pan: strangerPAN, cryptogram: CnpRelayTests.cryptogram)
+            let stranger = try await server.send(
+                .POST, "/vap/communicator/online",
+                body: cnp.envelope(.cnp, password: server.vaultKey, cnp.paypage(registrationID: strangerID)), apiKey: .some(nil),
+                contentType: "text/xml",
+                headers: [("traceparent", "00-\(callerTrace)-00f067aa0ba902b7-00"), ("tracestate", "stranger=chosen-state")])
+            #expect(stranger.status == 200 && element("response", in: stranger.text) == "000", "\(stranger.text)")
+            secrets += [strangerPAN, strangerID]
+            #expect(upstream.traceparents.count == 2, "\(upstream.traceparents)")
+            #expect(!upstream.traceparents.contains { $0.contains(callerTrace) }, "\(upstream.traceparents)")
+            #expect(upstream.traceparents.allSatisfy { $0.hasSuffix("-01") }, "Paywarden's own trace is sampled: \(upstream.traceparents)")
+            #expect(upstream.tracestates.isEmpty, "a caller's tracestate went to the processor: \(upstream.tracestates)")
+            #expect(!server.logs.text.contains(callerTrace), "a log line carries the caller's trace id")
+
+            // A peer PAYWARDEN_TRACE_CONTEXT_FROM names (127.0.0.2, from which this connection
+            // comes): its traceparent is continued, its tracestate still not taken.
+            #expect(server.scheme == "http")
+            let gatewayTrace = "0af7651916cd43dd8448eb211c80319c"
+            let gatewaySpan = "b7ad6b7169203331"
+            let gateway = try RawTCPConnection(port: server.port, from: "127.0.0.2")
+            try gateway.send(
+                "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\ntraceparent: 00-\(gatewayTrace)-\(gatewaySpan)-01\r\n"
+                    + "tracestate: gateway=kept-out\r\nConnection: close\r\n\r\n")
+            let answered = gateway.read(until: "\r\n\r\n", upTo: .seconds(10))
+            #expect(answered.text.hasPrefix("HTTP/1.1 200"), "\(answered.text)")
+            gateway.close()
+
             // A merchant token, and Apple's notification of its unlinking: the event worker fetches
             // the event from Apple (its own trace: it runs in the background).
             let (merchantToken, merchantTokenRegistration) = try await merchantTokens.vaultedMerchantToken(server)
@@ -85,7 +122,8 @@ struct TracingTests {
             #expect(record.state == .applied)
 
             let spans = try await collector.waitForSpans { spans in
-                spans.contains { $0.name.hasPrefix("processor.") } && spans.filter { $0.kind == 2 }.count >= 5
+                spans.filter { $0.name.hasPrefix("processor.") }.count >= 2 && spans.filter { $0.kind == 2 }.count >= 7
+                    && spans.contains { $0.traceIDHex == gatewayTrace }
                     && spans.contains { $0.name == "paywarden.decrypt" } && spans.contains { $0.name.hasPrefix("hsm.") }
                     && spans.contains { $0.name.hasPrefix("apple.") }
             }
@@ -112,15 +150,27 @@ struct TracingTests {
             #expect(child(of: redemption) { $0.hasPrefix("hsm.") } != nil, "the vault opens the payload in the HSM")
 
             // The relayed authorization: the processor's client span, whose context the upstream received.
-            let processorCall = try #require(spans.first { $0.name == "processor.cnpapi" })
+            let traceparent = try #require(upstream.traceparents.first)
+            let parts = traceparent.split(separator: "-")
+            let processorCall = try #require(
+                spans.first { $0.name == "processor.cnpapi" && parts.count == 4 && $0.spanIDHex == String(parts[2]) }, "\(traceparent)")
             #expect(processorCall.kind == 3 && processorCall.attributes["paywarden.processor.outcome"] == "ok")
             let relayRequest = try #require(spans.first { $0.spanID == processorCall.parentSpanID })
             #expect(relayRequest.kind == 2 && relayRequest.traceID == processorCall.traceID)
-            let traceparent = try #require(upstream.traceparents.last)
-            let parts = traceparent.split(separator: "-")
             #expect(parts.count == 4 && parts[0] == "00", "\(traceparent)")
             #expect(parts.count == 4 && String(parts[1]) == processorCall.traceIDHex, "\(traceparent)")
             #expect(parts.count == 4 && String(parts[2]) == processorCall.spanIDHex, "\(traceparent)")
+
+            // The stranger's request: a trace of Paywarden's own, recorded whatever the caller's flags said.
+            let processorCalls = spans.filter { $0.name == "processor.cnpapi" }
+            #expect(processorCalls.count == 2 && processorCalls.allSatisfy { $0.traceIDHex != callerTrace })
+            #expect(!spans.contains { $0.traceIDHex == callerTrace }, "a span joined the caller's trace")
+            let strangerRequest = try #require(spans.first { $0.kind == 2 && $0.linkedTraceIDs.contains(callerTrace) })
+            #expect(strangerRequest.name == "POST /vap/communicator/online" && strangerRequest.parentSpanID.isEmpty)
+            // The gateway's request: a child of the gateway's span, in its trace, with no tracestate.
+            let gatewayRequest = try #require(spans.first { $0.kind == 2 && $0.traceIDHex == gatewayTrace })
+            #expect(gatewayRequest.name == "GET /healthz" && gatewayRequest.traceState.isEmpty)
+            #expect(gatewayRequest.parentSpanID.map { String(format: "%02x", $0) }.joined() == gatewaySpan)
 
             // The call to Apple: a client span named by the operation, whose context Apple received.
             let fetch = try #require(merchantTokens.eventFetches(apple, event: "evt-traced-1").first)

@@ -53,7 +53,7 @@ extension MerchantTokenEndpointTests {
             let unknown = try await server.send(
                 .GET, "/v1/merchantToken/DNITHE000000000000000000/usageInformation", apiKey: .some(nil),
                 headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(notification.authenticationToken)")])
-            #expect(unknown.status == 404, "\(unknown.text)")
+            #expect(unknown.status == 401, "\(unknown.text)")
 
             // The PUT needs the merchant-tokens scope's key.
             let anonymous = try await server.send(.PUT, path, body: Self.usageDocument, apiKey: .some(nil))
@@ -123,5 +123,104 @@ extension MerchantTokenEndpointTests {
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Array(output)
+    }
+}
+
+extension MerchantTokenEndpointTests {
+    /// A device's fetch says nothing about merchant tokens it holds no token for: with Apple's
+    /// scheme, an unknown merchant token, one with nothing published and a published one with a
+    /// wrong authentication token are answered alike; and failures are limited per client address,
+    /// while a device presenting its token is never counted.
+    @Test func theDevicesFetchIsNoExistenceOracleAndFailuresAreLimitedPerAddress() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            _ = try await vaultedMerchantToken(server)
+            _ = fixture.apple.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            let put = "/v1/merchant-tokens/\(Self.merchantTokenID)/usage-information?merchantId=\(Self.merchantID)"
+            #expect(try await server.send(.PUT, put, body: Self.usageDocument, apiKey: fixture.webKey).status == 200)
+            let token = try #require(fixture.apple.usageNotifications.last?.authenticationToken)
+            func fetch(_ merchantTokenID: String, _ authenticationToken: String) async throws -> TestServer.Reply {
+                try await server.send(
+                    .GET, "/v1/merchantToken/\(merchantTokenID)/usageInformation", apiKey: .some(nil),
+                    headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(authenticationToken)")])
+            }
+
+            // The device itself, however often it asks: never limited.
+            for _ in 0..<25 { #expect(try await fetch(Self.merchantTokenID, token).status == 200) }
+
+            let published = try await fetch(Self.merchantTokenID, "not-the-token")
+            let unknown = try await fetch("DNITHE000000000000000000", token)
+            #expect(published.status == 401, "\(published.text)")
+            #expect(unknown.status == published.status && unknown.body == published.body, "\(unknown.status) \(unknown.text)")
+
+            // More failures from this address: refused before any look-up, even the right token.
+            var limited: TestServer.Reply?
+            for attempt in 0..<40 {
+                let reply = try await fetch("DNITHE\(String(format: "%018d", attempt))", token)
+                if reply.status == 429 {
+                    limited = reply
+                    break
+                }
+                #expect(reply.status == 401, "\(reply.text)")
+            }
+            let refused = try #require(limited, "40 failed fetches from one address were never limited")
+            #expect(refused.header("retry-after") != nil)
+            #expect(try json(refused)["statusCode"] as? Int == 429, "\(refused.text)")
+            #expect(try await fetch(Self.merchantTokenID, token).status == 429)
+        }
+    }
+}
+
+extension MerchantTokenEndpointTests {
+    /// The merchant token's MPAN vaulted for the organisation `rival` too, through a paypage of its
+    /// own for the same merchant: two organisations hold one merchant token.
+    func vaultedForRival(_ server: TestServer) async throws {
+        _ = try await server.server.vault.createPaypage(
+            id: "rivalShop", organization: "rival", merchantIdentifiers: [Self.merchantID], reportGroups: [], tokenFormat: .d)
+        let registered = try await server.send(
+            .POST, "/eProtect/paypage",
+            body: try EProtectForms.form(
+                token: try server.ecToken(payload: PaymentPayloads.merchantToken(pan: Self.pan)), paypageID: "rivalShop",
+                reportGroup: "mobile"),
+            apiKey: .some(nil), contentType: "application/x-www-form-urlencoded")
+        let id = try #require(try json(registered)["paypageRegistrationId"] as? String, "\(registered.text)")
+        let redeemed = try await server.send(.POST, "/v1/registrations/\(id)/redeem", apiKey: server.rivalKey)
+        #expect(redeemed.status == 200, "\(redeemed.text)")
+    }
+
+    /// Two organisations holding one merchant token publish at once, Apple's answer with the
+    /// device's key held until both asked: the first to record it owns the package, the other is
+    /// refused before Apple is told anything, and the device is served the owner's.
+    @Test func twoOrganisationsPublishingForOneMerchantTokenAtOnceLeaveItWithOne() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            _ = try await vaultedMerchantToken(server)
+            try await vaultedForRival(server)
+            _ = fixture.apple.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
+            let path = "/v1/merchant-tokens/\(Self.merchantTokenID)/usage-information?merchantId=\(Self.merchantID)"
+            let rivalDocument = Array(String(decoding: Self.usageDocument, as: UTF8.self).replacingOccurrences(
+                of: #""merchantName":"Example""#, with: #""merchantName":"Rival""#).utf8)
+
+            let gate = fixture.apple.holdAnswers(toPathsEndingWith: "/merchantToken/publicKey")
+            let example = Task { try await server.send(.PUT, path, body: Self.usageDocument, apiKey: fixture.webKey) }
+            try await gate.waitUntilHeld(1)
+            let rival = Task { try await server.send(.PUT, path, body: rivalDocument, apiKey: fixture.rivalWebKey) }
+            try await gate.waitUntilHeld(2)
+            gate.release()
+            let replies = [("example", try await example.value), ("rival", try await rival.value)]
+
+            let published = replies.filter { $0.1.status == 200 }
+            #expect(published.count == 1, "\(replies.map { "\($0.0): \($0.1.status) \($0.1.text)" })")
+            let refused = replies.filter { $0.1.status != 200 }
+            #expect(refused.allSatisfy { $0.1.status == 403 && $0.1.errorCode == "merchant_not_authorized" }, "\(refused.map(\.1.text))")
+            #expect(fixture.apple.usageNotifications.count == 1, "Apple was told of \(fixture.apple.usageNotifications.count) packages")
+            let stored = try await server.server.database.database.usageInformation(merchantTokenID: Self.merchantTokenID)
+            #expect(stored?.organization == published.first?.0, "owned by \(stored?.organization ?? "nobody")")
+            let token = try #require(fixture.apple.usageNotifications.last?.authenticationToken)
+            let fetched = try await server.send(
+                .GET, "/v1/merchantToken/\(Self.merchantTokenID)/usageInformation", apiKey: .some(nil),
+                headers: [("Authorization", "ApplePayMerchantTokenUsageInformation \(token)")])
+            #expect(fetched.status == 200, "the package Apple was told of is the one served: \(fetched.text)")
+        }
     }
 }

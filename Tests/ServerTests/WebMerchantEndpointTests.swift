@@ -8,6 +8,7 @@ import PaywardenServices
 import PaywardenStorage
 import PaywardenTestTraits
 import PaywardenTesting
+import Synchronization
 import Testing
 
 /// Web merchants through HTTP on loopback against the stand-in Apple gateway (real HTTPS that
@@ -33,6 +34,11 @@ struct WebMerchantEndpointTests {
         let rivalSessionKey: String
         let integratorCertificate: [UInt8]
         let merchantCertificate: [UInt8]
+        /// The merchants' sites the domain check reads: every domain serves the organisation
+        /// `example`'s challenge unless a test says otherwise.
+        let sites: MerchantSiteStandIn
+        let exampleChallenge: String
+        let rivalChallenge: String
     }
 
     /// `integrator`: the id PAYWARDEN_PLATFORM_INTEGRATOR_ID names (the stand-in accepts only `integratorID`).
@@ -40,6 +46,7 @@ struct WebMerchantEndpointTests {
         let ca = TestCertificateAuthority.shared
         let apple = try await AppleGatewayStandIn.start(clientCA: ca.certificate)
         apple.acceptPlatformIntegrator(Self.integratorID)
+        let sites = try await MerchantSiteStandIn.start()
         let (platformKey, platformEntry) = APIKey.generate(name: "platform-operator", scopes: [.platform], organization: "example")
         let (sessionKey, sessionEntry) = APIKey.generate(name: "web-checkout", scopes: [.session], organization: "example")
         let (examplePlatformKey, examplePlatformEntry) = APIKey.generate(
@@ -60,6 +67,7 @@ struct WebMerchantEndpointTests {
                         baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
                         extraTrustRoots: [apple.serverCA])
                     configuration.merchantTokens.platformIntegratorID = integrator
+                    configuration.webMerchantDomainCheck = sites.domainCheck
                 },
                 prepare: { store in
                     // The integrator's identity key is made like a merchant's: `keys create --purpose identity`.
@@ -71,11 +79,15 @@ struct WebMerchantEndpointTests {
                     }
                 }
             ) { server in
+                let exampleChallenge = try await server.server.webMerchantService.domainChallenge(organization: "example")
+                let rivalChallenge = try await server.server.webMerchantService.domainChallenge(organization: "rival")
+                sites.serveEverywhere([exampleChallenge])
                 try await body(
                     Fixture(
                         server: server, apple: apple, platformKey: platformKey, sessionKey: sessionKey,
                         examplePlatformKey: examplePlatformKey, rivalPlatformKey: rivalPlatformKey, rivalSessionKey: rivalSessionKey,
-                        integratorCertificate: certificates.get(0), merchantCertificate: certificates.get(1)))
+                        integratorCertificate: certificates.get(0), merchantCertificate: certificates.get(1), sites: sites,
+                        exampleChallenge: exampleChallenge, rivalChallenge: rivalChallenge))
             }
         } catch {
             try? await apple.stop()
@@ -441,6 +453,171 @@ struct WebMerchantEndpointTests {
                 apiKey: fixture.sessionKey)
             #expect(unregistered.status == 403 && unregistered.errorCode == "web_merchant_domain_not_registered", "\(unregistered.text)")
             #expect(fixture.apple.requests.count == before + 1, "only the unregister call reached Apple")
+        }
+    }
+
+    /// Sends `requests` one after the other, each once the stand-in holds Apple's answer to the one
+    /// before, or once that one was answered without reaching Apple; then releases `gate` and
+    /// returns the replies in order.
+    func racing(_ gate: StandInGate, _ requests: [@Sendable () async throws -> TestServer.Reply]) async throws -> [TestServer.Reply] {
+        var tasks: [Task<TestServer.Reply, any Error>] = []
+        for request in requests {
+            let held = gate.held
+            let task = Task { try await request() }
+            tasks.append(task)
+            let answered = Answered()
+            let watcher = Task {
+                _ = try? await task.value
+                answered.value.withLock { $0 = true }
+            }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while gate.held == held && !answered.value.withLock({ $0 }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            watcher.cancel()
+        }
+        gate.release()
+        var replies: [TestServer.Reply] = []
+        for task in tasks { replies.append(try await task.value) }
+        return replies
+    }
+
+    final class Answered: Sendable {
+        let value = Mutex(false)
+    }
+
+    func registration(_ id: String, domains: [String]) throws -> [UInt8] {
+        try body(["partnerInternalMerchantIdentifier": id, "partnerMerchantName": "Shop \(id)", "domainNames": domains])
+    }
+
+    /// Two organisations register one new partnerInternalMerchantIdentifier at once, Apple's answer
+    /// to the first held while the second asks: the identifier stays the first's, the second is
+    /// refused without a call to Apple, and the first still sees what it registered.
+    @Test func twoOrganisationsRegisteringOneNewIdentifierAtOnceLeaveItWithTheFirst() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            try await storeFile(fixture)
+            fixture.sites.serve([fixture.rivalChallenge], at: "rival.example.org")
+            let gate = fixture.apple.holdAnswers(toPathsEndingWith: "/paymentservices/registerMerchant")
+            let example = try registration("contested-shop", domains: ["shop.example.com"])
+            let rival = try registration("contested-shop", domains: ["rival.example.org"])
+            let replies = try await racing(
+                gate,
+                [
+                    { try await server.send(.POST, "/v1/apple-pay/web-merchants", body: example, apiKey: fixture.examplePlatformKey) },
+                    { try await server.send(.POST, "/v1/apple-pay/web-merchants", body: rival, apiKey: fixture.rivalPlatformKey) },
+                ])
+            #expect(replies[0].status == 201, "\(replies[0].text)")
+            #expect(replies[1].status == 404 && replies[1].errorCode == "web_merchant_not_found", "\(replies[1].text)")
+            let registrations = fixture.apple.webMerchantRequests.filter { $0.path == "/paymentservices/registerMerchant" }
+            #expect(registrations.count == 1, "Apple was asked \(registrations.count) times")
+            #expect(fixture.apple.registeredWebMerchant("contested-shop")?.domainNames == ["shop.example.com"])
+            let stored = try await server.server.database.database.webMerchant(id: "contested-shop")
+            #expect(stored?.organization == "example" && stored?.domainNames == ["shop.example.com"], "\(String(describing: stored))")
+            let shown = try await server.send(.GET, Self.path("contested-shop"), apiKey: fixture.examplePlatformKey)
+            #expect(shown.status == 200, "\(shown.text)")
+        }
+    }
+
+    /// Two identifiers register one domain at once, for two organisations or for one: the database
+    /// keeps a domain to one organisation and one web merchant, so the second is refused without a
+    /// call to Apple.
+    @Test(arguments: [false, true])
+    func twoIdentifiersRegisteringOneDomainAtOnceLeaveItWithTheFirst(sameOrganisation: Bool) async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            try await storeFile(fixture)
+            // A domain both organisations may prove (its owner serves both challenges): the database decides.
+            fixture.sites.serve([fixture.exampleChallenge, fixture.rivalChallenge], at: "shared.example.com")
+            let gate = fixture.apple.holdAnswers(toPathsEndingWith: "/paymentservices/registerMerchant")
+            let first = try registration("first-shop", domains: ["shared.example.com"])
+            let second = try registration("second-shop", domains: ["shared.example.com"])
+            let replies = try await racing(
+                gate,
+                [
+                    { try await server.send(.POST, "/v1/apple-pay/web-merchants", body: first, apiKey: fixture.examplePlatformKey) },
+                    {
+                        try await server.send(
+                            .POST, "/v1/apple-pay/web-merchants", body: second,
+                            apiKey: sameOrganisation ? fixture.platformKey : fixture.rivalPlatformKey)
+                    },
+                ])
+            #expect(replies[0].status == 201, "\(replies[0].text)")
+            #expect(replies[1].status == 409 && replies[1].errorCode == "web_merchant_domain_taken", "\(replies[1].text)")
+            #expect(fixture.apple.registeredWebMerchant("second-shop") == nil)
+            let stored = try await server.server.database.database.webMerchants()
+            #expect(stored.filter { $0.domainNames.contains("shared.example.com") }.map(\.id) == ["first-shop"])
+            #expect(!stored.contains { $0.id == "second-shop" }, "the refused registration left its reservation")
+            let held = try await server.server.database.database.webMerchantDomains(["shared.example.com"])
+            #expect(held.map(\.merchantID) == ["first-shop"] && held.map(\.organization) == ["example"], "\(held)")
+        }
+    }
+
+    /// A domain already pointing its well-known path at Paywarden is not anyone's for the taking:
+    /// an organisation's key registers a domain only once the organisation proved it controls it
+    /// (its challenge served under the domain), and a domain another organisation holds moves only
+    /// by an admin's decision, once no web merchant has it registered.
+    @Test func anOrganisationCannotRegisterADomainItHasNotProved() async throws {
+        try await withFixture { fixture in
+            let server = fixture.server
+            try await storeFile(fixture)
+            // checkout.example.net serves the organisation example's challenge (its owner): rival may not register it.
+            let squatted = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants", body: try registration("squatter", domains: ["checkout.example.net"]),
+                apiKey: fixture.rivalPlatformKey)
+            #expect(squatted.status == 403 && squatted.errorCode == "web_merchant_domain_unproven", "\(squatted.text)")
+            #expect(squatted.text.contains("/.well-known/paywarden-domain-challenge"), "\(squatted.text)")
+            #expect(fixture.apple.webMerchantRequests.isEmpty, "Apple was asked to register a domain nobody proved")
+            #expect(try await server.server.database.database.webMerchant(id: "squatter") == nil, "the refusal left a reservation")
+            // Nor with no challenge file at all.
+            fixture.sites.serve([], at: "nothing.example.net")
+            let unserved = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants", body: try registration("squatter", domains: ["nothing.example.net"]),
+                apiKey: fixture.rivalPlatformKey)
+            #expect(unserved.status == 403 && unserved.text.contains("answered 404"), "\(unserved.text)")
+
+            // The organisation learns its challenge and which domains it holds from the API.
+            let listed = try await server.send(.GET, "/v1/apple-pay/web-merchant-domains", apiKey: fixture.rivalPlatformKey)
+            #expect(listed.status == 200, "\(listed.text)")
+            let challenge = try #require(try json(listed)["challenge"] as? [String: Any])
+            #expect(challenge["line"] as? String == fixture.rivalChallenge && challenge["path"] as? String == DomainChallenge.path)
+            #expect((try json(listed)["domains"] as? [Any])?.isEmpty == true)
+
+            // The domain's owner serves it for rival too (the checkout really is rival's): registered, the proof recorded.
+            fixture.sites.serve([fixture.rivalChallenge], at: "checkout.example.net")
+            let proved = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants", body: try registration("rival-checkout", domains: ["checkout.example.net"]),
+                apiKey: fixture.rivalPlatformKey)
+            #expect(proved.status == 201, "\(proved.text)")
+            let held = try await server.send(.GET, "/v1/apple-pay/web-merchant-domains", apiKey: fixture.rivalPlatformKey)
+            let domains = try #require(try json(held)["domains"] as? [[String: Any]])
+            #expect(domains.count == 1 && domains.first?["domain"] as? String == "checkout.example.net", "\(held.text)")
+            #expect(domains.first?["proof"] as? String == "challenge" && domains.first?["webMerchant"] as? String == "rival-checkout")
+
+            // Now it is rival's: example's challenge served there again is no claim on it.
+            fixture.sites.serve([fixture.exampleChallenge], at: "checkout.example.net")
+            let late = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants", body: try registration("example-checkout", domains: ["checkout.example.net"]),
+                apiKey: fixture.examplePlatformKey)
+            #expect(late.status == 409 && late.errorCode == "web_merchant_domain_taken", "\(late.text)")
+            #expect(!late.text.contains("rival"), "another organisation's name leaked: \(late.text)")
+
+            // An admin moves it, once no web merchant has it registered.
+            let service = server.server.webMerchantService
+            await #expect(throws: MerchantTokenFailure.self) {
+                _ = try await service.approveDomain("checkout.example.net", organization: "example", user: "admin")
+            }
+            _ = try await service.unregister(
+                partnerInternalMerchantIdentifier: "rival-checkout", domainNames: ["checkout.example.net"], reason: "moved",
+                user: "admin", organization: nil)
+            let approved = try await service.approveDomain("checkout.example.net", organization: "example", user: "admin")
+            #expect(approved.organization == "example" && approved.proof == .admin && approved.merchantID == nil)
+            let moved = try await server.send(
+                .POST, "/v1/apple-pay/web-merchants", body: try registration("example-checkout", domains: ["checkout.example.net"]),
+                apiKey: fixture.examplePlatformKey)
+            #expect(moved.status == 201, "\(moved.text)")
+            let audit = try AuditLog(path: server.server.configuration.auditLogPath ?? "/nonexistent").records()
+            #expect(audit.contains { $0.action == "web-merchants.approve-domain" && $0.result == "ok" })
         }
     }
 }

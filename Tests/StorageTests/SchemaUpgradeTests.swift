@@ -42,7 +42,7 @@ enum SchemaVersion2 {
     /// renamed or reordered migration fails here.
     static let laterMigrations = [
         "0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings", "0006_web_merchants",
-        "0007_merchant_token_usage_information",
+        "0007_merchant_token_usage_information", "0008_usage_information_revision", "0009_web_merchant_domains",
     ]
     static let t0 = Date(timeIntervalSince1970: 1_795_000_000)
 
@@ -104,12 +104,78 @@ enum SchemaVersion2 {
         #expect(try await database.recordEvent(event))
         #expect(try await database.dueEvents(at: t0, limit: 10) == [event])
         #expect(try await database.unlinkTokens(merchantTokenID: "DNITHE0001", organization: nil, at: t0 + 1) == 1)
-        #expect(try await database.recordMerchantTokenMetadata(merchantTokenID: "DNITHE0001", metadata: [0x7B, 0x7D], at: t0 + 2) == 1)
+        #expect(
+            try await database.replaceMerchantTokenMetadata(
+                token.token, organization: "org-a", replacing: nil, with: [0x7B, 0x7D], at: t0 + 2))
         #expect(try await database.deleteUnlinkedTokens(before: t0 + 2, limit: 10) == 1)
         #expect(Set(try await database.rowCounts().map(\.table)) == Set(Schema.tables))
         // The old registration is kept, naming no look-up key: it counts for every old HMAC key.
         let registration = try await database.registration(lookupKey: registrationKey)
         #expect(registration != nil && registration?.lookupKeyID == nil && registration?.sealed?.version == 1)
         #expect(try await database.registrationCount(lookupKeyID: "hmac-1") == 1)
+    }
+}
+
+/// Web merchants an earlier build registered (schema version 8, their domains a JSON list) give
+/// their domains to their organisations when 0009 makes domains a constraint: the first web
+/// merchant's, should two have one; none of a deleted one's.
+@Suite(.releasesTestResources)
+struct WebMerchantDomainUpgradeTests {
+    @Test("SQLite: registered domains become their organisations'")
+    func sqlite() async throws {
+        let directory = NSTemporaryDirectory() + "paywarden-sqlite-\(UUID().uuidString.prefix(8))"
+        TestResources.track(directory: directory)
+        let database = try SQLiteDriver.open(path: directory + "/paywarden.sqlite")
+        try await Self.check(
+            database, types: SchemaDDL.Types(bytes: "BLOB", integer: "INTEGER", flag: "INTEGER", withoutRowID: " WITHOUT ROWID"),
+            migrationsTable: "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)",
+            record: { "INSERT INTO grdb_migrations (identifier) VALUES ('\($0)')" })
+    }
+
+    @Test("PostgreSQL: registered domains become their organisations'")
+    func postgres() async throws {
+        try await TestPostgres.shared().withDatabase(migrated: false) { database in
+            try await Self.check(
+                database,
+                types: SchemaDDL.Types(
+                    bytes: "BYTEA", integer: "BIGINT", flag: "SMALLINT",
+                    jsonElements: "json_array_elements_text(%array::json) AS %alias(value)"),
+                migrationsTable: "CREATE TABLE paywarden_migrations (identifier TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                record: { "INSERT INTO paywarden_migrations (identifier, applied_at) VALUES ('\($0)', 0)" })
+        }
+    }
+
+    static func check<Driver: SQLDriver>(
+        _ database: SQLDatabase<Driver>, types: SchemaDDL.Types, migrationsTable: String, record: (String) -> String
+    ) async throws {
+        _ = try await database.engine.execute(migrationsTable, [], writes: true)
+        let earlier = Array(Schema.migrations.prefix { $0 != "0009_web_merchant_domains" })
+        for migration in earlier {
+            for statement in SchemaDDL.statements(migration, types) { _ = try await database.engine.execute(statement, [], writes: true) }
+            _ = try await database.engine.execute(record(migration), [], writes: true)
+        }
+        let rows: [(String, String, String?, String, Int)] = [
+            ("older-shop", #"["shop.example.com","shared.example.com"]"#, "org-a", "active", 1000),
+            ("newer-shop", #"["shared.example.com","newer.example.com"]"#, "org-b", "active", 2000),
+            ("admins-shop", #"["admin.example.com"]"#, nil, "active", 3000),
+            ("closed-shop", #"[]"#, "org-c", "deleted", 500),
+        ]
+        for (id, domains, organization, state, created) in rows {
+            _ = try await database.engine.execute(
+                """
+                INSERT INTO web_merchants (id, partner_merchant_name, encrypt_to, merchant_url, domain_names, state, organization,
+                  domain_association_sha256, created_at, updated_at)
+                VALUES ($1, 'Shop', 'platformintegrator.com.example', NULL, $2, $3, $4, NULL, $5, $5)
+                """, [.text(id), .text(domains), .text(state), SQLValue(organization), SQLValue(created)], writes: true)
+        }
+        #expect(try await database.migrate() == ["0009_web_merchant_domains"])
+        let held = try await database.allWebMerchantDomains()
+        #expect(
+            held.map { "\($0.domain) \($0.organization) \($0.merchantID ?? "-") \($0.proof.rawValue)" } == [
+                "admin.example.com  admins-shop registered-before", "newer.example.com org-b newer-shop registered-before",
+                "shared.example.com org-a older-shop registered-before", "shop.example.com org-a older-shop registered-before",
+            ], "\(held)")
+        // The web merchants themselves are read as before, and change through the new path.
+        #expect(try await database.webMerchant(id: "newer-shop")?.domainNames == ["shared.example.com", "newer.example.com"])
     }
 }

@@ -71,8 +71,14 @@ struct KeyRecordTable: Sendable {
         return record
     }
 
-    func delete(_ id: KeyIdentifier) async throws(CustodyError) {
-        do { _ = try await store.deleteKeyRecord(keyID: id.hex) } catch { throw Self.failure(error) }
+    /// Deletes the record `previous` (as read); false, deleting nothing, when another writer
+    /// changed it since.
+    func delete(_ id: KeyIdentifier, replacing previous: KeyRecord) async throws(CustodyError) -> Bool {
+        do {
+            return try await store.deleteKeyRecord(keyID: id.hex, expectedRevision: previous.revision)
+        } catch {
+            throw Self.failure(error)
+        }
     }
 
     private static func row(_ record: KeyRecord, certificate: [UInt8]?, id: KeyIdentifier, at now: Date) throws(StorageError)

@@ -306,6 +306,16 @@ public final class MerchantKeyStore: Sendable {
             throw CustodyError(
                 .invalidState, "key \(key.id) is active and may still receive tokens; retire it first (`paywarden keys retire \(key.id)`)")
         }
+        // The record goes first, by a compare-and-set on the revision read: a command that changed
+        // the key meanwhile (its certificate imported, activating it) keeps the key, and one that
+        // starts now finds no record to act on, so no admin is told of a change to a key that is
+        // then destroyed.
+        guard try await records.delete(key.id, replacing: key.record) else {
+            throw CustodyError(
+                .invalidState,
+                "key \(key.id) was changed by another admin or instance while this command ran; nothing was destroyed: run "
+                    + "`paywarden keys list` and the command again")
+        }
         do throws(PKCS11Error) {
             try await hsm.withSession { session throws(PKCS11Error) in
                 // Objects an earlier build kept beside the key go with it.
@@ -315,17 +325,9 @@ public final class MerchantKeyStore: Sendable {
             }
             _ = try? await hsm.keys()
         } catch {
+            // The key is still in the HSM: its record goes back, as it was.
+            _ = try? await records.insert(key.record, certificate: key.certificate?.der, for: key.id, at: now)
             throw CustodyError(error)
-        }
-        // The key is gone from the HSM: a record left behind by a failure here names nothing and
-        // is never listed, but the admin is told.
-        do throws(CustodyError) {
-            try await records.delete(key.id)
-        } catch {
-            throw CustodyError(
-                .storage,
-                "key \(key.id) was destroyed in the HSM, but its record stays in the database (\(error.message)); it names no key "
-                    + "and is never listed")
         }
         return key
     }

@@ -9,7 +9,8 @@ struct DevHSMInit: AsyncParsableCommand {
         abstract: "Create the local development token (idempotent) and print the environment to export.",
         discussion:
             "Files go under \(SettingCatalog.home.environmentName) (default ./Keys) in softhsm/ (or nss/ with --backend nss): the "
-            + "token store, softhsm2.conf, user.pin and so.pin (0600), and env, a file to source. NSS softokn is a second, "
+            + "token store, softhsm2.conf, user.pin and so.pin (0600), the development PKI (sandbox/pki) and env, a file to source, "
+            + "which names that PKI as the only trust (no real Apple Pay token decrypts under it). NSS softokn is a second, "
             + "independent PKCS#11 implementation: its token is a database in nss/db, named in "
             + "\(SettingCatalog.pkcs11InitReserved.environmentName)."
     )
@@ -52,6 +53,7 @@ struct DevHSMInit: AsyncParsableCommand {
                 modulePath: modulePath, initReserved: token.initReserved, label: tokenLabel,
                 securityOfficerPIN: securityOfficerPIN, userPIN: token.readPIN(token.userPINFile)
             )
+            try token.prepareDevelopmentPKI()
             let created: Bool
             switch outcome {
             case .created: created = true

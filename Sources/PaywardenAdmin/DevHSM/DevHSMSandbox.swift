@@ -18,9 +18,11 @@ struct DevHSMSandbox: AsyncParsableCommand {
             standing in for Apple's WWDR, a server certificate for the tour's stand-ins), the merchant \
             \(Sandbox.merchantID) with an EC and an RSA processing key and a merchant identity key in the HSM, certified by \
             that PKI, organisation \(Sandbox.organization) with paypage \(Sandbox.paypageID) and an API key for its server, \
-            and the loopback ports of the stand-ins for Apple and a processor. The token's env file then names that PKI as \
-            the only trust: a service started with it decrypts the sandbox's tokens (`paywarden dev-hsm sample-token`) and \
-            no real Apple Pay token. Never use it outside development.
+            and the loopback ports of the stand-ins for Apple and a processor. It writes only into the development token \
+            `paywarden dev-hsm init` made (its env file sourced) and its home's database, under a configuration whose only \
+            trust is that PKI (the env file names it): any other HSM, database or trust is refused before anything is \
+            written. A service started with that env file decrypts the sandbox's tokens (`paywarden dev-hsm sample-token`) \
+            and no real Apple Pay token. Never use it outside development.
             """
     )
 
@@ -53,8 +55,7 @@ struct DevHSMSandbox: AsyncParsableCommand {
                 )
             }
             let layout = Sandbox.Layout(tokenDirectory: token.directory)
-            try FileManager.default.createDirectory(
-                atPath: layout.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try DevelopmentGuard(settings: settings, token: token, pkiDirectory: layout.pkiDirectory).check(hsm)
             let pki = try DevelopmentPKI.loadOrCreate(in: layout.pkiDirectory)
             var created: [String] = []
             let keys = try await AdminDatabase.with(settings) { connection in

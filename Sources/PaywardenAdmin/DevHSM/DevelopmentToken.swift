@@ -62,6 +62,7 @@ struct DevelopmentToken {
             (C.tokenLabel.environmentName, label),
             (C.pinFile.environmentName, userPINFile),
         ] + (apiKeys.isEmpty ? [] : [(C.apiKeys.environmentName, apiKeys.joined(separator: ","))])
+            + (DevelopmentPKI.exists(in: sandbox.pkiDirectory) ? Sandbox.trustSettings(sandbox) : [])
             + ((try? sandbox.load())?.map { $0.settings(sandbox) } ?? [])
     }
 
@@ -92,6 +93,17 @@ struct DevelopmentToken {
         if !files.fileExists(atPath: apiKeyHeaderFile), let key = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) {
             try write("Authorization: Bearer \(key.trimmingCharacters(in: .whitespacesAndNewlines))\n", to: apiKeyHeaderFile, mode: 0o600)
         }
+        try writeEnvironment()
+    }
+
+    /// Makes the development PKI beside the token (or renews it near its expiry), which the
+    /// environment then names as the only trust: a configuration made from this token decrypts
+    /// tokens that PKI signed and no real one, and `dev-hsm sandbox` writes only under it.
+    func prepareDevelopmentPKI() throws {
+        let layout = Sandbox.Layout(tokenDirectory: directory)
+        try FileManager.default.createDirectory(
+            atPath: layout.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        _ = try DevelopmentPKI.loadOrCreate(in: layout.pkiDirectory)
         try writeEnvironment()
     }
 

@@ -21,7 +21,7 @@ public struct WebMerchantsCommand: AsyncParsableCommand {
             """,
         subcommands: [
             WebMerchantRegister.self, WebMerchantUnregister.self, WebMerchantShow.self, WebMerchantList.self,
-            WebMerchantDomainAssociation.self,
+            WebMerchantDomainAssociation.self, WebMerchantApproveDomain.self, WebMerchantDomains.self,
         ]
     )
 }
@@ -70,7 +70,10 @@ struct WebMerchantRegister: AsyncParsableCommand {
     @Option(help: "The merchant's human-readable name (partnerMerchantName), at most 1024 characters.")
     var name: String
 
-    @Option(help: "The organisation the merchant belongs to: only its API keys use the registration for payment sessions.")
+    @Option(
+        help: ArgumentHelp(
+            "The organisation the merchant belongs to: only its API keys use the registration for payment sessions. The admin "
+                + "vouches for its domains: each becomes the organisation's (one another organisation holds needs approve-domain first)."))
     var organization: String
 
     @Option(name: .customLong("domain"), help: "A fully qualified domain to register; repeat for more.")
@@ -93,8 +96,7 @@ struct WebMerchantRegister: AsyncParsableCommand {
             audit.note("web merchant \(merchant.identifier), \(domains.count) domain(s)")
             let record = try await service.register(
                 partnerInternalMerchantIdentifier: merchant.identifier, partnerMerchantName: name, domainNames: domains,
-                encryptTo: encryptTo, merchantURL: merchantURL, user: AuditLog.currentUser, organization: organization,
-                mayEncryptToOthers: true)
+                encryptTo: encryptTo, merchantURL: merchantURL, user: AuditLog.currentUser, organization: organization, actor: .admin)
             let view = WebMerchantView(record)
             if output.json { try printJSON(view) } else { print("registered with Apple: \(view.line)") }
         }
@@ -220,6 +222,61 @@ struct WebMerchantDomainAssociation: AsyncParsableCommand {
                 print(
                     "stored \(record.content.count) bytes (sha256 \(record.sha256)); served at "
                         + "/.well-known/apple-developer-merchantid-domain-association")
+            }
+        }
+    }
+}
+
+struct WebMerchantApproveDomain: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "approve-domain",
+        abstract: "Give a web domain to an organisation without its challenge (docs/web-merchants.md, \"Who may register a domain\").",
+        discussion: """
+            An organisation's API key registers a domain no organisation holds only after serving its challenge under the domain; \
+            an admin gives one instead: a domain the platform vouches for, or one another organisation holds (claimed first by \
+            mistake or by a squatter), which moves. Refused while a web merchant has the domain registered: unregister it there first.
+            """)
+
+    @Option(help: "The fully qualified domain.")
+    var domain: String
+
+    @Option(help: "The organisation that is to hold it.")
+    var organization: String
+
+    @OptionGroup var output: OutputOptions
+
+    @OptionGroup var hsmOptions: HSMOptions
+
+    func run() async throws {
+        try await WebMerchantAdmin(name: "web-merchants.approve-domain", mutates: true).run(hsm: hsmOptions) { service, audit in
+            audit.note("\(domain) for organisation \(organization)")
+            let view = WebMerchantDomainView(
+                try await service.approveDomain(domain, organization: organization, user: AuditLog.currentUser))
+            if output.json { try printJSON(view) } else { print("\(view.domain) is organisation \(view.organization)'s (approved)") }
+        }
+    }
+}
+
+struct WebMerchantDomains: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "domains", abstract: "Every web domain an organisation holds here, how, and the web merchant it is registered for.")
+
+    @OptionGroup var output: OutputOptions
+
+    @OptionGroup var hsmOptions: HSMOptions
+
+    func run() async throws {
+        try await WebMerchantAdmin(name: "web-merchants.domains", mutates: false).run(hsm: hsmOptions) { service, audit in
+            let views = try await service.domains(organization: nil).map(WebMerchantDomainView.init)
+            audit.note("\(views.count) domains listed")
+            if output.json {
+                try printJSON(views)
+            } else if views.isEmpty {
+                print("no domains held")
+            } else {
+                for view in views {
+                    print("\(view.domain)  organisation \(view.organization)  \(view.proof)  web merchant \(view.webMerchant ?? "-")")
+                }
             }
         }
     }

@@ -134,6 +134,7 @@ public struct PaywardenServer: Sendable {
         // The same client (its connections released by the merchant-token service when it stops).
         let webMerchants = WebMerchantService(
             gateway: appleGateway, store: database.database, integratorID: configuration.merchantTokens.platformIntegratorID,
+            domainCheck: DomainChallengeFetcher(configuration: configuration.webMerchantDomainCheck),
             audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger, clock: configuration.vaultClock)
         let relay = RelayService(configuration: configuration.relay, hsm: hsm, keys: keys, metrics: metrics, logger: logger)
         for upstream in configuration.relay.all {
@@ -270,7 +271,7 @@ public struct PaywardenServer: Sendable {
     private func apiRouter(includingOperations: Bool) -> Router<PaywardenRequestContext> {
         let router = Router(context: PaywardenRequestContext.self)
         // Outside the observation middleware, so its request line carries the span's ids.
-        if tracing != nil { router.middlewares.add(RequestTracingMiddleware()) }
+        if tracing != nil { router.middlewares.add(RequestTracingMiddleware(trustedCallers: configuration.traceContextSources)) }
         router.middlewares.add(RequestObservationMiddleware(metrics: metrics))
         if includingOperations { addOperationsRoutes(to: router) }
         let decrypt = DecryptController(
@@ -318,6 +319,8 @@ public struct PaywardenServer: Sendable {
             .get(use: controller.list)
             .get("/{id}", use: controller.show)
             .post("/{id}/unregister", use: controller.unregister)
+        keyedGroup("/v1/apple-pay/web-merchant-domains", scope: .platform, in: router)
+            .get(use: controller.domains)
     }
 
     private func addVaultRoutes(to router: Router<PaywardenRequestContext>) {

@@ -41,6 +41,8 @@ public struct ServerConfiguration: Sendable {
     /// eProtect registrations per second per `paypageId` and per client address.
     public var eProtectRatePerPaypage: Int
     public var eProtectRatePerAddress: Int
+    /// Failed usage-information fetches per second per client address (bursts of ten times that).
+    public var usageInformationFailuresPerAddress: Int
     public var vaultMaintenanceInterval: Duration
     public var vaultPolicy: VaultPolicy
     /// The vault's clock (registration expiry, purge); tests move it.
@@ -49,10 +51,16 @@ public struct ServerConfiguration: Sendable {
     public var auditLogPath: String?
     /// Apple's gateway and the merchant-token notifications.
     public var merchantTokens: MerchantTokenConfiguration
+    /// How a web domain's challenge file is read (docs/web-merchants.md): from the domain itself,
+    /// public addresses only. No setting changes it; tests point it at their stand-in.
+    public var webMerchantDomainCheck = DomainChallengeFetcher.Configuration()
     /// The processor relay's upstreams, one per message format.
     public var relay: RelayConfiguration
     /// OpenTelemetry traces (`PAYWARDEN_TRACING=on`, the rest from the `OTEL_*` variables); nil: off.
     public var tracing: TracingConfiguration?
+    /// Whose W3C `traceparent` is believed, by the connection's peer address
+    /// (`PAYWARDEN_TRACE_CONTEXT_FROM`); everyone else's request starts a trace of its own.
+    public var traceContextSources: [IPAddressBlock]
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -83,6 +91,7 @@ public struct ServerConfiguration: Sendable {
         database = settings.database
         eProtectRatePerPaypage = server.eProtectRatePerPaypage
         eProtectRatePerAddress = server.eProtectRatePerAddress
+        usageInformationFailuresPerAddress = settings.merchantTokens.usageInformationFailuresPerAddress
         vaultMaintenanceInterval = .seconds(server.vaultMaintenanceSeconds)
         vaultPolicy = VaultPolicy(
             retiredKeyGrace: TimeInterval(server.vaultRetiredKeyGraceSeconds),
@@ -92,5 +101,6 @@ public struct ServerConfiguration: Sendable {
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
         tracing = settings.tracingEnabled ? TracingConfiguration() : nil
+        traceContextSources = try NotificationSources.blocks(settings.traceContextFrom, SettingCatalog.traceContextFrom)
     }
 }

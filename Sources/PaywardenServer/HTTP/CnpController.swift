@@ -105,10 +105,11 @@ struct CnpController {
                 .invalidRequest, .rateLimited, .requestTimeout, .reportGroupInvalid, .tokenNotFound, .tokenUnlinked,
                 .tokenNotRecurringEligible, .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired,
                 .submerchantNotFound, .unknownMerchant, .validationURLRefused, .identityUnavailable,
-                .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable,
+                .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange, .hsmUnavailable,
                 .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
                 .registrationError
-            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
+                .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,
                 .domainAssociationMissing,
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 .registrationError

@@ -80,9 +80,10 @@ struct EProtectController {
             .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired, .submerchantRequired,
             .submerchantNotFound, .unknownMerchant,
             .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
-            .eventBusy, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
+            .eventBusy, .concurrentChange, .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
             "Paywarden cannot register tokens right now; retry shortly"
-        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
+            .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,
             .domainAssociationMissing,
             .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
             "Paywarden cannot register tokens right now; retry shortly"

@@ -92,10 +92,11 @@ enum EProtectResponseCode: String, Sendable {
                 .forbidden, .payloadTooLarge, .invalidRequest, .rateLimited, .requestTimeout, .tokenNotRecurringEligible,
                 .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused,
-                .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .hsmUnavailable, .databaseUnavailable,
+                .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange, .hsmUnavailable, .databaseUnavailable,
                 .upstreamUnavailable, .overloaded, .internalError:
                 .failure
-            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
+            case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
+                .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,
                 .domainAssociationMissing,
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 .failure

@@ -1,10 +1,12 @@
 import HTTPTypes
 import Tracing
 
-/// Reads a trace context (`traceparent`, `tracestate`) from a request's header fields.
+/// Reads a caller's W3C `traceparent` from a request's header fields, and never its `tracestate`:
+/// vendors' state a caller wrote would otherwise travel on to Apple and the processors under
+/// Paywarden's mutual-TLS identity.
 struct HTTPFieldsExtractor: Extractor {
     func extract(key: String, from fields: HTTPFields) -> String? {
-        guard let name = HTTPField.Name(key) else { return nil }
+        guard key.lowercased() != "tracestate", let name = HTTPField.Name(key) else { return nil }
         return fields[name]
     }
 }

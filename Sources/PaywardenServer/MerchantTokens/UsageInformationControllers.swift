@@ -74,25 +74,47 @@ extension UsageInformationController {
 /// Apple's Get MerchantToken Usage Information Package, which devices call:
 /// `GET /v1/merchantToken/{merchantTokenIdentifier}/usageInformation` with
 /// `Authorization: ApplePayMerchantTokenUsageInformation {authenticationToken}`. No API key: the
-/// token is the credential. Errors are Apple's `ErrorResponse`.
+/// token is the credential. Errors are Apple's `ErrorResponse`. Failed fetches are counted per
+/// client address (the peer, or the address a trusted proxy forwards): past the limit, every fetch
+/// from that address is answered 429 before anything is looked up, so guessing tokens or merchant
+/// token ids is slow. A device presenting its token never fails, and is never counted.
 struct UsageInformationPackageController {
     let service: MerchantTokenService
+    let failures: RateLimiter
+    let clients: ClientAddressResolver
 
     func package(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
         let merchantTokenID = context.parameters.get("merchantTokenId") ?? ""
+        let client = ClientAddressResolver.limitKey(
+            clients.clientAddress(peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor]))
+        if let wait = failures.wait(client) {
+            var response = Self.error(.tooManyRequests, "too many failed fetches from this address; retry later")
+            response.headers[.retryAfter] = String(max(1, Int(wait.components.seconds) + 1))
+            return response
+        }
         do {
             let body = try await service.usageInformationPackage(
                 merchantTokenID: merchantTokenID, authorization: request.headers[.authorization])
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
         } catch .notFound {
-            return Self.error(.notFound, "no usage information for this merchant token")
+            countFailure(client)
+            return Self.error(.notFound, "no usage information is served here")
         } catch .unauthorized {
-            return Self.error(.unauthorized, "send Authorization: ApplePayMerchantTokenUsageInformation {authenticationToken}")
+            countFailure(client)
+            return Self.error(
+                .unauthorized,
+                "send Authorization: ApplePayMerchantTokenUsageInformation {authenticationToken} with the token of the latest package")
         } catch .unavailable {
             var response = Self.error(.serviceUnavailable, "usage information cannot be read now; retry later")
             response.headers[.retryAfter] = "1"
             return response
         }
+    }
+
+    /// One failure taken from the address's bucket (an empty one goes no further into debt): the
+    /// limiter's bound on addresses holds, so a flood of addresses cannot grow it without end.
+    private func countFailure(_ client: String) {
+        _ = failures.acquire(client)
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
@@ -109,7 +131,12 @@ extension PaywardenServer {
         keyedGroup("/v1/merchant-tokens", scope: .merchantTokens, in: router)
             .put("/{merchantTokenId}/usage-information", use: publish.publish)
         // No API key: the device authenticates with the token Apple relayed to it.
-        let devices = UsageInformationPackageController(service: merchantTokens)
+        let devices = UsageInformationPackageController(
+            service: merchantTokens,
+            failures: RateLimiter(
+                ratePerSecond: configuration.usageInformationFailuresPerAddress,
+                burst: 10 * configuration.usageInformationFailuresPerAddress),
+            clients: notificationSources.clients)
         router.get("/v1/merchantToken/{merchantTokenId}/usageInformation", use: devices.package)
     }
 }

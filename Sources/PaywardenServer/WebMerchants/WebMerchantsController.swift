@@ -39,7 +39,7 @@ struct WebMerchantsController {
             record = try await service.register(
                 partnerInternalMerchantIdentifier: body.partnerInternalMerchantIdentifier, partnerMerchantName: body.partnerMerchantName,
                 domainNames: body.domainNames, encryptTo: body.encryptTo, merchantURL: body.merchantUrl, user: "api-key:\(key.name)",
-                organization: organization, mayEncryptToOthers: false)
+                organization: organization, actor: .organizationKey)
         } catch {
             throw APIError(error)
         }
@@ -82,6 +82,36 @@ struct WebMerchantsController {
             throw APIError(error)
         }
         return try Self.json(Listed(webMerchants: records.map(WebMerchantView.init)), status: .ok)
+    }
+
+    struct Domains: ResponseEncodable {
+        /// What the key's organisation serves to prove a domain; absent for a key without one.
+        let challenge: Challenge?
+        let domains: [WebMerchantDomainView]
+
+        struct Challenge: Encodable {
+            let path: String
+            let line: String
+        }
+    }
+
+    /// The domains the key's organisation holds (every organisation's, for a key without one), and
+    /// the challenge it serves under a domain to prove it.
+    func domains(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
+        let key = try Self.requireKey(context)
+        let answer: Domains
+        do throws(MerchantTokenFailure) {
+            var challenge: Domains.Challenge?
+            if let organization = key.organization {
+                let line = try await service.domainChallenge(organization: organization)
+                challenge = Domains.Challenge(path: DomainChallenge.path, line: line)
+            }
+            answer = Domains(
+                challenge: challenge, domains: try await service.domains(organization: key.organization).map(WebMerchantDomainView.init))
+        } catch {
+            throw APIError(error)
+        }
+        return try Self.json(answer, status: .ok)
     }
 
     private static func requireKey(_ context: PaywardenRequestContext) throws -> APIKey {

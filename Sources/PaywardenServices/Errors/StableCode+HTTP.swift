@@ -24,7 +24,7 @@ extension StableCode {
         case .forbidden, .merchantNotAuthorized, .reportGroupInvalid: .forbidden
         case .registrationNotFound, .tokenNotFound, .unknownMerchant, .eventNotFound: .notFound
         case .requestTimeout: .requestTimeout
-        case .identityUnavailable, .eventApplied, .eventBusy: .conflict
+        case .identityUnavailable, .eventApplied, .eventBusy, .concurrentChange: .conflict
         case .registrationExpired, .tokenUnlinked: .gone
         case .payloadTooLarge: .contentTooLarge
         case .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow, .replayedTransaction, .unknownPublicKeyHash,
@@ -37,7 +37,7 @@ extension StableCode {
         case .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded: .serviceUnavailable
         case .webMerchantNotFound: .notFound
         case .webMerchantDomainLimit: .unprocessableContent
-        case .webMerchantDomainNotRegistered: .forbidden
+        case .webMerchantDomainNotRegistered, .webMerchantDomainUnproven: .forbidden
         case .domainAssociationMissing, .platformIntegratorNotConfigured, .webMerchantDomainTaken: .conflict
         case .applePlatformUnauthorized, .applePlatformNotRegistered: .badGateway
         }

@@ -49,6 +49,9 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     case eventNotFound = "event_not_found"
     case eventApplied = "event_applied"
     case eventBusy = "event_busy"
+    // Any record written by a compare-and-set
+    /// Another request changed what this one read, and this one wrote nothing: repeat it.
+    case concurrentChange = "concurrent_change"
     // Paywarden or what it depends on
     case hsmUnavailable = "hsm_unavailable"
     case databaseUnavailable = "database_unavailable"
@@ -58,8 +61,10 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     // Web merchants (the platform integrator's registrations with Apple)
     case webMerchantNotFound = "web_merchant_not_found"
     case webMerchantDomainLimit = "web_merchant_domain_limit"
-    /// A domain registered now for another organisation's web merchant.
+    /// A domain another organisation holds, or another web merchant has registered.
     case webMerchantDomainTaken = "web_merchant_domain_taken"
+    /// A domain the organisation has not proved it controls (nor an admin given it).
+    case webMerchantDomainUnproven = "web_merchant_domain_unproven"
     case webMerchantDomainNotRegistered = "web_merchant_domain_not_registered"
     case domainAssociationMissing = "domain_association_missing"
     case platformIntegratorNotConfigured = "platform_integrator_not_configured"
@@ -87,10 +92,10 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             .registrationNotFound, .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible,
             .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
             .validationURLRefused, .identityUnavailable, .appleRequestRefused,
-            .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy:
+            .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange:
             .refused
-        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainNotRegistered,
-            .domainAssociationMissing,
+        case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainUnproven,
+            .webMerchantDomainNotRegistered, .domainAssociationMissing,
             .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
             .refused
         }

@@ -16,6 +16,10 @@ public final class InMemoryDatabase: PaywardenDatabase {
         var senderKeys: [String: UsageInformationSenderKeyRecord] = [:]
         var applied: [String] = []
         var webMerchants: [String: WebMerchantRecord] = [:]
+        /// The change holding each web merchant, and until when.
+        var webMerchantChanges: [String: (id: String, until: Date)] = [:]
+        var webMerchantDomains: [String: WebMerchantDomainRecord] = [:]
+        var domainChallenges: [String: String] = [:]
         var domainAssociation: DomainAssociationRecord?
     }
 
@@ -42,7 +46,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
                 ("high_value_tokens", state.tokens.count), ("merchant_token_events", state.events.count),
                 ("merchant_keys", state.keyRecords.count), ("web_merchants", state.webMerchants.count),
                 ("domain_associations", state.domainAssociation == nil ? 0 : 1), ("usage_information", state.usageInformation.count),
-                ("usage_information_sender_keys", state.senderKeys.count),
+                ("usage_information_sender_keys", state.senderKeys.count), ("web_merchant_domains", state.webMerchantDomains.count),
+                ("web_merchant_domain_challenges", state.domainChallenges.count),
             ]
         }
     }
@@ -95,8 +100,22 @@ public final class InMemoryDatabase: PaywardenDatabase {
         state.withLock { $0.usageInformation[merchantTokenID] }
     }
 
-    public func saveUsageInformation(_ record: UsageInformationRecord) async throws(StorageError) {
-        state.withLock { $0.usageInformation[record.merchantTokenID] = record }
+    public func saveUsageInformation(
+        _ record: UsageInformationRecord, replacing expected: UsageInformationRecord?
+    ) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.usageInformation[record.merchantTokenID]?.revision == expected?.revision else { return false }
+            state.usageInformation[record.merchantTokenID] = record
+            return true
+        }
+    }
+
+    public func deleteUsageInformation(replacing expected: UsageInformationRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.usageInformation[expected.merchantTokenID]?.revision == expected.revision else { return false }
+            state.usageInformation[expected.merchantTokenID] = nil
+            return true
+        }
     }
 
     public func deleteUsageInformation(merchantTokenID: String) async throws(StorageError) -> Bool {
@@ -187,9 +206,11 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
+    public func takeRegistration(lookupKey: [UInt8], ciphertext: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {
         state.withLock { state in
-            guard var record = state.registrations[lookupKey], record.isLive(at: now) else { return nil }
+            guard var record = state.registrations[lookupKey], record.isLive(at: now), record.sealed?.ciphertext == ciphertext else {
+                return nil
+            }
             record.redemptions += 1
             record.sealed = nil
             record.endedAt = now
@@ -198,9 +219,9 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool {
+    public func endRegistration(lookupKey: [UInt8], ciphertext: [UInt8], at now: Date) async throws(StorageError) -> Bool {
         state.withLock { state in
-            guard var record = state.registrations[lookupKey], record.sealed != nil else { return false }
+            guard var record = state.registrations[lookupKey], record.sealed?.ciphertext == ciphertext else { return false }
             record.sealed = nil
             record.endedAt = now
             state.registrations[lookupKey] = record
@@ -336,18 +357,16 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func recordMerchantTokenMetadata(
-        merchantTokenID: String, metadata: [UInt8], at now: Date
-    ) async throws(StorageError) -> Int {
+    public func replaceMerchantTokenMetadata(
+        _ token: String, organization: String, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
+    ) async throws(StorageError) -> Bool {
         state.withLock { state in
-            var changed = 0
-            for (key, var record) in state.tokens where record.merchantTokenID == merchantTokenID && record.state != .deleted {
-                record.merchantTokenMetadata = metadata
-                if record.state == .active { record.updatedAt = now }
-                state.tokens[key] = record
-                changed += 1
-            }
-            return changed
+            let key = TokenKey(organization: organization, token: token)
+            guard var record = state.tokens[key], record.state != .deleted, record.merchantTokenMetadata == expected else { return false }
+            record.merchantTokenMetadata = metadata
+            if record.state == .active { record.updatedAt = now }
+            state.tokens[key] = record
+            return true
         }
     }
 
@@ -520,15 +539,15 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool {
-        state.withLock { $0.keyRecords.removeValue(forKey: keyID) != nil }
+    public func deleteKeyRecord(keyID: String, expectedRevision: Int) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.keyRecords[keyID]?.revision == expectedRevision else { return false }
+            state.keyRecords[keyID] = nil
+            return true
+        }
     }
 
     // MARK: WebMerchantStore
-
-    public func saveWebMerchant(_ record: WebMerchantRecord) async throws(StorageError) {
-        state.withLock { $0.webMerchants[record.id] = record }
-    }
 
     public func webMerchant(id: String) async throws(StorageError) -> WebMerchantRecord? {
         state.withLock { $0.webMerchants[id] }
@@ -536,6 +555,112 @@ public final class InMemoryDatabase: PaywardenDatabase {
 
     public func webMerchants() async throws(StorageError) -> [WebMerchantRecord] {
         state.withLock { $0.webMerchants.values.sorted { $0.id < $1.id } }
+    }
+
+    public func beginWebMerchantChange(_ change: WebMerchantChange) async throws(StorageError) -> WebMerchantChangeStart {
+        state.withLock { state in
+            guard var existing = state.webMerchants[change.merchantID] else {
+                guard var reservation = change.reservation else { return .absent }
+                reservation.state = .reserved
+                reservation.domainNames = []
+                reservation.domainAssociationSHA256 = nil
+                reservation.createdAt = change.now
+                reservation.updatedAt = change.now
+                state.webMerchants[reservation.id] = reservation
+                state.webMerchantChanges[reservation.id] = (change.changeID, change.until)
+                return .started(reservation)
+            }
+            let free = state.webMerchantChanges[existing.id].map { $0.until <= change.now } ?? true
+            let owned: Bool
+            if let reservation = change.reservation {
+                // A lapsed reservation is anyone's: its change died before Apple was asked.
+                owned = existing.organization == reservation.organization || existing.state == .reserved
+                if free && owned { existing.organization = reservation.organization }
+            } else {
+                owned = change.organization == nil || existing.organization == change.organization
+            }
+            guard free, owned else { return .refused(existing) }
+            state.webMerchants[existing.id] = existing
+            state.webMerchantChanges[existing.id] = (change.changeID, change.until)
+            return .started(existing)
+        }
+    }
+
+    public func finishWebMerchantChange(_ record: WebMerchantRecord, changeID: String) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.webMerchantChanges[record.id]?.id == changeID, let existing = state.webMerchants[record.id],
+                existing.organization == record.organization
+            else { return false }
+            state.webMerchants[record.id] = record
+            state.webMerchantChanges[record.id] = nil
+            return true
+        }
+    }
+
+    public func abandonWebMerchantChange(id: String, changeID: String) async throws(StorageError) {
+        state.withLock { state in
+            guard state.webMerchantChanges[id]?.id == changeID else { return }
+            state.webMerchantChanges[id] = nil
+            if state.webMerchants[id]?.state == .reserved { state.webMerchants[id] = nil }
+        }
+    }
+
+    public func webMerchantDomains(_ domains: [String]) async throws(StorageError) -> [WebMerchantDomainRecord] {
+        state.withLock { state in Set(domains).compactMap { state.webMerchantDomains[$0] } }
+    }
+
+    public func allWebMerchantDomains() async throws(StorageError) -> [WebMerchantDomainRecord] {
+        state.withLock { $0.webMerchantDomains.values.sorted { $0.domain < $1.domain } }
+    }
+
+    public func claimWebMerchantDomain(_ record: WebMerchantDomainRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.webMerchantDomains[record.domain] == nil else { return false }
+            state.webMerchantDomains[record.domain] = record
+            return true
+        }
+    }
+
+    public func bindWebMerchantDomain(_ domain: String, organization: String, merchantID: String) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard var record = state.webMerchantDomains[domain], record.organization == organization,
+                record.merchantID == nil || record.merchantID == merchantID
+            else { return false }
+            record.merchantID = merchantID
+            state.webMerchantDomains[domain] = record
+            return true
+        }
+    }
+
+    public func unbindWebMerchantDomain(_ domain: String, merchantID: String) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard var record = state.webMerchantDomains[domain], record.merchantID == merchantID else { return false }
+            record.merchantID = nil
+            state.webMerchantDomains[domain] = record
+            return true
+        }
+    }
+
+    public func assignWebMerchantDomain(_ record: WebMerchantDomainRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            if let existing = state.webMerchantDomains[record.domain] {
+                guard existing.merchantID == nil else { return false }
+                state.webMerchantDomains[record.domain] = WebMerchantDomainRecord(
+                    domain: record.domain, organization: record.organization, merchantID: nil, proof: record.proof,
+                    provedAt: record.provedAt)
+            } else {
+                state.webMerchantDomains[record.domain] = record
+            }
+            return true
+        }
+    }
+
+    public func webMerchantDomainChallenge(organization: String, proposed: String, at now: Date) async throws(StorageError) -> String {
+        state.withLock { state in
+            if let existing = state.domainChallenges[organization] { return existing }
+            state.domainChallenges[organization] = proposed
+            return proposed
+        }
     }
 
     public func saveDomainAssociation(_ record: DomainAssociationRecord) async throws(StorageError) {

@@ -20,10 +20,13 @@ public struct UsageInformationRecord: Sendable, Hashable {
     /// SHA-256 of the device's `authenticationToken`, once published; the token itself is never stored.
     public var authenticationTokenHash: [UInt8]?
     public var updatedAt: Date
+    /// Counts the writes of the row (1 for the first): what a compare-and-set compares, so a
+    /// publication never replaces one it did not read.
+    public var revision: Int
 
     public init(
         merchantTokenID: String, merchantID: String, organization: String, state: State, package: [UInt8], packageResponse: [UInt8]?,
-        authenticationTokenHash: [UInt8]?, updatedAt: Date
+        authenticationTokenHash: [UInt8]?, updatedAt: Date, revision: Int = 1
     ) {
         self.merchantTokenID = merchantTokenID
         self.merchantID = merchantID
@@ -33,6 +36,7 @@ public struct UsageInformationRecord: Sendable, Hashable {
         self.packageResponse = packageResponse
         self.authenticationTokenHash = authenticationTokenHash
         self.updatedAt = updatedAt
+        self.revision = revision
     }
 }
 

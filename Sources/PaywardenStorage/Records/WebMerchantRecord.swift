@@ -5,6 +5,9 @@ import Foundation
 /// still holds the registration.
 public struct WebMerchantRecord: Sendable, Hashable {
     public enum State: String, Sendable, Hashable, CaseIterable {
+        /// Nothing registered at Apple yet: the identifier is held for its organisation while its
+        /// first registration is under way, so no other organisation's can start.
+        case reserved
         /// At least one domain is registered.
         case active
         /// Its last domain was unregistered: Apple deleted the registration.

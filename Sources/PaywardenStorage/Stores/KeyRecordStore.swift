@@ -8,6 +8,7 @@ public protocol KeyRecordStore: Sendable {
     /// Compare-and-set: replaces the row's record, certificate, revision and time only while its
     /// revision is `expectedRevision`. False otherwise, or when the key id is unknown.
     func updateKeyRecord(_ record: StoredKeyRecord, expectedRevision: Int) async throws(StorageError) -> Bool
-    /// False when the key id is unknown.
-    func deleteKeyRecord(keyID: String) async throws(StorageError) -> Bool
+    /// Compare-and-set: deletes the row only while its revision is `expectedRevision`. False
+    /// otherwise (another writer changed it), or when the key id is unknown.
+    func deleteKeyRecord(keyID: String, expectedRevision: Int) async throws(StorageError) -> Bool
 }

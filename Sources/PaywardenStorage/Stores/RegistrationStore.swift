@@ -24,11 +24,15 @@ public protocol RegistrationStore: Sendable {
     /// (nothing written: the vault redraws).
     func recordRedemption(lookupKey: [UInt8], now: Date, issuing token: TokenRecord) async throws(StorageError) -> RedemptionWrite
     /// Counts a redemption and ends the registration in one atomic step, when it is live at `now`
-    /// (a single-use redemption: of two racing, one takes it); returns the row as it stands
-    /// afterwards, its payload destroyed, or nil when it was unknown, ended or expired.
-    func takeRegistration(lookupKey: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord?
-    /// Destroys the payload now and keeps the tombstone; false when unknown or already ended.
-    func endRegistration(lookupKey: [UInt8], at now: Date) async throws(StorageError) -> Bool
+    /// and still holds the payload sealed as `ciphertext`, the one its caller read and opened (a
+    /// single-use redemption: of two racing, one takes it); returns the row as it stands afterwards,
+    /// its payload destroyed, or nil when it was unknown, ended, expired or holds another payload.
+    func takeRegistration(lookupKey: [UInt8], ciphertext: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord?
+    /// Destroys the payload now and keeps the tombstone, when the row still holds the payload sealed
+    /// as `ciphertext` (what its caller read: a payload that replaced it meanwhile is left alone);
+    /// false when unknown, already ended or replaced. A re-wrap keeps the ciphertext, so it does not
+    /// make the caller's read stale.
+    func endRegistration(lookupKey: [UInt8], ciphertext: [UInt8], at now: Date) async throws(StorageError) -> Bool
     /// The active purge: destroys the payloads of registrations expired at `now` (keeping their
     /// tombstones) and deletes tombstones that ended before `tombstonesEndedBefore`.
     func purgeRegistrations(now: Date, tombstonesEndedBefore: Date) async throws(StorageError) -> RegistrationPurge

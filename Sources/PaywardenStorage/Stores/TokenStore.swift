@@ -31,10 +31,14 @@ public protocol TokenStore: Sendable {
     /// an Apple merchant id), every organisation's when nil (Apple's UNLINK event: the merchant
     /// token is dead for all). Returns how many changed (0 when they already were: idempotent).
     func unlinkTokens(merchantTokenID: String, organization: String?, at now: Date) async throws(StorageError) -> Int
-    /// Records the merchant token's latest metadata (opaque JSON) on its active and unlinked
-    /// tokens; returns how many rows. An active row's updated_at becomes `now`; an unlinked row
-    /// keeps its time of unlinking, from which its retention runs.
-    func recordMerchantTokenMetadata(merchantTokenID: String, metadata: [UInt8], at now: Date) async throws(StorageError) -> Int
+    /// Records a merchant token's metadata (opaque JSON) on one of its active or unlinked tokens,
+    /// by a compare-and-set on the metadata its caller read and merged into (`expected`, nil for
+    /// none): false, writing nothing, when another event's metadata landed meanwhile, or the token
+    /// is unknown or deleted. An active row's updated_at becomes `now`; an unlinked row keeps its
+    /// time of unlinking, from which its retention runs.
+    func replaceMerchantTokenMetadata(
+        _ token: String, organization: String, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
+    ) async throws(StorageError) -> Bool
     /// Deletes up to `limit` unlinked tokens whose updated_at is before `before`, the longest
     /// unlinked first (their sealed account numbers go with them); returns how many.
     func deleteUnlinkedTokens(before: Date, limit: Int) async throws(StorageError) -> Int

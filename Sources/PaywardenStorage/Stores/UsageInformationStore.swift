@@ -4,8 +4,14 @@ public protocol UsageInformationStore: Sendable {
     /// `.conflict` when the merchant has one.
     func createUsageInformationSenderKey(_ record: UsageInformationSenderKeyRecord) async throws(StorageError)
     func usageInformation(merchantTokenID: String) async throws(StorageError) -> UsageInformationRecord?
-    /// Inserts, or replaces the merchant token's record.
-    func saveUsageInformation(_ record: UsageInformationRecord) async throws(StorageError)
-    /// False when there was none.
+    /// Writes `record` (its revision as given: the one after `expected`'s, or a restored record's own) by a compare-and-set on
+    /// the row its caller read: inserted when `expected` is nil and the merchant token has none, or
+    /// in place of `expected` when the row is still that revision. False otherwise, nothing written:
+    /// another publication, another organisation's, or an unlink came first.
+    func saveUsageInformation(_ record: UsageInformationRecord, replacing expected: UsageInformationRecord?) async throws(StorageError)
+        -> Bool
+    /// Deletes the record whatever it holds (an unlink); false when there was none.
     func deleteUsageInformation(merchantTokenID: String) async throws(StorageError) -> Bool
+    /// Deletes the record when it is still `expected`'s revision; false otherwise.
+    func deleteUsageInformation(replacing expected: UsageInformationRecord) async throws(StorageError) -> Bool
 }

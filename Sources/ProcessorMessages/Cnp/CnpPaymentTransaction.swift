@@ -44,9 +44,18 @@ public struct CnpPaymentTransaction: Sendable, Hashable {
         func position(_ name: String) -> Int? { names.firstIndex(of: name) }
 
         let sources = children.indices.filter { CnpSchema.paymentSourceNames.contains(names[$0]) }
-        guard sources.count <= 1 else {
+        // The relays decide on the payment source and on what the stored-credential rule reads: one of
+        // each, in any namespace, so an engine that reads another one (a second, or one in a namespace
+        // it does not tell apart) never gets a request judged on the first.
+        let everyName = element.childElements.map(\.name.localName)
+        guard sources.count <= 1, everyName.filter(CnpSchema.paymentSourceNames.contains).count <= 1 else {
             throw ProcessorMessageError(
                 .cnpAPI, .duplicateField, field: "\(path)/payment source", "\(path) may carry only one payment source")
+        }
+        for name in CnpSchema.storedCredentialFieldNames where everyName.filter({ $0 == name }).count > 1 {
+            throw ProcessorMessageError(
+                .cnpAPI, .duplicateField, field: "\(path)/\(name)",
+                "\(path)/\(name) must appear only once, in any namespace: the stored-credential rule reads it")
         }
         if kind == .authorization, names.first == dialect.transactionIdName, sources.isEmpty {
             let txnId = try reader.value(children[0], path: "\(path)/\(dialect.transactionIdName)")
@@ -79,9 +88,25 @@ public struct CnpPaymentTransaction: Sendable, Hashable {
         switch names[sourceIndex] {
         case "paypage": source = .paypage(try CnpPaypage.parse(children[sourceIndex], path: "\(path)/paypage", dialect: dialect))
         case "applepay": source = .applePay(try CnpApplePay.parse(children[sourceIndex], path: "\(path)/applepay", dialect: dialect))
+        case "token":
+            try checkStoredToken(children[sourceIndex], path: "\(path)/token", dialect: dialect)
+            source = .other("token")
         case let other: source = .other(other)
         }
         return CnpPaymentTransaction(kind: kind, attributes: attributes, orderId: orderId, paymentSource: source, element: element)
+    }
+
+    /// A `token` is forwarded as it came but for what the relay swaps: the token value it looks up
+    /// (`cnpToken`, or `litleToken` in either dialect) and the `type` the card swap reads, each once.
+    private static func checkStoredToken(_ token: ProcessorXML.Element, path: String, dialect: CnpDialect) throws(ProcessorMessageError) {
+        let names = token.childElements.map(\.name.localName)
+        if names.filter({ $0 == "cnpToken" || $0 == "litleToken" }).count > 1 {
+            throw ProcessorMessageError(
+                .cnpAPI, .duplicateField, field: "\(path)/\(dialect.tokenName)", "\(path) may carry only one \(dialect.tokenName)")
+        }
+        if names.filter({ $0 == "type" }).count > 1 {
+            throw ProcessorMessageError(.cnpAPI, .duplicateField, field: "\(path)/type", "\(path)/type must appear only once")
+        }
     }
 
     private static func outOfOrder(_ field: String) -> ProcessorMessageError {

@@ -48,6 +48,10 @@ enum CnpSchema {
     // MARK: Sequences
 
     /// The payment-source `xs:choice` of `authorization` and `sale` (both dialects, union of versions).
+    /// What the relays' stored-credential rule reads of an `authorization` or `sale` (cnpTransaction
+    /// v12 `orderSourceType`, `processingTypeEnum`, `recurringRequest`).
+    static let storedCredentialFieldNames = ["orderSource", "processingType", "recurringRequest"]
+
     static let paymentSourceNames: Set<String> = [
         "mpos", "card", "paypal", "token", "paypage", "applepay", "sepaDirectDebit", "ideal", "giropay", "sofort",
     ]

@@ -29,6 +29,16 @@ public struct MercuryPayRequest: Sendable, CustomStringConvertible, CustomReflec
             throw ProcessorMessageError(.mercuryPay, .unexpectedRoot, field: nil, "the body must be a JSON object")
         }
         let rules = FieldRules(format: .mercuryPay)
+        // Names are compared as written, but an engine that matches them without case (as .NET's
+        // readers do) would see two of one: `Frequency` judged here, `frequency` acted on there.
+        var spellings: [String: String] = [:]
+        for member in members {
+            if let first = spellings.updateValue(member.key, forKey: member.key.lowercased()) {
+                throw ProcessorMessageError(
+                    .mercuryPay, .duplicateField, field: member.key,
+                    "\(member.key) repeats \(first) in another case; each member may appear once, in any case")
+            }
+        }
         for member in members where cardDataFields.contains(member.key) {
             throw ProcessorMessageError(
                 .mercuryPay, .unexpectedField, field: member.key,

@@ -127,6 +127,16 @@ public struct RadialCreditCardAuthRequest: Sendable, Hashable {
         let required = highValueToken ? RadialSchema.tokenRequestRequired : RadialSchema.walletRequestRequired
         var lastRank = -1
         var seen: Set<String> = []
+        // Elements of other namespaces stay where they are, but none named as one of Radial's: an
+        // engine that does not tell namespaces apart would read two.
+        for child in root.childElements where child.name.namespaceURI != RadialSchema.namespaceURI {
+            let name = child.name.localName
+            guard RadialSchema.tokenRequestOrder.contains(name) || RadialSchema.walletRequestOrder.contains(name) else { continue }
+            throw ProcessorMessageError(
+                .radial, .duplicateField, field: "\(path)/\(name)",
+                "\(path)/\(name) appears in namespace \(child.name.namespaceURI ?? "none"); it belongs once, in "
+                    + RadialSchema.namespaceURI)
+        }
         for child in try reader.elements(of: root, path: path, allowForeign: true) {
             let name = child.name.localName
             if !highValueToken && (name == "PaymentContext" || name == "ExpirationDate") {
