@@ -8,9 +8,9 @@ import PaywardenTesting
 /// in the same run on the same SoftHSM store, alternating so both see the same machine noise.
 ///
 /// Arguments: `pkcs11` and/or `decrypt` (default both); `profile` alone prints the software cost
-/// of each decryption stage; `loadtest-setup`, `loadgen`, `engine`, `http-baseline` and
-/// `upstream` serve `make loadtest` and `make soak`, `ledger-footprint` the soak's replay-ledger
-/// share, `fuzz-seeds` the seed corpora of `make fuzz`.
+/// of each decryption stage; `loadtest-setup`, `loadgen`, `engine`, `http-baseline`, `upstream`
+/// and `collector` serve `make loadtest` and `make soak`, `ledger-footprint` the soak's
+/// replay-ledger share, `fuzz-seeds` the seed corpora of `make fuzz`.
 /// Environment: BENCH_SECONDS (per measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH
 /// (the built hsm_bench).
 @main
@@ -33,6 +33,9 @@ struct PaywardenBench {
             return
         case "upstream":
             try await UpstreamStandIn.run(Array(arguments.dropFirst()))
+            return
+        case "collector":
+            try await CollectorStandIn.run(Array(arguments.dropFirst()))
             return
         case "profile":
             try await StageProfile.run()

@@ -21,16 +21,7 @@ enum UpstreamStandIn {
             try files.moveItem(atPath: from, toPath: directory + "/" + to)
         }
         try upstream.baseURL.absoluteString.write(toFile: directory + "/upstream-url", atomically: true, encoding: .utf8)
-        let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
-        let sources = [SIGTERM, SIGINT].map { signal in
-            Foundation.signal(signal, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signal)
-            source.setEventHandler { continuation.yield(signal) }
-            source.resume()
-            return source
-        }
-        for await _ in signals { break }
-        for source in sources { source.cancel() }
+        await StandInSignals.waitForTermination()
         print("upstream stand-in answered \(upstream.answeredCount) requests")
         try await upstream.stop()
     }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOSSL
+import PaywardenPrimitives
 import PaywardenStorage
 import PaywardenStorageSQL
 import PostgresNIO
@@ -146,31 +147,29 @@ public final class PostgresDriver: SQLDriver, Service {
     /// caller's wait ends at the deadline even when the query cannot be cancelled any more (one
     /// already sent runs to its end; the server's own `statement_timeout` bounds it there). A
     /// claim that commits after its caller was told "unavailable" refuses that token later:
-    /// the safe direction.
+    /// the safe direction. The deadline is one entry in the process's statement sweeper, not a
+    /// sleeping task per statement (a timer and a wake-up each, about a tenth of a claim's CPU).
     private func deadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(StorageError) -> T {
         let timeout = settings.statementTimeout
         let result: Result<T, any Error> = await withCheckedContinuation { continuation in
             let outcome = DeadlineOutcome(continuation)
-            let work = Task {
+            outcome.work = Task {
                 do {
                     outcome.resolve(.success(try await body()))
                 } catch {
                     outcome.resolve(.failure(error))
                 }
             }
-            outcome.timer = Task {
-                try? await Task.sleep(for: timeout)
-                guard !Task.isCancelled else { return }
-                if outcome.resolve(.failure(StorageError(.unavailable, "PostgreSQL did not answer within \(timeout.milliseconds) ms"))) {
-                    work.cancel()
-                }
-            }
+            Self.statementDeadlines.add(outcome, timeout: timeout)
         }
         switch result {
         case .success(let value): return value
         case .failure(let error): throw Self.storageError(error)
         }
     }
+
+    /// One timer for every statement's deadline in the process.
+    private static let statementDeadlines = DeadlineSweeper()
 
     // MARK: SQLDriver
 
@@ -310,35 +309,35 @@ extension SQLValue {
     }
 }
 
-/// The first of the query and the timer to finish resumes the caller; the other is ignored.
-private final class DeadlineOutcome<T: Sendable>: Sendable {
-    private let state: Mutex<(continuation: CheckedContinuation<Result<T, any Error>, Never>?, timer: Task<Void, Never>?)>
-
+/// The first of the query and its deadline to finish resumes the caller; the other is ignored.
+private final class DeadlineOutcome<T: Sendable>: ExpiringRun, Sendable {
+    private let state: Mutex<(continuation: CheckedContinuation<Result<T, any Error>, Never>?, work: Task<Void, Never>?)>
     init(_ continuation: CheckedContinuation<Result<T, any Error>, Never>) {
         state = Mutex((continuation, nil))
     }
 
-    /// The timer, cancelled when the query finishes first.
-    var timer: Task<Void, Never>? {
-        get { state.withLock { $0.timer } }
-        set {
-            let finished = state.withLock { state in
-                state.timer = newValue
-                return state.continuation == nil
-            }
-            if finished { newValue?.cancel() }
+    /// The query's task, cancelled when the deadline comes first.
+    var work: Task<Void, Never>? {
+        get { state.withLock { $0.work } }
+        set { state.withLock { $0.work = newValue } }
+    }
+
+    var isFinished: Bool { state.withLock { $0.continuation == nil } }
+
+    func timeOut(after timeout: Duration) {
+        if resolve(.failure(StorageError(.unavailable, "PostgreSQL did not answer within \(timeout.milliseconds) ms"))) {
+            work?.cancel()
         }
     }
 
     /// Resumes the caller unless it was resumed; true when this call did.
     @discardableResult
     func resolve(_ result: Result<T, any Error>) -> Bool {
-        let (continuation, timer) = state.withLock { state in
+        let continuation = state.withLock { state in
             defer { state.continuation = nil }
-            return (state.continuation, state.timer)
+            return state.continuation
         }
         guard let continuation else { return false }
-        timer?.cancel()
         continuation.resume(returning: result)
         return true
     }

@@ -2,18 +2,18 @@ import Foundation
 import PaywardenStorage
 import Synchronization
 
-/// Group commit for the replay ledger: claims that arrive while a claim statement runs go to
-/// the database together in the next one (one multi-row upsert, one commit), so the ledger costs
-/// a statement per batch, not per token. Measured on this machine's load test before batching,
-/// one statement per claim: SQLite at 0.75 of the in-memory rate. On SQLite the batch then joins
-/// the other writes in a group commit (SQLiteGroupCommit); sending each claim there as a statement
-/// of its own instead cost more CPU per decrypt: 530 µs against 402, in two load tests of one day.
+/// Group commit for the replay ledger of an engine whose every statement is a round trip to a
+/// server (PostgreSQL): claims that arrive while the statements in flight run go to the database
+/// together in the next one (one multi-row upsert, one commit), so the ledger costs a round trip
+/// and a log flush per batch, not per token. Up to ``maximumInFlight`` statements run at once, on
+/// as many pooled connections: one at a time left the server's cores idle while a batch's commit
+/// waited for its flush, and every claim behind it waited too. (SQLite needs none of this: a
+/// claim is a statement on the caller's thread in the writer's open transaction, SQLiteWriter.)
 ///
-/// The statement is sent by a claimer, not by a task of its own: the first claimer to find no
-/// statement running sends its claim with those waiting, answers them, and hands the next turn
-/// to the first claim that arrived meanwhile, rather than a task of the batcher's own hopping to
-/// the global executor and back per batch (the engine's own threads aside: PostgresNIO's event
-/// loop, SQLite's group-commit writer).
+/// The statement is sent by a claimer, not by a task of its own: a claimer that finds fewer than
+/// ``maximumInFlight`` statements running sends its claim with those waiting, answers them, and
+/// hands its turn to the first claim that arrived meanwhile, rather than a task of the batcher's
+/// own hopping to the global executor and back per batch.
 final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
     private struct Claim {
         let transactionID: [UInt8]
@@ -34,12 +34,16 @@ final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
 
     private struct State {
         var waiting: [Waiting] = []
-        /// A claimer is sending a statement (or has been handed the turn to).
-        var sending = false
+        /// Claimers sending a statement (or handed the turn to).
+        var senders = 0
     }
 
-    /// Rows per statement: two binds each, far below both engines' bind limits.
+    /// Rows per statement: two binds each, far below PostgreSQL's bind limit.
     static var maximumBatch: Int { 256 }
+
+    /// Statements at once: enough to keep a batch forming while others commit, few enough that
+    /// batches stay large (each costs the server a commit).
+    static var maximumInFlight: Int { 4 }
 
     private let engine: Driver
     private let state = Mutex(State())
@@ -52,11 +56,11 @@ final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
         let claim = Claim(transactionID: transactionID, expiry: expiry, now: now)
         let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
             let mine = state.withLock { state in
-                if state.sending {
+                if state.senders >= Self.maximumInFlight {
                     state.waiting.append(Waiting(claim: claim, continuation: continuation))
                     return false
                 }
-                state.sending = true
+                state.senders += 1
                 return true
             }
             if mine { continuation.resume(returning: .send) }
@@ -71,10 +75,10 @@ final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
                 return batch
             }
             let result = await send(claim, with: others)
-            // The next turn goes to the claim that has waited longest; none waiting ends the turns.
+            // This turn goes on with the claim that has waited longest; none waiting ends it.
             let next = state.withLock { state -> Waiting? in
                 guard !state.waiting.isEmpty else {
-                    state.sending = false
+                    state.senders -= 1
                     return nil
                 }
                 return state.waiting.removeFirst()
@@ -91,6 +95,10 @@ final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
         var seen: Set<[UInt8]> = []
         var rows: [Claim] = []
         for claim in batch where seen.insert(claim.transactionID).inserted { rows.append(claim) }
+        // In one order in every statement: two statements in flight that carry the same ids wait
+        // for each other's rows in the same order, never in a cycle (a deadlock PostgreSQL would
+        // end by failing one of them).
+        rows.sort { $0.transactionID.lexicographicallyPrecedes($1.transactionID) }
         var binds: [SQLValue] = []
         binds.reserveCapacity(rows.count * 2 + 1)
         var values: [String] = []
@@ -122,8 +130,7 @@ final class ReplayClaimBatcher<Driver: SQLDriver>: Sendable {
 
     /// The statement, on the sending claimer's task; if that task is cancelled (its caller went
     /// away, the process is stopping), in a task of its own, so the claims it carries for others
-    /// do not fail with it. A cancelled statement was interrupted and rolled back, never committed
-    /// (SQLite's group commit does not interrupt: it runs the statement to its end).
+    /// do not fail with it. A cancelled statement was interrupted and rolled back, never committed.
     private func execute(_ sql: String, _ binds: [SQLValue]) async throws(StorageError) -> [[SQLValue]] {
         if !Task.isCancelled {
             do {

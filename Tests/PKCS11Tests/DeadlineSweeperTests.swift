@@ -1,7 +1,7 @@
 import Synchronization
 import Testing
 
-@testable import PKCS11
+import PaywardenPrimitives
 
 /// The one timer behind every HSM deadline: a run is timed out once its deadline passed and not
 /// before, whatever the mix of timeouts, and finished runs do not pile up.

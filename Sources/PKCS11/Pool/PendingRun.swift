@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// The caller's side of one operation handed to the workers: resumed exactly once, by the
 /// operation's result or by its deadline, whichever comes first.

@@ -2,21 +2,22 @@ import Dispatch
 import Synchronization
 
 /// An operation that may be given up on when its deadline passes.
-protocol ExpiringRun: AnyObject, Sendable {
+public protocol ExpiringRun: AnyObject, Sendable {
     var isFinished: Bool { get }
     /// Ends the run with a timeout, unless it finished already.
     func timeOut(after timeout: Duration)
 }
 
-/// One timer for every HSM deadline in the process. A dispatch timer per operation cost a timer
-/// entry and, ten seconds later, a thread wake-up per request, on the cores the HSM needs
-/// (docs/operations.md, "Performance"). Runs are kept per timeout in arrival order, which for one timeout is
+/// One timer for every deadline of its kind in the process (HSM operations, database statements).
+/// A timer per operation (a dispatch timer, a sleeping task) cost a timer entry and, seconds later,
+/// a thread wake-up per request, on the cores the HSM needs (docs/operations.md, "Performance"). Runs are kept per timeout in arrival order, which for one timeout is
 /// deadline order, so only the front of each line is ever looked at; runs that finished are
 /// dropped from the front as new ones arrive, and the one timer is moved to the earliest front.
 // Unchecked: the dispatch timer is not marked Sendable, but a dispatch source may be scheduled from
 // any thread; it is only ever scheduled under `state`'s lock.
-final class DeadlineSweeper: @unchecked Sendable {
-    static let shared = DeadlineSweeper()
+public final class DeadlineSweeper: @unchecked Sendable {
+    /// The HSM operations' sweeper.
+    public static let shared = DeadlineSweeper()
 
     private struct Entry {
         let deadline: DispatchTime
@@ -49,11 +50,11 @@ final class DeadlineSweeper: @unchecked Sendable {
     }
 
     private let state = Mutex(State())
-    private let queue = DispatchQueue(label: "paywarden.pkcs11.deadlines")
+    private let queue = DispatchQueue(label: "paywarden.deadlines")
     /// The one timer, re-scheduled (never added to) as the earliest deadline changes.
     private let timer: any DispatchSourceTimer
 
-    init() {
+    public init() {
         timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .distantFuture)
         timer.setEventHandler { [weak self] in self?.sweep() }
@@ -65,9 +66,10 @@ final class DeadlineSweeper: @unchecked Sendable {
     }
 
     /// How many runs are waiting for their deadline or to be dropped (for tests).
-    var count: Int { state.withLock { $0.lines.values.reduce(0) { $0 + $1.entries.count - $1.head } } }
+    public var count: Int { state.withLock { $0.lines.values.reduce(0) { $0 + $1.entries.count - $1.head } } }
 
-    func add(_ run: any ExpiringRun, timeout: Duration) {
+    /// Calls `run.timeOut(after:)` once `timeout` has passed, unless the run has finished by then.
+    public func add(_ run: any ExpiringRun, timeout: Duration) {
         let seconds = timeout / .seconds(1)
         state.withLock { state in
             // The time is read under the lock, so each line stays in deadline order.
