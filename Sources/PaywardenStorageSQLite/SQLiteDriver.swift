@@ -88,7 +88,11 @@ public final class SQLiteDriver: SQLDriver {
         let sync = syncLog ?? { $0.sync() }
         writer = SQLiteWriter(
             pool: pool, busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), syncLog: { sync(log) },
-            checkpoint: { _ = try? checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) } })
+            checkpoint: {
+                // Busy (a reader past the busy timeout) throws; a finished one copied every frame.
+                (try? checkpointer.writeWithoutTransaction { db in try db.checkpoint(.restart) })
+                    .map { $0.walFrameCount == $0.checkpointedFrameCount } ?? false
+            })
     }
 
     /// The file is created owner-only before SQLite sees it (SQLite gives `-wal` and `-shm` the
@@ -208,7 +212,8 @@ public final class SQLiteDriver: SQLDriver {
     /// never quite catches up (commits land while it copies), and SQLite starts the log over only
     /// once all of it is in the database: past ``logSizeBound`` the syncer's next commit copies
     /// the rest while holding the writer (what accumulated in the second since the last copy, a
-    /// few milliseconds), and the log starts over.
+    /// few milliseconds) by a restarting checkpoint, which waits for the readers on the log, so
+    /// the next transaction writes the log from its start (cut to the bound).
     public func performMaintenance() async {
         log.checkIdentity()
         _ = try? await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }

@@ -34,7 +34,7 @@ import Synchronization
 ///
 /// The connection does not wait for a lock another process holds (its busy timeout is zero): an
 /// event loop is never held by an admin command's transaction. A caller that finds the lock taken
-/// hands its write to the syncer's queue, which waits up to the busy timeout.
+/// waits on its own task (a sleep, not holding the writer) and tries again, up to the busy timeout.
 final class SQLiteWriter: Sendable {
     private struct State {
         /// The batch of the transaction open now; nil when none is.
@@ -46,8 +46,17 @@ final class SQLiteWriter: Sendable {
         var restartRequested = false
         /// Batches that were lost, and why, kept for callers that have yet to wait for them.
         var lost: [UInt64: StorageError] = [:]
+        /// The newest lost batch dropped from `lost` (a caller of a batch up to it is refused).
+        var lossesForgottenThrough: UInt64 = 0
         /// A sync failed: nothing is written any more.
         var failed: StorageError?
+
+        /// Why `batch` was lost, when it was (or may have been: a loss no longer remembered).
+        func loss(of batch: UInt64) -> StorageError? {
+            if let lost = lost[batch] { return lost }
+            guard batch <= lossesForgottenThrough else { return nil }
+            return StorageError(.unavailable, "SQLite: the batch of this write may have been lost (a run of failed commits)")
+        }
         var waiting: [Waiter] = []
     }
 
@@ -59,8 +68,9 @@ final class SQLiteWriter: Sendable {
     private let pool: DatabasePool
     /// Syncs the log (``WriteAheadLogFile/sync()``); nil on success, else what failed.
     private let syncLog: @Sendable () -> String?
-    /// Copies the log into the database while the writer is held (``requestLogRestart()``).
-    private let checkpoint: @Sendable () -> Void
+    /// Copies the log into the database and empties it while the writer is held
+    /// (``requestLogRestart()``); true when it did.
+    private let checkpoint: @Sendable () -> Bool
     private let busyTimeout: Duration
     private let state = Mutex(State())
     /// The last batch whose log is synced, read without the lock on every wait.
@@ -70,7 +80,7 @@ final class SQLiteWriter: Sendable {
 
     init(
         pool: DatabasePool, busyTimeout: Duration, syncLog: @escaping @Sendable () -> String?,
-        checkpoint: @escaping @Sendable () -> Void
+        checkpoint: @escaping @Sendable () -> Bool
     ) {
         self.pool = pool
         self.syncLog = syncLog
@@ -90,20 +100,21 @@ final class SQLiteWriter: Sendable {
         case .failed(let error):
             throw error
         case .lockTaken:
-            // Another process holds the write lock: wait for it on the syncer's queue, not here.
+            // Another process holds the write lock: this task waits, holding neither the writer
+            // nor its thread, and tries again until the busy timeout.
             statistics.lockWaits.add(1, ordering: .relaxed)
-            let result: Result<SQLWrite, StorageError> = await withCheckedContinuation { continuation in
-                syncer.async {
-                    switch self.attempt(prepared, waitingForLock: true) {
-                    case .written(let write): continuation.resume(returning: .success(write))
-                    case .failed(let error): continuation.resume(returning: .failure(error))
-                    case .lockTaken:
-                        continuation.resume(
-                            returning: .failure(StorageError(.unavailable, "SQLite: the database is locked by another process")))
-                    }
+            let deadline = ContinuousClock.now + busyTimeout
+            var pause = Duration.microseconds(200)
+            while ContinuousClock.now < deadline {
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .milliseconds(20))
+                switch attempt(prepared, waitingForLock: false) {
+                case .written(let write): return write
+                case .failed(let error): throw error
+                case .lockTaken: continue
                 }
             }
-            return try result.get()
+            throw StorageError(.unavailable, "SQLite: the database is locked by another process")
         }
     }
 
@@ -135,6 +146,12 @@ final class SQLiteWriter: Sendable {
     /// On the writer connection: begins a batch if none is open, then runs the unit. Nil when no
     /// batch could begin because another process holds the lock (and `waitingForLock` is false).
     private func run(_ steps: [Step], _ db: Database, waitingForLock: Bool) throws -> (SQLWriteOutcome, UInt64)? {
+        let (open, failed) = state.withLock { ($0.open, $0.failed) }
+        // After a failed sync nothing more is written (see ``sync(through:)``).
+        if let failed { throw failed }
+        // A transaction without a batch is one whose commit and rollback both failed: it is
+        // ended here, or every later write would find it and fail.
+        if db.isInsideTransaction, open == nil { try db.rollback() }
         if !db.isInsideTransaction {
             guard try begin(db, waitingForLock: waitingForLock) else { return nil }
         }
@@ -236,7 +253,7 @@ final class SQLiteWriter: Sendable {
     func awaitDurable(_ ticket: CommitTicket) async throws(StorageError) {
         let batch = ticket.batch
         if durable.load(ordering: .acquiring) >= batch {
-            if batch > 0, let lost = state.withLock({ $0.lost[batch] }) { throw lost }
+            if batch > 0, let lost = state.withLock({ $0.loss(of: batch) }) { throw lost }
             statistics.durableWithoutWaiting.add(1, ordering: .relaxed)
             return
         }
@@ -244,9 +261,10 @@ final class SQLiteWriter: Sendable {
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let answer: Result<Void, StorageError>? = state.withLock { state in
-                    if let lost = state.lost[batch] { return .failure(lost) }
+                    if let lost = state.loss(of: batch) { return .failure(lost) }
+                    // Never durable after a failed sync: the syncer stops at the failure.
+                    if let failed = state.failed, batch > durable.load(ordering: .acquiring) { return .failure(failed) }
                     if durable.load(ordering: .acquiring) >= batch { return .success(()) }
-                    if let failed = state.failed { return .failure(failed) }
                     state.waiting.append(Waiter(batch: batch, continuation: continuation))
                     return nil
                 }
@@ -264,8 +282,12 @@ final class SQLiteWriter: Sendable {
         let waiters = state.withLock { state -> [Waiter] in
             if state.open == batch { state.open = nil }
             state.lost[batch] = error
-            // A caller waits for its batch within its request: the oldest losses can go.
-            if state.lost.count > 256, let oldest = state.lost.keys.min() { state.lost[oldest] = nil }
+            // A caller waits for its batch within its request: the oldest losses can go, but a
+            // batch at or below the last one forgotten is never taken for durable.
+            if state.lost.count > 256, let oldest = state.lost.keys.min() {
+                state.lost[oldest] = nil
+                state.lossesForgottenThrough = max(state.lossesForgottenThrough, oldest)
+            }
             let lost = state.waiting.filter { $0.batch == batch }
             state.waiting.removeAll { $0.batch == batch }
             return lost
@@ -289,14 +311,28 @@ final class SQLiteWriter: Sendable {
     /// load the next one has filled meanwhile, so the queue never sleeps), then stops.
     private func syncWhileBatchesCome() {
         while true {
-            let (open, restart) = state.withLock { state in
-                if state.open == nil { state.syncing = false }
-                return (state.open, state.restartRequested)
+            let (open, restart, failed) = state.withLock { state in
+                if state.open == nil || state.failed != nil { state.syncing = false }
+                return (state.open, state.restartRequested, state.failed)
+            }
+            if let failed {
+                // Nothing commits after a failed sync: a later sync that succeeds would make
+                // batches count as durable whose log pages the kernel may have dropped.
+                if let open { abandon(open, failed) }
+                return
             }
             guard open != nil else { return }
             guard let committed = commit(restartingLog: restart) else { continue }
             sync(through: committed)
         }
+    }
+
+    /// Rolls the open batch back and tells its callers, after a failed sync.
+    private func abandon(_ batch: UInt64, _ error: StorageError) {
+        pool.writeWithoutTransaction { db in
+            if db.isInsideTransaction, state.withLock({ $0.open }) == batch { try? db.rollback() }
+        }
+        lose(batch, error)
     }
 
     /// Commits the open batch; nil when it was lost. With `restartingLog`, also copies the log into
@@ -314,11 +350,14 @@ final class SQLiteWriter: Sendable {
             state.withLock { $0.open = nil }
             statistics.batches.add(1, ordering: .relaxed)
             if restartingLog {
-                // Nothing commits while this runs, so it copies the whole log: the next
-                // transaction finds it all in the database and writes the log from its start.
-                checkpoint()
-                state.withLock { $0.restartRequested = false }
-                statistics.heldCheckpoints.add(1, ordering: .relaxed)
+                // Nothing commits while this runs: a restarting checkpoint copies the whole log
+                // and waits for the readers still on it, so the next transaction writes the log
+                // from its start. One that could not finish (a reader past the busy timeout) is
+                // tried again at the next commit.
+                if checkpoint() {
+                    state.withLock { $0.restartRequested = false }
+                    statistics.heldCheckpoints.add(1, ordering: .relaxed)
+                }
             }
             return batch
         }

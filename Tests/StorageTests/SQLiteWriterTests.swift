@@ -78,6 +78,28 @@ struct SQLiteWriterTests {
         }
     }
 
+    @Test("a batch that filled while a sync failed is never durable, nor is the failed one, though a later sync would succeed")
+    func noBatchIsDurableAfterAFailedSync() async throws {
+        let gate = SyncGate()
+        let syncs = Atomic<Int>(0)
+        let database = try await open(temporaryPath()) { log in
+            gate.waitUntilOpen()
+            // The first sync fails (its pages may be gone); every later one would succeed.
+            return syncs.add(1, ordering: .relaxed).newValue == 1 ? "fdatasync: Input/output error" : log.sync()
+        }
+        gate.close()
+        let first = try await database.claim(Self.id(6), until: Date() + 300, now: Date())
+        // The syncer is in the first batch's sync: the next claim opens the batch after it.
+        while database.engine.writeStatistics.batches < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        let second = try await database.claim(Self.id(7), until: Date() + 300, now: Date())
+        #expect(first.claimed && second.claimed && second.ticket > first.ticket)
+        gate.open()
+        await #expect(throws: StorageError.self, "the failed sync's batch") { try await database.awaitDurable(first.ticket) }
+        await #expect(throws: StorageError.self, "the batch after it") { try await database.awaitDurable(second.ticket) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(syncs.load(ordering: .relaxed) == 1, "the syncer went on syncing after a failed sync")
+    }
+
     @Test("a write that finds another process's lock waits for it off its caller's thread")
     func anotherProcessesLockIsWaitedForOffTheCallersThread() async throws {
         let path = temporaryPath()

@@ -81,11 +81,11 @@ public final class PaymentTokenDecrypter: Sendable {
     /// transaction id in the same atomic write that keeps what it made of the payload (a vault
     /// registration: a crash keeps both or neither, and one write's sync serves both). A replay
     /// is refused before the HSM is asked by a look at the cache; a replay that races this one
-    /// past that look is refused by the claim in `store` (nil), and its payload is dropped.
-    /// - Parameter store: runs once the payload is decrypted; returns nil when the claim was refused.
+    /// past that look is refused by the claim in `store` (`.replayed`), and its payload is dropped.
+    /// - Parameter store: runs once the payload is decrypted.
     public func decrypt<Stored: Sendable>(
         json: [UInt8], at: Date? = nil, merchantIdentifierHashes: Set<String>? = nil, attempt: DecryptionAttempt? = nil,
-        storingWithClaim store: (DecryptedPaymentToken, TransactionClaim) async -> Stored?
+        storingWithClaim store: (DecryptedPaymentToken, TransactionClaim) async -> ClaimedStore<Stored>
     ) async throws(PaymentTokenError) -> Stored {
         let token = try PaymentToken(json: json)
         let verified = try await verify(token, at: at, merchantIdentifierHashes: merchantIdentifierHashes)
@@ -99,7 +99,14 @@ public final class PaymentTokenDecrypter: Sendable {
         let decrypted = try await open(token, verified)
         // A caller that gave up (an HSM deadline) gets nothing stored: its client retries.
         if let attempt, attempt.isAbandoned { throw Self.timedOut }
-        guard let stored = await store(decrypted, verified.claim) else { throw replayed(token) }
+        let stored: Stored
+        switch await store(decrypted, verified.claim) {
+        case .replayed: throw replayed(token)
+        // Nothing claimed: nothing to give back, even when abandoned (another attempt's claim of
+        // the same id may be in the ledger by now).
+        case .notStored(let answer): return answer
+        case .stored(let kept): stored = kept
+        }
         if let attempt, !attempt.recordClaim(token.header.transactionID) {
             // Abandoned while storing: the claim is given back so the retry can decrypt it; what
             // was stored is never handed to anyone (a registration ID nobody received expires).

@@ -51,6 +51,18 @@ public struct TransactionClaim: Sendable, Hashable {
     }
 }
 
+/// What a store made of a decrypted token and its ``TransactionClaim``
+/// (``PaymentTokenDecrypter/decrypt(json:at:merchantIdentifierHashes:attempt:storingWithClaim:)``).
+public enum ClaimedStore<Stored: Sendable>: Sendable {
+    /// Kept, with the claim in the same write.
+    case stored(Stored)
+    /// The claim was refused: another attempt has the token.
+    case replayed
+    /// Nothing was written, the claim included (`Stored` tells the caller why): this attempt
+    /// holds no claim, so it never gives one back.
+    case notStored(Stored)
+}
+
 /// A ``ReplayCache`` in this process's memory.
 ///
 /// A service decrypting thousands of tokens a second remembers millions of ids, so each is kept

@@ -235,6 +235,8 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     /// Hands `body` to the calling thread's companion, counted among the running jobs, and waits
     /// up to ``inlineWaitBound`` for it.
     private func runInline<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) -> InlineOutcome<R> {
+        // No companion thread is started for a pool that has stopped: shutdown would not stop it.
+        guard !condition.withLock({ stopped }) else { return .queue }
         let companion = InlineContexts.companion(for: self) {
             let context = WorkerContext(pool: self, isInline: true)
             let companion = InlineCompanion(context: context, name: "pkcs11-inline-\(serial)") { [weak self] ended in

@@ -71,7 +71,7 @@ public final class DecryptionService: Sendable {
     /// `decrypt(json:at:merchantIdentifierHashes:attempt:storingWithClaim:)`), on the same thread.
     public func decrypt<Stored: Sendable>(
         _ body: [UInt8], merchantIdentifierHashes: Set<String>?,
-        storingWithClaim store: @escaping @Sendable (DecryptedPaymentToken, TransactionClaim) async -> Stored?
+        storingWithClaim store: @escaping @Sendable (DecryptedPaymentToken, TransactionClaim) async -> ClaimedStore<Stored>
     ) async throws(PaymentTokenError) -> Stored {
         let decrypter = self.decrypter
         return try await decryption { attempt async throws(PaymentTokenError) in

@@ -70,10 +70,12 @@ public final class VaultService: Sendable {
                 stored = try await decryption.decrypt(token, merchantIdentifierHashes: policy.merchantIdentifierHashes) {
                     decrypted, claim in
                     do throws(VaultError) {
-                        guard let registration = try await vault.register(decrypted, paypage: paypage, claiming: claim) else { return nil }
-                        return .success(registration)
+                        guard let registration = try await vault.register(decrypted, paypage: paypage, claiming: claim) else {
+                            return .replayed
+                        }
+                        return .stored(.success(registration))
                     } catch {
-                        return .failure(error)
+                        return .notStored(.failure(error))
                     }
                 }
             } catch {
