@@ -10,9 +10,10 @@ public protocol ExpiringRun: AnyObject, Sendable {
 
 /// One timer for every deadline of its kind in the process (HSM operations, database statements).
 /// A timer per operation (a dispatch timer, a sleeping task) cost a timer entry and, seconds later,
-/// a thread wake-up per request, on the cores the HSM needs (docs/operations.md, "Performance"). Runs are kept per timeout in arrival order, which for one timeout is
-/// deadline order, so only the front of each line is ever looked at; runs that finished are
-/// dropped from the front as new ones arrive, and the one timer is moved to the earliest front.
+/// a thread wake-up per request, on the cores the HSM needs (docs/operations.md, "Performance").
+/// Runs are kept per timeout in arrival order, which for one timeout is deadline order, so only
+/// the front of each line is ever looked at; runs that finished are dropped from the front as new
+/// ones arrive, and the one timer is moved to the earliest front.
 // Unchecked: the dispatch timer is not marked Sendable, but a dispatch source may be scheduled from
 // any thread; it is only ever scheduled under `state`'s lock.
 public final class DeadlineSweeper: @unchecked Sendable {

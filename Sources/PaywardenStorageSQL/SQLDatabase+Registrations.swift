@@ -91,7 +91,8 @@ extension SQLDatabase: RegistrationStore {
             return RedemptionWrite(registration: try await registration(lookupKey: lookupKey), token: nil)
         }
         return RedemptionWrite(
-            registration: try Self.registration(counted), token: try Self.tokenInsertion(token, inserted: outcome.rows(1), existing: outcome.rows(2)))
+            registration: try Self.registration(counted),
+            token: try Self.tokenInsertion(token, inserted: outcome.rows(1), existing: outcome.rows(2)))
     }
 
     public func takeRegistration(lookupKey: [UInt8], ciphertext: [UInt8], now: Date) async throws(StorageError) -> RegistrationRecord? {

@@ -370,7 +370,8 @@ final class SQLiteWriter: Sendable {
         let (ready, error) = state.withLock { state -> ([Waiter], StorageError?) in
             if let failure {
                 let error = StorageError(
-                    .unavailable, "SQLite: the write-ahead log could not be synced (\(failure)); restart the service once the disk is fixed")
+                    .unavailable,
+                    "SQLite: the write-ahead log could not be synced (\(failure)); restart the service once the disk is fixed")
                 state.failed = error
                 defer { state.waiting = [] }
                 return (state.waiting, error)

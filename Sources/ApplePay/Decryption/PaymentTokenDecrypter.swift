@@ -153,7 +153,8 @@ public final class PaymentTokenDecrypter: Sendable {
         }
         let expiry = signingTime.addingTimeInterval(verifier.signingTimeWindow)
         return VerifiedToken(
-            key: key, signingTime: signingTime, claim: TransactionClaim(transactionID: token.header.transactionID, expiry: expiry, now: now))
+            key: key, signingTime: signingTime,
+            claim: TransactionClaim(transactionID: token.header.transactionID, expiry: expiry, now: now))
     }
 
     private func replayed(_ token: PaymentToken) -> PaymentTokenError {
