@@ -50,6 +50,7 @@ final class SQLiteWriter: Sendable {
         var lossesForgottenThrough: UInt64 = 0
         /// A sync failed: nothing is written any more.
         var failed: StorageError?
+        var waiting: [Waiter] = []
 
         /// Why `batch` was lost, when it was (or may have been: a loss no longer remembered).
         func loss(of batch: UInt64) -> StorageError? {
@@ -57,7 +58,6 @@ final class SQLiteWriter: Sendable {
             guard batch <= lossesForgottenThrough else { return nil }
             return StorageError(.unavailable, "SQLite: the batch of this write may have been lost (a run of failed commits)")
         }
-        var waiting: [Waiter] = []
     }
 
     private struct Waiter {
@@ -68,8 +68,8 @@ final class SQLiteWriter: Sendable {
     private let pool: DatabasePool
     /// Syncs the log (``WriteAheadLogFile/sync()``); nil on success, else what failed.
     private let syncLog: @Sendable () -> String?
-    /// Copies the log into the database and empties it while the writer is held
-    /// (``requestLogRestart()``); true when it did.
+    /// Copies the whole log into the database while the writer is held, so that the next
+    /// transaction writes it from its start (``requestLogRestart()``); true when it did.
     private let checkpoint: @Sendable () -> Bool
     private let busyTimeout: Duration
     private let state = Mutex(State())
@@ -92,29 +92,27 @@ final class SQLiteWriter: Sendable {
 
     /// Runs `steps` as one unit in the open transaction; the outcome is decided when this returns.
     func write(_ steps: [SQLWriteStep]) async throws(StorageError) -> SQLWrite {
-        if let failed = state.withLock({ $0.failed }) { throw failed }
         let prepared = steps.map(Step.init)
-        switch attempt(prepared, waitingForLock: false) {
-        case .written(let write):
-            return write
-        case .failed(let error):
-            throw error
-        case .lockTaken:
-            // Another process holds the write lock: this task waits, holding neither the writer
-            // nor its thread, and tries again until the busy timeout.
-            statistics.lockWaits.add(1, ordering: .relaxed)
-            let deadline = ContinuousClock.now + busyTimeout
-            var pause = Duration.microseconds(200)
-            while ContinuousClock.now < deadline {
-                try? await Task.sleep(for: pause)
-                pause = min(pause * 2, .milliseconds(20))
-                switch attempt(prepared, waitingForLock: false) {
-                case .written(let write): return write
-                case .failed(let error): throw error
-                case .lockTaken: continue
+        var lockWait: (deadline: ContinuousClock.Instant, pause: Duration)?
+        while true {
+            switch attempt(prepared) {
+            case .written(let write):
+                return write
+            case .failed(let error):
+                throw error
+            case .lockTaken:
+                // Another process holds the write lock: this task waits, holding neither the
+                // writer nor its thread, and tries again until the busy timeout.
+                if lockWait == nil {
+                    statistics.lockWaits.add(1, ordering: .relaxed)
+                    lockWait = (ContinuousClock.now + busyTimeout, .microseconds(200))
                 }
+                guard let (deadline, pause) = lockWait, ContinuousClock.now < deadline else {
+                    throw StorageError(.unavailable, "SQLite: the database is locked by another process")
+                }
+                try? await Task.sleep(for: pause)
+                lockWait = (deadline, min(pause * 2, .milliseconds(20)))
             }
-            throw StorageError(.unavailable, "SQLite: the database is locked by another process")
         }
     }
 
@@ -125,9 +123,9 @@ final class SQLiteWriter: Sendable {
         case lockTaken
     }
 
-    private func attempt(_ steps: [Step], waitingForLock: Bool) -> Attempt {
+    private func attempt(_ steps: [Step]) -> Attempt {
         let result: Result<(SQLWriteOutcome, UInt64)?, any Error> = Result {
-            try pool.writeWithoutTransaction { db in try run(steps, db, waitingForLock: waitingForLock) }
+            try pool.writeWithoutTransaction { db in try run(steps, db) }
         }
         // Whatever became of this unit (one refused by a constraint leaves the batch open), a
         // batch that is open must reach the syncer.
@@ -144,8 +142,8 @@ final class SQLiteWriter: Sendable {
     }
 
     /// On the writer connection: begins a batch if none is open, then runs the unit. Nil when no
-    /// batch could begin because another process holds the lock (and `waitingForLock` is false).
-    private func run(_ steps: [Step], _ db: Database, waitingForLock: Bool) throws -> (SQLWriteOutcome, UInt64)? {
+    /// batch could begin because another process holds the lock.
+    private func run(_ steps: [Step], _ db: Database) throws -> (SQLWriteOutcome, UInt64)? {
         let (open, failed) = state.withLock { ($0.open, $0.failed) }
         // After a failed sync nothing more is written (see ``sync(through:)``).
         if let failed { throw failed }
@@ -153,7 +151,7 @@ final class SQLiteWriter: Sendable {
         // ended here, or every later write would find it and fail.
         if db.isInsideTransaction, open == nil { try db.rollback() }
         if !db.isInsideTransaction {
-            guard try begin(db, waitingForLock: waitingForLock) else { return nil }
+            guard try begin(db) else { return nil }
         }
         guard let batch = state.withLock({ $0.open }) else {
             throw StorageError(.unavailable, "SQLite: the writer's transaction has no batch")
@@ -168,21 +166,12 @@ final class SQLiteWriter: Sendable {
         }
     }
 
-    /// `BEGIN IMMEDIATE` for a new batch; false when another process holds the lock and
-    /// `waitingForLock` is false. Waiting, it retries with pauses up to the busy timeout.
-    private func begin(_ db: Database, waitingForLock: Bool) throws -> Bool {
-        let deadline = ContinuousClock.now + busyTimeout
-        var pause = 0.000_2
-        while true {
-            do {
-                try db.execute(sql: "BEGIN IMMEDIATE")
-                break
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
-                guard waitingForLock else { return false }
-                guard ContinuousClock.now < deadline else { throw error }
-                Thread.sleep(forTimeInterval: pause)
-                pause = min(pause * 2, 0.02)
-            }
+    /// `BEGIN IMMEDIATE` for a new batch; false when another process holds the lock.
+    private func begin(_ db: Database) throws -> Bool {
+        do {
+            try db.execute(sql: "BEGIN IMMEDIATE")
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+            return false
         }
         state.withLock { state in
             state.lastBatch += 1
