@@ -89,10 +89,12 @@ public final class SQLiteDriver: SQLDriver {
         writer = SQLiteWriter(
             pool: pool, busyTimeout: .milliseconds(Int64(busyTimeout * 1000)), syncLog: { sync(log) },
             checkpoint: {
-                // Busy (a reader past the busy timeout) throws; a finished one copied every frame.
-                (try? checkpointer.writeWithoutTransaction { db in try db.checkpoint(.restart) })
+                // Nothing commits meanwhile, so a passive checkpoint copies every frame unless a
+                // reader's older snapshot holds some back (then it is tried again at the next commit).
+                (try? checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) })
                     .map { $0.walFrameCount == $0.checkpointedFrameCount } ?? false
-            })
+            },
+            logOutgrown: { log.size > logSizeBound })
     }
 
     /// The file is created owner-only before SQLite sees it (SQLite gives `-wal` and `-shm` the
@@ -210,14 +212,13 @@ public final class SQLiteDriver: SQLDriver {
     /// A passive checkpoint, every second: copies what the log holds into the database without
     /// waiting for, or blocking, the writer and the readers. Under a load that never pauses it
     /// never quite catches up (commits land while it copies), and SQLite starts the log over only
-    /// once all of it is in the database: past ``logSizeBound`` the syncer's next commit copies
-    /// the rest while holding the writer (what accumulated in the second since the last copy, a
-    /// few milliseconds) by a restarting checkpoint, which waits for the readers on the log, so
-    /// the next transaction writes the log from its start (cut to the bound).
+    /// once all of it is in the database: once the log has outgrown ``logSizeBound`` (the syncer
+    /// looks after each batch), the next commit copies the rest while holding the writer (what
+    /// accumulated since the last copy), and the next transaction writes the log from its start
+    /// (cut to the bound). One that could not copy everything is tried again at the next commit.
     public func performMaintenance() async {
         log.checkIdentity()
         _ = try? await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-        if log.size > logSizeBound { writer.requestLogRestart() }
     }
 
     public func existingTables(_ names: [String]) async throws(StorageError) -> Set<String> {

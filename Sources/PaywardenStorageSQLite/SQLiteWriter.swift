@@ -42,7 +42,7 @@ final class SQLiteWriter: Sendable {
         var lastBatch: UInt64 = 0
         /// The syncer's queue is committing batches (or has been asked to).
         var syncing = false
-        /// A checkpoint that holds the writer was asked for (``requestLogRestart()``).
+        /// The log outgrew its bound: the next commit copies it whole, holding the writer.
         var restartRequested = false
         /// Batches that were lost, and why, kept for callers that have yet to wait for them.
         var lost: [UInt64: StorageError] = [:]
@@ -69,8 +69,10 @@ final class SQLiteWriter: Sendable {
     /// Syncs the log (``WriteAheadLogFile/sync()``); nil on success, else what failed.
     private let syncLog: @Sendable () -> String?
     /// Copies the whole log into the database while the writer is held, so that the next
-    /// transaction writes it from its start (``requestLogRestart()``); true when it did.
+    /// transaction writes it from its start; true when it did.
     private let checkpoint: @Sendable () -> Bool
+    /// Whether the log has outgrown its bound, looked at after each sync.
+    private let logOutgrown: @Sendable () -> Bool
     private let busyTimeout: Duration
     private let state = Mutex(State())
     /// The last batch whose log is synced, read without the lock on every wait.
@@ -80,12 +82,13 @@ final class SQLiteWriter: Sendable {
 
     init(
         pool: DatabasePool, busyTimeout: Duration, syncLog: @escaping @Sendable () -> String?,
-        checkpoint: @escaping @Sendable () -> Bool
+        checkpoint: @escaping @Sendable () -> Bool, logOutgrown: @escaping @Sendable () -> Bool
     ) {
         self.pool = pool
         self.syncLog = syncLog
         self.busyTimeout = busyTimeout
         self.checkpoint = checkpoint
+        self.logOutgrown = logOutgrown
     }
 
     // MARK: Writing
@@ -313,6 +316,9 @@ final class SQLiteWriter: Sendable {
             guard open != nil else { return }
             guard let committed = commit(restartingLog: restart) else { continue }
             sync(through: committed)
+            // Looked at here, once a batch, rather than by a timer: commits that never pause
+            // outgrow any timer's period (a passive checkpoint cannot start the log over under them).
+            if logOutgrown() { state.withLock { $0.restartRequested = true } }
         }
     }
 
@@ -339,10 +345,10 @@ final class SQLiteWriter: Sendable {
             state.withLock { $0.open = nil }
             statistics.batches.add(1, ordering: .relaxed)
             if restartingLog {
-                // Nothing commits while this runs: a restarting checkpoint copies the whole log
-                // and waits for the readers still on it, so the next transaction writes the log
-                // from its start. One that could not finish (a reader past the busy timeout) is
-                // tried again at the next commit.
+                // Nothing commits while this runs, so it copies the whole log: the next
+                // transaction finds it all in the database and writes the log from its start.
+                // One that could not copy everything (a reader's older snapshot) is tried again
+                // at the next commit.
                 if checkpoint() {
                     state.withLock { $0.restartRequested = false }
                     statistics.heldCheckpoints.add(1, ordering: .relaxed)
@@ -373,13 +379,6 @@ final class SQLiteWriter: Sendable {
         for waiter in ready {
             if let error { waiter.continuation.resume(throwing: error) } else { waiter.continuation.resume() }
         }
-    }
-
-    /// Asks the syncer to copy the whole log into the database at its next commit, holding the
-    /// writer meanwhile, so that the log starts over (``SQLiteDriver/performMaintenance()``, when
-    /// passive checkpoints alone never catch up with a log that keeps growing).
-    func requestLogRestart() {
-        state.withLock { $0.restartRequested = true }
     }
 
     /// The writes refused since a sync failed, if one did.
