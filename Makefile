@@ -14,7 +14,7 @@ RAW_PKCS11_BENCH := $(CURDIR)/.build/raw-pkcs11-bench/raw_pkcs11_bench
 .PHONY: deps deps-test install-packages build build-tour run try test promtool-test contract-test bench loadtest soak fuzz format lint clean
 
 # The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user).
-TEST_PACKAGES := postgresql
+TEST_PACKAGES := postgresql haproxy
 
 # Installs what is missing; does nothing (and needs no network) when all is there.
 deps:
@@ -67,9 +67,10 @@ try: build-tour
 
 # Every suite on SoftHSM, then the suites that touch an HSM again on NSS softokn, a second
 # PKCS#11 implementation (PAYWARDEN_TEST_HSM=nss). Left out of the second run: the suites that
-# take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM.
+# take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM, and
+# the rolling restart behind HAProxy, whose subject is the process's lifecycle, not the HSM.
 NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
-SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|StuckHSMCallTests
+SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|StuckHSMCallTests|GracefulShutdownTests
 
 test: deps-test
 	swift build --build-tests

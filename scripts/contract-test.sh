@@ -87,6 +87,8 @@ export PAYWARDEN_PUBLIC_URL="http://127.0.0.1:$PORT"
 export PAYWARDEN_PLATFORM_INTEGRATOR_ID=platformintegrator.com.example.contract
 export PAYWARDEN_EPROTECT_RATE_PER_PAYPAGE=1000000 PAYWARDEN_EPROTECT_RATE_PER_ADDRESS=1000000
 export PAYWARDEN_LOG_LEVEL=warning
+# No balancer in front: the server stops at once on SIGTERM, without the drain.
+export PAYWARDEN_SHUTDOWN_DRAIN_SECONDS=0
 "$BIN/paywarden" serve > "$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 150); do

@@ -119,6 +119,8 @@ export PAYWARDEN_TRUST_ROOTS="$WORK/root.pem"
 # most of an hour before; per-token work is unchanged.
 export PAYWARDEN_SIGNING_TIME_WINDOW=7200
 export PAYWARDEN_LOG_LEVEL=warning
+# No balancer in front: each server stops at once on SIGTERM, without the drain.
+export PAYWARDEN_SHUTDOWN_DRAIN_SECONDS=0
 export PAYWARDEN_LISTEN="127.0.0.1:$PORT"
 # Every registration comes from one address for one paypage: the production limits (20/s per
 # address, 200/s per paypage) would measure the rate limiter, not the vault.

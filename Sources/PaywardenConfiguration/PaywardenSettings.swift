@@ -139,6 +139,10 @@ public struct ServerSettings: Sendable {
     public var maxRequestsPerConnection: Int
     /// Open connections per client address; trusted proxies are exempt.
     public var maxConnectionsPerClient: Int
+    /// Seconds between SIGTERM and closing the listeners, answering `/readyz` 503 meanwhile.
+    public var shutdownDrainSeconds: Int
+    /// Seconds after the drain for requests in flight to finish.
+    public var shutdownDeadlineSeconds: Int
     public var eventLoopThreads: Int
     /// eProtect registrations per second per `paypageId` and per client address.
     public var eProtectRatePerPaypage: Int
@@ -180,6 +184,8 @@ public struct ServerSettings: Sendable {
         requestReadTimeoutSeconds = try reader.integer(defaulted: C.requestReadTimeoutSeconds)
         maxRequestsPerConnection = try reader.integer(defaulted: C.maxRequestsPerConnection)
         maxConnectionsPerClient = try reader.integer(defaulted: C.maxConnectionsPerClient)
+        shutdownDrainSeconds = try reader.integer(defaulted: C.shutdownDrainSeconds)
+        shutdownDeadlineSeconds = try reader.integer(defaulted: C.shutdownDeadlineSeconds)
         let dispatch = try reader.choice(C.hsmDispatch)
         eventLoopThreads = try reader.integer(C.eventLoopThreads) ?? EarlySettings.defaultEventLoopThreads(dispatch: dispatch)
         eProtectRatePerPaypage = try reader.integer(defaulted: C.eProtectRatePerPaypage)

@@ -117,6 +117,13 @@ public enum SettingCatalog {
     public static let maxRequestsPerConnection = Setting(
         "max_requests_per_connection", .integer(1...1_000_000), default: .value("1000"),
         "requests one connection may carry; the last is answered with Connection: close")
+    public static let shutdownDrainSeconds = Setting(
+        "shutdown_drain_seconds", .integer(0...3600), default: .value("15"),
+        "seconds between SIGTERM and closing the listeners, while /readyz answers 503 shutting_down and every response says "
+            + "Connection: close, so that load balancers stop sending first; longer than their readiness period times threshold")
+    public static let shutdownDeadlineSeconds = Setting(
+        "shutdown_deadline_seconds", .integer(1...3600), default: .value("10"),
+        "seconds after the drain for requests in flight to finish before they are cut off and the process exits non-zero")
     public static let maxConnectionsPerClient = Setting(
         "max_connections_per_client", .integer(1...1_000_000), default: .value("128"),
         "open connections per client address (trusted proxies exempt); beyond it, a new one is closed at once")
@@ -293,7 +300,7 @@ public enum SettingCatalog {
         signingTimeWindow, trustRoots, certificateIssuers,
         listen, operationsListen, apiKeys, tlsCertificate, tlsPrivateKey, tlsClientCA, tlsRequireClientCertificate,
         maxBodyBytes, maxInFlight, idleTimeoutSeconds, maxConnections, requestReadTimeoutSeconds, maxRequestsPerConnection,
-        maxConnectionsPerClient, eventLoopThreads,
+        maxConnectionsPerClient, shutdownDrainSeconds, shutdownDeadlineSeconds, eventLoopThreads,
         eProtectRatePerPaypage, eProtectRatePerAddress, vaultMaintenanceSeconds, vaultRetiredKeyGraceSeconds,
         applePayGateway, applePayGatewayCA, applePayGatewayTimeoutSeconds, merchantValidationHosts, merchantTokenAllowedSources,
         trustedProxies, merchantTokenPendingLimit, merchantTokenPollSeconds,

@@ -25,8 +25,14 @@ public struct ServeProcesses: Sendable {
     /// command that created the key would have written it there.
     let keyRecords: [StoredKeyRecord]
     public let forge: TokenForge
+    /// Decrypts (organisation-less, as a payment service's key is).
     public let apiKey: String
+    /// Redeems registrations of the organisation ``organization``'s paypages.
+    public let redeemKey: String
     let environment: [String: String]
+
+    /// The organisation of ``redeemKey`` and of the paypage ``createPaypage(_:database:)`` makes.
+    public static let organization = "instances"
 
     public static func make() async throws -> ServeProcesses {
         let admin = try await AdminTestEnvironment.make()
@@ -43,15 +49,19 @@ public struct ServeProcesses: Sendable {
         }
         let root = try admin.write(DecryptionTestEnvironment.sharedPKI.rootDER, named: "test-root.der")
         let (apiKey, entry) = APIKey.generate(name: "payments", scopes: [.decrypt])
+        let (redeemKey, redeemEntry) = APIKey.generate(name: "merchant-server", scopes: [.redeem], organization: organization)
         typealias C = SettingCatalog
         var environment = admin.cli.environment
         environment[C.trustRoots.environmentName] = root
-        environment[C.apiKeys.environmentName] = entry
+        environment[C.apiKeys.environmentName] = entry + "," + redeemEntry
         environment[C.logLevel.environmentName] = "info"
         environment[C.hsmWorkers.environmentName] = "1"
+        // No balancer in front unless a test puts one there: SIGTERM stops at once.
+        environment[C.shutdownDrainSeconds.environmentName] = "0"
         return ServeProcesses(
             admin: admin, merchant: merchant, keyRecords: try await records.keyRecords(),
-            forge: TokenForge(pki: DecryptionTestEnvironment.sharedPKI), apiKey: apiKey, environment: environment)
+            forge: TokenForge(pki: DecryptionTestEnvironment.sharedPKI), apiKey: apiKey,
+            redeemKey: redeemKey, environment: environment)
     }
 
     /// A new EC_v1 token for the merchant key (a fresh transaction id each time).
@@ -73,20 +83,34 @@ public struct ServeProcesses: Sendable {
         ]
     }
 
+    /// `paywarden paypages create` for the merchant key's identifier, as an admin runs it before
+    /// apps register cards (the vault's keys are made in the HSM then, when it has none).
+    public func createPaypage(_ id: String, database: [String: String]) throws {
+        let created = try run(
+            [
+                "paypages", "create", "--paypage-id", id, "--organization", Self.organization, "--merchant-id",
+                merchant.merchantID ?? "",
+            ], database: database)
+        guard created.status == 0 else { throw TestServerStartError(reason: "paypages create: \(created.stderr)") }
+    }
+
     /// Runs `paywarden ARGUMENTS` to completion with this environment and `database`.
     public func run(_ arguments: [String], database: [String: String]) throws -> PaywardenProcess.Output {
         try PaywardenProcess(environment: environment.merging(database) { $1 }).run(arguments)
     }
 
-    /// Starts `paywarden serve` on a free port and waits until `/readyz` answers 200.
-    public func start(database: [String: String]) async throws -> ServeProcess {
-        let port = try TestPostgres.freePort()
-        var environment = environment.merging(database) { $1 }
+    /// Starts `paywarden serve` on `port` (default: a free one) with `database` and further
+    /// `settings`, and waits until `/readyz` answers 200.
+    public func start(database: [String: String], settings: [String: String] = [:], port: Int? = nil) async throws -> ServeProcess {
+        let port = try port ?? TestPostgres.freePort()
+        var environment = environment.merging(database) { $1 }.merging(settings) { $1 }
         try await recordKeys(environment)
         environment[SettingCatalog.listen.environmentName] = "127.0.0.1:\(port)"
         let log = admin.home + "/serve-\(port).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
+        // Appended to: a restart on the same port keeps the log of the run before.
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try output.seekToEnd()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: PaywardenProcess.executable)
         process.arguments = ["serve"]
@@ -150,6 +174,14 @@ public final class ServeProcess: @unchecked Sendable {
     public func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, newConnection: Bool = false) async throws
         -> TestServer.Reply
     {
+        try await Self.send(method, path, port: port, apiKey: apiKey, body: body, newConnection: newConnection)
+    }
+
+    /// A request to whatever listens on loopback `port` (an instance, or a load balancer in front
+    /// of several) with the API key.
+    public static func send(
+        _ method: HTTPMethod, _ path: String, port: Int, apiKey: String, body: [UInt8]? = nil, newConnection: Bool = false
+    ) async throws -> TestServer.Reply {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
@@ -173,5 +205,22 @@ public final class ServeProcess: @unchecked Sendable {
     /// SIGTERM: finishes in-flight requests, then exits.
     public func stop() {
         kill(SIGTERM)
+    }
+
+    /// Sends `signal` without waiting.
+    public func signal(_ signal: Int32) {
+        Glibc.kill(process.processIdentifier, signal)
+    }
+
+    /// Waits (off the caller's thread) for the process to end; its exit status, or the signal's
+    /// number plus 128 when a signal ended it.
+    public func exitStatus() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { [process] in
+                process.waitUntilExit()
+                let status = process.terminationStatus
+                continuation.resume(returning: process.terminationReason == .uncaughtSignal ? 128 + status : status)
+            }
+        }
     }
 }

@@ -35,6 +35,8 @@ final class TourService: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: paywarden)
         process.arguments = ["serve"]
+        // Nothing balances the tour's own instance: it stops at once when the tour ends.
+        process.environment = ProcessInfo.processInfo.environment.merging(["PAYWARDEN_SHUTDOWN_DRAIN_SECONDS": "0"]) { $1 }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle
         process.standardError = handle

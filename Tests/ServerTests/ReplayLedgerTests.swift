@@ -1,6 +1,7 @@
 import Foundation
 import PaywardenConfiguration
 import PaywardenPrimitives
+import PaywardenSandbox
 import PaywardenServer
 import PaywardenStorage
 import PaywardenTestTraits
@@ -61,12 +62,23 @@ struct ReplayLedgerTests {
         after.stop()
     }
 
-    @Test("kill -9 under load: every token answered 200 is in the ledger after the restart")
-    func killUnderLoad() async throws {
+    /// After the restart every token answered 200 is a replay, every registration answered
+    /// redeems, and no token is answered 200 twice.
+    @Test("kill -9 under decrypts and registrations: nothing acknowledged is lost", arguments: ["sqlite", "postgres"])
+    func killUnderLoad(backend: String) async throws {
         let processes = try await ServeProcesses.make()
-        let database = processes.sqlite(processes.admin.home + "/db/paywarden.sqlite")
+        let database =
+            backend == "sqlite"
+            ? processes.sqlite(processes.admin.home + "/db/paywarden.sqlite")
+            : processes.postgres(try TestPostgres.shared(), database: try TestPostgres.shared().database())
+        let rates = [
+            SettingCatalog.eProtectRatePerAddress.environmentName: "100000",
+            SettingCatalog.eProtectRatePerPaypage.environmentName: "100000",
+        ]
+        try processes.createPaypage("Crash1", database: database)
+        // Even positions are decrypted, odd ones registered with the paypage.
         let tokens = try (0..<400).map { _ in try processes.token() }
-        let server = try await processes.start(database: database)
+        let server = try await processes.start(database: database, settings: rates)
         let record = LoadRecord()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<8 {
@@ -76,8 +88,18 @@ struct ReplayLedgerTests {
                         if record.stop.load(ordering: .relaxed) { break }
                         record.sent.add(1, ordering: .relaxed)
                         // Answers cut off by the kill are not counted: only a 200 the client read.
-                        if let reply = try? await server.decrypt(tokens[index]), reply.status == 200 {
-                            record.answered.withLock { $0.append(index) }
+                        if index % 2 == 0 {
+                            if let reply = try? await server.decrypt(tokens[index]), reply.status == 200 {
+                                record.answered.withLock { $0.append(index) }
+                            }
+                        } else if let reply = try? await server.send(
+                            .POST, "/eProtect/paypage",
+                            body: try EProtectForms.form(token: tokens[index], paypageID: "Crash1", reportGroup: "crash")),
+                            reply.status == 200,
+                            let id = (try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any])?["paypageRegistrationId"]
+                                as? String
+                        {
+                            record.registered.withLock { $0[index] = id }
                         }
                     }
                 }
@@ -89,13 +111,34 @@ struct ReplayLedgerTests {
             }
             try await group.waitForAll()
         }
-        let ok = record.answered.withLock { $0 }
-        #expect(ok.count > 0 && ok.count < tokens.count, "\(ok.count) of \(tokens.count) answered: the kill came too late or too early")
-        let restarted = try await processes.start(database: database)
-        for index in ok {
-            let reply = try await restarted.decrypt(tokens[index])
-            #expect(reply.errorCode == "replayed_transaction", "token \(index), answered 200 before the kill, was \(reply.status)")
+        let decrypted = record.answered.withLock { $0 }
+        let registered = record.registered.withLock { $0 }
+        #expect(decrypted.count > 0 && registered.count > 0, "\(decrypted.count) decrypted, \(registered.count) registered")
+        #expect(decrypted.count + registered.count < tokens.count / 2 + 8, "the kill came too late")
+        let restarted = try await processes.start(database: database, settings: rates)
+        for (index, id) in registered {
+            let redeemed = try await ServeProcess.send(
+                .POST, "/v1/registrations/redeem", port: restarted.port, apiKey: processes.redeemKey,
+                body: Array(#"{"registrationId":"\#(id)"}"#.utf8))
+            #expect(redeemed.status == 200, "registration of token \(index), answered before the kill: \(redeemed.text)")
         }
+        // Every token once more, as a decrypt: one answered 200 before (decrypted or registered)
+        // is a replay; one whose answer the kill cut off may be either, but only once.
+        var answeredAfter = 0
+        for index in tokens.indices {
+            let reply = try await restarted.decrypt(tokens[index])
+            if decrypted.contains(index) || registered[index] != nil {
+                #expect(reply.errorCode == "replayed_transaction", "token \(index), answered 200 before the kill, was \(reply.status)")
+            } else if reply.status == 200 {
+                answeredAfter += 1
+                #expect(try await restarted.decrypt(tokens[index]).errorCode == "replayed_transaction", "token \(index) twice")
+            } else {
+                #expect(reply.errorCode == "replayed_transaction", "token \(index): \(reply.status) \(reply.text)")
+            }
+        }
+        print(
+            "kill -9 (\(backend)): \(decrypted.count) decrypts and \(registered.count) registrations answered before the kill, "
+                + "all refused as replays (and the registrations redeemed) after it; \(answeredAfter) of the rest decrypted once after")
         restarted.stop()
     }
 
@@ -155,6 +198,7 @@ struct ReplayLedgerTests {
     /// What concurrent senders record.
     private final class LoadRecord: Sendable {
         let answered = Mutex<[Int]>([])
+        let registered = Mutex<[Int: String]>([:])
         let sent = Atomic<Int>(0)
         let statuses = Mutex<[Int: Int]>([:])
         let codes = Mutex<Set<String>>([])

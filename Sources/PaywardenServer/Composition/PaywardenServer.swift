@@ -40,6 +40,8 @@ public struct PaywardenServer: Sendable {
     let webMerchants: WebMerchantService
     /// Exports finished spans when tracing is on (`PAYWARDEN_TRACING`).
     let tracing: (any Service)?
+    /// The period between SIGTERM and closing the listeners (``run()``).
+    let drain: ShutdownDrain
     let logger: Logger
 
     /// Opens the HSM (probing its paths) and prepares the service; nothing listens yet.
@@ -157,7 +159,8 @@ public struct PaywardenServer: Sendable {
             maintenance: maintenance, databaseHealth: databaseHealth, vault: vaultCore, vaultService: vault,
             vaultMaintenance: vaultMaintenance,
             merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
-            relay: relay, webMerchants: webMerchants, tracing: tracing, logger: logger)
+            relay: relay, webMerchants: webMerchants, tracing: tracing,
+            drain: ShutdownDrain(period: configuration.shutdownDrain, logger: logger), logger: logger)
     }
 
     /// Before the API listens: the schema is checked (and migrated when allowed), which is also
@@ -239,7 +242,8 @@ public struct PaywardenServer: Sendable {
         case operations
     }
 
-    /// Serves until SIGTERM or SIGINT, then finishes in-flight requests and closes the HSM.
+    /// Serves until SIGTERM or SIGINT, then drains (``ShutdownDrain``: not ready, still serving),
+    /// closes the listeners, finishes in-flight requests within the deadline and closes the HSM.
     /// SIGHUP opens the audit log again (after logrotate moved it).
     public func run() async throws {
         let hangUp = Self.reopenAuditLogOnHangUp()
@@ -248,9 +252,11 @@ public struct PaywardenServer: Sendable {
             let services = try services { listener, port in
                 logger.info("listening", metadata: ["listener": "\(listener)", "port": "\(port)"])
             }
-            let group = ServiceGroup(
-                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-            try await group.run()
+            // Last, so the graceful shutdown (services in reverse order, each awaited) drains first.
+            var group = ServiceGroupConfiguration(
+                services: services + [drain], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            group.maximumGracefulShutdownDuration = configuration.shutdownDrain + configuration.shutdownDeadline
+            try await ServiceGroup(configuration: group).run()
         } catch {
             await hsm.close()
             throw error
@@ -379,7 +385,9 @@ public struct PaywardenServer: Sendable {
 
     private func addOperationsRoutes(to router: Router<PaywardenRequestContext>) {
         let maintenance = self.maintenance
-        let operations = OperationsController(readiness: { maintenance.readiness() }, metrics: metrics)
+        let drain = self.drain
+        let operations = OperationsController(
+            readiness: { drain.isDraining ? maintenance.readiness().shuttingDown() : maintenance.readiness() }, metrics: metrics)
         router.get("/healthz", use: operations.health)
         router.get("/readyz", use: operations.readiness)
         router.get("/metrics", use: operations.metrics)
@@ -389,9 +397,10 @@ public struct PaywardenServer: Sendable {
         router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, services: [any Service],
         onRunning: @escaping @Sendable (Int) async -> Void
     ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
-        try Self.application(
+        let drain = self.drain
+        return try Self.application(
             router: router, address: address, tls: tls, configuration: configuration, services: services, onRunning: onRunning,
-            logger: logger)
+            closingConnections: { drain.isDraining }, logger: logger)
     }
 
     /// Every listener's server: HTTP/1.1 (in TLS when configured) with the idle timeout, the
@@ -399,7 +408,8 @@ public struct PaywardenServer: Sendable {
     /// connection cap of `configuration`.
     static func application(
         router: Router<PaywardenRequestContext>, address: ListenAddress, tls: ServerSettings.TLS?, configuration: ServerConfiguration,
-        services: [any Service], onRunning: @escaping @Sendable (Int) async -> Void, logger: Logger
+        services: [any Service], onRunning: @escaping @Sendable (Int) async -> Void,
+        closingConnections: @escaping @Sendable () -> Bool = { false }, logger: Logger
     ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
         // A connection that sends nothing for the idle timeout is closed, and a request that has not
         // arrived whole within the read timeout is answered 408 and closed (slowloris, trickled
@@ -407,7 +417,7 @@ public struct PaywardenServer: Sendable {
         // keeps one client from taking every slot.
         let rules = ConnectionRules(
             idleTimeout: TimeAmount(configuration.idleTimeout), readTimeout: TimeAmount(configuration.requestReadTimeout),
-            maxRequestsPerConnection: configuration.maxRequestsPerConnection,
+            maxRequestsPerConnection: configuration.maxRequestsPerConnection, closingConnections: closingConnections,
             connections: ConnectionsPerClient(
                 limit: configuration.maxConnectionsPerClient, clients: try configuration.merchantTokens.notificationSources().clients))
         let http1 = HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, rules: rules) }

@@ -34,6 +34,11 @@ public struct ServerConfiguration: Sendable {
     public var maxRequestsPerConnection: Int
     /// Open connections per client address (trusted proxies exempt): one client cannot hold them all.
     public var maxConnectionsPerClient: Int
+    /// From SIGTERM until the listeners close: `/readyz` answers 503 `shutting_down` and every
+    /// response closes its connection, so load balancers move away before anything is refused.
+    public var shutdownDrain: Duration
+    /// After the drain, how long requests in flight may take before they are cut off.
+    public var shutdownDeadline: Duration
     public var recycleEvery: Int
     public var keyRefreshInterval: Duration
     public var hsm: HSMConfiguration
@@ -86,6 +91,8 @@ public struct ServerConfiguration: Sendable {
         requestReadTimeout = .seconds(server.requestReadTimeoutSeconds)
         maxRequestsPerConnection = server.maxRequestsPerConnection
         maxConnectionsPerClient = server.maxConnectionsPerClient
+        shutdownDrain = .seconds(server.shutdownDrainSeconds)
+        shutdownDeadline = .seconds(server.shutdownDeadlineSeconds)
         recycleEvery = settings.hsm.recycleEvery
         keyRefreshInterval = settings.hsm.keyRefreshInterval
         database = settings.database

@@ -20,10 +20,13 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     init(responder: @escaping HTTPChannelHandler.Responder, rules: ConnectionRules) {
         let maxRequests = rules.maxRequestsPerConnection
+        let closing = rules.closingConnections
+        // An autoclosure: each connection gets a handler of its own.
         base = HTTP1Channel(
             responder: responder,
             configuration: .init(
-                additionalChannelHandlers: [RequestProgressHandler(maxRequests: maxRequests)], idleTimeout: rules.idleTimeout))
+                additionalChannelHandlers: [RequestProgressHandler(maxRequests: maxRequests, closing: closing)],
+                idleTimeout: rules.idleTimeout))
         readTimeout = rules.readTimeout
         connections = rules.connections
     }
@@ -47,5 +50,7 @@ struct ConnectionRules: Sendable {
     let idleTimeout: TimeAmount
     let readTimeout: TimeAmount
     let maxRequestsPerConnection: Int
+    /// True while the service drains before it stops: every response then closes its connection.
+    let closingConnections: @Sendable () -> Bool
     let connections: ConnectionsPerClient
 }

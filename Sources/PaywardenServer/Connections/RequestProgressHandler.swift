@@ -4,7 +4,8 @@ import NIOHTTPTypes
 
 /// Where a connection's requests are, after HTTP decoding: tells ``RequestReadDeadlineHandler``
 /// when a request has arrived whole and when a response is being written, and ends a kept-alive
-/// connection after `maxRequests` requests (the last response says `Connection: close`).
+/// connection after `maxRequests` requests, or after each response while `closing` says the
+/// service is draining before it stops (the response says `Connection: close`).
 final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -12,11 +13,15 @@ final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPResponsePart
 
     private let maxRequests: Int
+    private let closing: @Sendable () -> Bool
     private var responses = 0
+    /// Decided when the response's head is written, which said `Connection: close`.
+    private var closeAfterResponse = false
     private var deadline: RequestReadDeadlineHandler?
 
-    init(maxRequests: Int) {
+    init(maxRequests: Int, closing: @escaping @Sendable () -> Bool = { false }) {
         self.maxRequests = maxRequests
+        self.closing = closing
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -32,18 +37,19 @@ final class RequestProgressHandler: ChannelDuplexHandler, RemovableChannelHandle
         switch unwrapOutboundIn(data) {
         case .head(var head):
             deadline?.responseStarted()
-            if responses + 1 >= maxRequests {
-                head.headerFields[.connection] = "close"
-                context.write(wrapOutboundOut(.head(head)), promise: promise)
+            guard responses + 1 >= maxRequests || closing() else {
+                context.write(data, promise: promise)
                 return
             }
-            context.write(data, promise: promise)
+            closeAfterResponse = true
+            head.headerFields[.connection] = "close"
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
         case .body:
             context.write(data, promise: promise)
         case .end:
             responses += 1
             deadline?.responseEnded()
-            guard responses >= maxRequests else {
+            guard closeAfterResponse else {
                 context.write(data, promise: promise)
                 return
             }

@@ -9,3 +9,11 @@ public struct Readiness: Encodable, Sendable, Equatable {
     let database: String
     let reason: String?
 }
+
+extension Readiness {
+    /// The same report while the service drains before it stops: not ready, so that load
+    /// balancers take the instance out of rotation, with the stable code `shutting_down`.
+    public func shuttingDown() -> Readiness {
+        Readiness(ready: false, keys: keys, ecdhPath: ecdhPath, rsaPath: rsaPath, database: database, reason: "shutting_down")
+    }
+}
