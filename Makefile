@@ -40,7 +40,8 @@ build-tour: build
 
 # The service on the local development token (created once under $(PAYWARDEN_HOME), with a
 # development API key) and its sandbox (a development PKI, the only trust of this configuration,
-# and a merchant it certified), listening on PAYWARDEN_LISTEN (default 127.0.0.1:8080).
+# and a merchant it certified), listening on PAYWARDEN_LISTEN (default 127.0.0.1:8080); no balancer
+# in front, so Ctrl-C stops it without the shutdown drain unless PAYWARDEN_SHUTDOWN_DRAIN_SECONDS says.
 # BACKEND=nss puts the token in NSS softokn, a second PKCS#11 implementation, instead of SoftHSM.
 BACKEND ?= softhsm
 # API_KEYS: more PAYWARDEN_API_KEYS entries beside the development key (`make run API_KEYS=…`).
@@ -59,6 +60,7 @@ run: build
 	  echo "  curl -H @$(PAYWARDEN_HOME)/$(BACKEND)/dev-api-key.header --data @token.json \\"; \
 	  echo "    http://$$listen/v1/payment-tokens/decrypt"; \
 	  echo "This development configuration trusts only the development PKI: no real Apple Pay token decrypts here."; echo; \
+	  export PAYWARDEN_SHUTDOWN_DRAIN_SECONDS=$${PAYWARDEN_SHUTDOWN_DRAIN_SECONDS:-0}; \
 	  exec .build/release/paywarden serve
 
 # The guided tour (scripts/try.sh): uses the service `make run` serves, or starts one and stops it.
