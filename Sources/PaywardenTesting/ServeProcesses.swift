@@ -56,6 +56,9 @@ public struct ServeProcesses: Sendable {
         environment[C.apiKeys.environmentName] = entry + "," + redeemEntry
         environment[C.logLevel.environmentName] = "info"
         environment[C.hsmWorkers.environmentName] = "1"
+        // One loopback address registers for every simulated app.
+        environment[C.eProtectRatePerAddress.environmentName] = "100000"
+        environment[C.eProtectRatePerPaypage.environmentName] = "100000"
         // No balancer in front unless a test puts one there: SIGTERM stops at once.
         environment[C.shutdownDrainSeconds.environmentName] = "0"
         return ServeProcesses(
@@ -92,6 +95,34 @@ public struct ServeProcesses: Sendable {
                 merchant.merchantID ?? "",
             ], database: database)
         guard created.status == 0 else { throw TestServerStartError(reason: "paypages create: \(created.stderr)") }
+    }
+
+    /// What an instance acknowledged for a token: its decryption, or its registration under an ID.
+    public enum Acknowledged: Sendable, Hashable {
+        case decrypted
+        case registered(id: String)
+    }
+
+    /// Posts `token` to the instance at loopback `port`: decrypted, or registered with `paypage`
+    /// (eProtect's form) when one is named. Nil unless the answer was 200 and read whole.
+    public func post(_ token: [UInt8], to port: Int, registeringWith paypage: String? = nil) async -> Acknowledged? {
+        guard let paypage else {
+            let reply = try? await ServeProcess.send(.POST, "/v1/payment-tokens/decrypt", port: port, apiKey: apiKey, body: token)
+            return reply?.status == 200 ? .decrypted : nil
+        }
+        guard let form = try? EProtectForms.form(token: token, paypageID: paypage, reportGroup: "instances"),
+            let reply = try? await ServeProcess.send(.POST, "/eProtect/paypage", port: port, apiKey: apiKey, body: form),
+            reply.status == 200,
+            let answer = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any],
+            let id = answer["paypageRegistrationId"] as? String
+        else { return nil }
+        return .registered(id: id)
+    }
+
+    /// Redeems registration `id` at the instance at loopback `port` (the body form).
+    public func redeem(_ id: String, at port: Int) async throws -> TestServer.Reply {
+        try await ServeProcess.send(
+            .POST, "/v1/registrations/redeem", port: port, apiKey: redeemKey, body: Array(#"{"registrationId":"\#(id)"}"#.utf8))
     }
 
     /// Runs `paywarden ARGUMENTS` to completion with this environment and `database`.

@@ -155,6 +155,24 @@ public final class TestPostgres: Sendable {
         return output.stdout
     }
 
+    /// `pg_dump --format=custom` of `database` into `file`, as an operator backs it up: one
+    /// consistent snapshot, taken while instances write.
+    public func backUp(database: String, to file: String) throws {
+        let output = try ChildProcess.run(
+            binaries + "/pg_dump", ["-h", "127.0.0.1", "-p", "\(port)", "-U", username, "--format=custom", "--file", file, database],
+            environment: ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"])
+        try Self.check(output, "pg_dump")
+    }
+
+    /// `pg_restore` of a ``backUp(database:to:)`` file into `database` (new and empty), in one transaction.
+    public func restore(_ file: String, into database: String) throws {
+        let output = try ChildProcess.run(
+            binaries + "/pg_restore",
+            ["-h", "127.0.0.1", "-p", "\(port)", "-U", username, "--no-owner", "--single-transaction", "--exit-on-error", "-d", database, file],
+            environment: ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"])
+        try Self.check(output, "pg_restore")
+    }
+
     /// The URL an operator would set (the password comes from ``passwordFile``).
     public func url(database: String) -> String {
         "postgres://\(username)@127.0.0.1:\(port)/\(database)?sslmode=disable"

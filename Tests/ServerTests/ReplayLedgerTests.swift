@@ -1,7 +1,6 @@
 import Foundation
 import PaywardenConfiguration
 import PaywardenPrimitives
-import PaywardenSandbox
 import PaywardenServer
 import PaywardenStorage
 import PaywardenTestTraits
@@ -71,14 +70,10 @@ struct ReplayLedgerTests {
             backend == "sqlite"
             ? processes.sqlite(processes.admin.home + "/db/paywarden.sqlite")
             : processes.postgres(try TestPostgres.shared(), database: try TestPostgres.shared().database())
-        let rates = [
-            SettingCatalog.eProtectRatePerAddress.environmentName: "100000",
-            SettingCatalog.eProtectRatePerPaypage.environmentName: "100000",
-        ]
         try processes.createPaypage("Crash1", database: database)
         // Even positions are decrypted, odd ones registered with the paypage.
         let tokens = try (0..<400).map { _ in try processes.token() }
-        let server = try await processes.start(database: database, settings: rates)
+        let server = try await processes.start(database: database)
         let record = LoadRecord()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<8 {
@@ -88,18 +83,10 @@ struct ReplayLedgerTests {
                         if record.stop.load(ordering: .relaxed) { break }
                         record.sent.add(1, ordering: .relaxed)
                         // Answers cut off by the kill are not counted: only a 200 the client read.
-                        if index % 2 == 0 {
-                            if let reply = try? await server.decrypt(tokens[index]), reply.status == 200 {
-                                record.answered.withLock { $0.append(index) }
-                            }
-                        } else if let reply = try? await server.send(
-                            .POST, "/eProtect/paypage",
-                            body: try EProtectForms.form(token: tokens[index], paypageID: "Crash1", reportGroup: "crash")),
-                            reply.status == 200,
-                            let id = (try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any])?["paypageRegistrationId"]
-                                as? String
-                        {
-                            record.registered.withLock { $0[index] = id }
+                        switch await processes.post(tokens[index], to: server.port, registeringWith: index % 2 == 0 ? nil : "Crash1") {
+                        case .decrypted: record.answered.withLock { $0.append(index) }
+                        case .registered(let id): record.registered.withLock { $0[index] = id }
+                        case nil: break
                         }
                     }
                 }
@@ -115,11 +102,9 @@ struct ReplayLedgerTests {
         let registered = record.registered.withLock { $0 }
         #expect(decrypted.count > 0 && registered.count > 0, "\(decrypted.count) decrypted, \(registered.count) registered")
         #expect(decrypted.count + registered.count < tokens.count / 2 + 8, "the kill came too late")
-        let restarted = try await processes.start(database: database, settings: rates)
+        let restarted = try await processes.start(database: database)
         for (index, id) in registered {
-            let redeemed = try await ServeProcess.send(
-                .POST, "/v1/registrations/redeem", port: restarted.port, apiKey: processes.redeemKey,
-                body: Array(#"{"registrationId":"\#(id)"}"#.utf8))
+            let redeemed = try await processes.redeem(id, at: restarted.port)
             #expect(redeemed.status == 200, "registration of token \(index), answered before the kill: \(redeemed.text)")
         }
         // Every token once more, as a decrypt: one answered 200 before (decrypted or registered)
