@@ -168,7 +168,10 @@ public final class TestPostgres: Sendable {
     public func restore(_ file: String, into database: String) throws {
         let output = try ChildProcess.run(
             binaries + "/pg_restore",
-            ["-h", "127.0.0.1", "-p", "\(port)", "-U", username, "--no-owner", "--single-transaction", "--exit-on-error", "-d", database, file],
+            [
+                "-h", "127.0.0.1", "-p", "\(port)", "-U", username, "--no-owner", "--single-transaction", "--exit-on-error", "-d",
+                database, file,
+            ],
             environment: ["PGPASSWORD": password, "PATH": "/usr/bin:/bin"])
         try Self.check(output, "pg_restore")
     }
