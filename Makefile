@@ -11,7 +11,7 @@ HSM_BENCH_SOURCE ?= $(CURDIR)/../shared/tools/hsm-bench
 HSM_BENCH := $(CURDIR)/.build/hsm-bench/hsm_bench
 RAW_PKCS11_BENCH := $(CURDIR)/.build/raw-pkcs11-bench/raw_pkcs11_bench
 
-.PHONY: deps deps-test install-packages build build-tour run try test promtool-test contract-test bench loadtest soak fuzz format lint clean
+.PHONY: deps deps-test install-packages build build-tour run try test promtool-test contract-test bench loadtest image image-test soak fuzz format lint clean
 
 # The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user).
 TEST_PACKAGES := postgresql haproxy
@@ -121,6 +121,22 @@ loadtest: deps-test $(HSM_BENCH)
 	swift build -c release --product paywarden-bench
 	swift build -c release --product PaywardenFaultInjectingPKCS11
 	HSM_BENCH=$(HSM_BENCH) bash scripts/loadtest.sh
+
+# An OCI image of the service from Debian bookworm's packages (debootstrap + buildah, no registry):
+# the stripped release binary, the Swift runtime libraries it links, the runtime packages of
+# deploy/image/packages, uid 10001, `paywarden serve` on 0.0.0.0:8080, the volume /var/lib/paywarden;
+# tagged localhost/paywarden:<git short hash> and :latest (scripts/image.sh; the root file system is
+# cached under .build/image, an unchanged image is not committed again).
+IMAGE_PACKAGES := debootstrap buildah
+image: build
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(IMAGE_PACKAGES)"
+	bash scripts/image.sh .build/release/paywarden
+
+# The image under podman against a SoftHSM development token and SQLite in a volume: /readyz, a
+# decrypt, SIGTERM's exit status, the image's size (scripts/image-test.sh; not part of `make test`).
+image-test: image
+	@$(MAKE) --no-print-directory install-packages PACKAGES="podman runc curl"
+	bash scripts/image-test.sh .build/release/paywarden
 
 # 1,000,000 decryptions through HTTP: RSS every 100,000, its growth without the replay ledger,
 # module recycles and errors (DATABASE=sqlite, the default, or memory; SOAK_TOKENS, SOAK_BATCH).
