@@ -110,5 +110,5 @@ ldconfig -r "$mount"
 "${BUILDAH[@]}" commit --quiet --rm "$container" "$IMAGE_NAME:$revision" >/dev/null
 trap - EXIT
 "${BUILDAH[@]}" tag "$IMAGE_NAME:$revision" "$IMAGE_NAME:latest"
-size=$("${BUILDAH[@]}" images --format '{{.Size}}' "$IMAGE_NAME:latest" | head -1)
+size=$("${BUILDAH[@]}" images --format '{{.Size}}' "$IMAGE_NAME:latest" | awk 'NR == 1')  # awk reads it all: no SIGPIPE
 echo "image: $IMAGE_NAME:$revision and :latest, $size"
