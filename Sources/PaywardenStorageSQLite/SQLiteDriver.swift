@@ -226,6 +226,31 @@ public final class SQLiteDriver: SQLDriver {
         return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } }).intersection(names)
     }
 
+    public func tableNames() async throws(StorageError) -> Set<String> {
+        let rows = try await execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'grdb_migrations'", [],
+            writes: false)
+        return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } })
+    }
+
+    public func layout(of table: String) async throws(StorageError) -> SQLTableLayout {
+        let rows = try await execute("SELECT name, type, \"notnull\", pk FROM pragma_table_info($1)", [.text(table)], writes: false)
+        guard !rows.isEmpty else { throw StorageError(.schema, "there is no such table", table: table) }
+        var columns: [SQLTableLayout.Column] = []
+        var key: [(position: Int64, name: String)] = []
+        for row in rows {
+            guard row.count == 4, case .text(let name) = row[0], case .text(let type) = row[1], case .integer(let notNull) = row[2],
+                case .integer(let position) = row[3]
+            else { throw StorageError(.corrupt, "its declaration cannot be read", table: table) }
+            columns.append(SQLTableLayout.Column(name: name, isText: type.uppercased() == "TEXT", isNullable: notNull == 0))
+            if position > 0 { key.append((position, name)) }
+        }
+        return SQLTableLayout(table: table, columns: columns, primaryKey: key.sorted { $0.position < $1.position }.map(\.name))
+    }
+
+    /// SQLite's default collation, BINARY, compares text byte for byte.
+    public func byteOrdered(_ column: SQLTableLayout.Column) -> String { column.name }
+
     // MARK: Errors
 
     static func storageError(_ error: any Error, opening path: String? = nil) -> StorageError {
