@@ -226,6 +226,40 @@ public final class SQLiteDriver: SQLDriver {
         return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } }).intersection(names)
     }
 
+    /// Copies the database into a new file at `path` (0600) while others read and write it:
+    /// SQLite's online backup, from a reader connection, so it copies one consistent snapshot of
+    /// what was committed and (in WAL mode) holds no writer back. The copy is one self-contained
+    /// file (rollback journal), checked by `quick_check` and synced. Refuses an existing file, and
+    /// removes its own on failure.
+    public func backup(to path: String) throws(StorageError) {
+        let descriptor = Glibc.open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let failure = errno
+            if failure == EEXIST { throw StorageError(.conflict, "\(path) exists: name a new file (a backup never overwrites)") }
+            throw StorageError(.unavailable, "cannot create \(path): \(String(cString: strerror(failure)))")
+        }
+        close(descriptor)
+        do {
+            let destination = try DatabaseQueue(path: path)
+            try pool.backup(to: destination)
+            let check = try destination.writeWithoutTransaction { db -> String? in
+                try db.execute(sql: "PRAGMA journal_mode = DELETE")
+                return try String.fetchOne(db, sql: "PRAGMA quick_check")
+            }
+            try destination.close()
+            guard check == "ok" else { throw StorageError(.corrupt, "the backup at \(path) fails SQLite's quick_check: \(check ?? "?")") }
+            let written = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            if written >= 0 {
+                fsync(written)
+                close(written)
+            }
+        } catch {
+            unlink(path)
+            unlink(path + "-journal")
+            throw Self.storageError(error)
+        }
+    }
+
     public func tableNames() async throws(StorageError) -> Set<String> {
         let rows = try await execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'grdb_migrations'", [],
