@@ -67,6 +67,14 @@ struct DatabaseCopyTests {
                 #expect(refused.stderr.contains("web_merchant_domain_challenges holds 1 row"), "\(refused.stderr)")
                 #expect(try await rows("replay_ledger", of: target.engine).isEmpty)
             }
+            // A database of something else: refused before anything is created in it.
+            try await withDatabase(.postgres, migrated: false) { target in
+                _ = try await target.engine.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY)", [], writes: true)
+                _ = try await target.engine.execute("INSERT INTO orders (id) VALUES (1)", [], writes: true)
+                let refused = try paywarden(["db", "copy", "--to", target.url], on: source)
+                #expect(refused.status == 1 && refused.stderr.contains("orders holds 1 row"), "\(refused.stderr)")
+                #expect(try await target.engine.tableNames() == ["orders"])
+            }
         }
     }
 

@@ -32,11 +32,14 @@ struct DatabaseCopyCommand: AsyncParsableCommand {
                         "the configured database has schema version \(status.version) of \(status.latestVersion): run "
                             + "`paywarden db migrate` on it first")
                 }
-                _ = try await target.migrate()
-                if let (table, rows) = try await DatabaseCopy.firstNonEmptyTable(of: target) {
-                    throw CommandFailure(
-                        .refused,
-                        "the target \(target.location) is not empty (\(table) holds \(rows) row(s)): copy into an empty database")
+                // Looked at before migrating too: nothing is created in a database that holds rows.
+                for migrated in [false, true] {
+                    if migrated { _ = try await target.migrate() }
+                    if let (table, rows) = try await DatabaseCopy.firstNonEmptyTable(of: target) {
+                        throw CommandFailure(
+                            .refused,
+                            "the target \(target.location) is not empty (\(table) holds \(rows) row(s)): copy into an empty database")
+                    }
                 }
                 do {
                     try await DatabaseCopy.copy(tables, from: source, to: target)

@@ -27,10 +27,12 @@ public enum DatabaseCopy {
         return Schema.tables.filter(existing.contains)
     }
 
-    /// The first table of `engine` holding a row, and its rows.
+    /// The first table of `engine` holding a row, and its rows: Paywarden's tables in their
+    /// order, then any other (a database of something else is no target either).
     public static func firstNonEmptyTable(of engine: any SQLDriver) async throws -> (table: String, rows: Int)? {
         let existing = try await engine.tableNames()
-        for table in Schema.tables where existing.contains(table) {
+        let others = existing.subtracting(Schema.tables).sorted()
+        for table in Schema.tables.filter(existing.contains) + others {
             let rows = try await engine.execute("SELECT count(*) FROM \(table)", [], writes: false)
             if case .integer(let count)? = rows.first?.first, count > 0 { return (table, Int(count)) }
         }
