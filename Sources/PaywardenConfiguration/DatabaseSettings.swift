@@ -98,14 +98,16 @@ public struct DatabaseSettings: Sendable {
         }
     }
 
-    private static func readPassword(_ path: String) throws(ConfigurationError) -> String {
+    /// The database password in the file at `path` (checked as every secret file is).
+    public static func readPassword(_ path: String) throws(ConfigurationError) -> String {
         guard let password = try SecretFile.read(path, for: SettingCatalog.databasePasswordFile.environmentName) else {
             throw ConfigurationError(SettingCatalog.databasePasswordFile, value: path, expected: "a readable UTF-8 text file")
         }
         return password
     }
 
-    static func location(_ url: String?, home: String, password: Sensitive<String>?) throws(ConfigurationError) -> Location {
+    /// The database `url` names (nil or empty: the SQLite file under `home`), with `password` for PostgreSQL.
+    public static func location(_ url: String?, home: String, password: Sensitive<String>?) throws(ConfigurationError) -> Location {
         typealias C = SettingCatalog
         guard let url, !url.isEmpty else { return .sqlite(path: home + "/paywarden.sqlite") }
         if url == "memory:" { return .memory }

@@ -27,10 +27,16 @@ public struct PostgresConnectionSettings: Sendable {
     public var statementTimeout: Duration
     /// The URL without its password, for status output and logs.
     public var displayLocation: String
+    /// The sessions' `application_name`: `serve`'s is ``servingApplicationName``, which `db copy`
+    /// looks for in `pg_stat_activity` before it reads a database.
+    public var applicationName: String
+
+    /// What `paywarden serve` calls its sessions.
+    public static let servingApplicationName = "paywarden serve"
 
     public init(
         host: String, port: Int, username: String, password: Sensitive<String>?, database: String?, tls: TLSMode, maximumConnections: Int,
-        statementTimeout: Duration, displayLocation: String
+        statementTimeout: Duration, displayLocation: String, applicationName: String = "paywarden"
     ) {
         self.host = host
         self.port = port
@@ -41,5 +47,6 @@ public struct PostgresConnectionSettings: Sendable {
         self.maximumConnections = maximumConnections
         self.statementTimeout = statementTimeout
         self.displayLocation = displayLocation
+        self.applicationName = applicationName
     }
 }

@@ -37,7 +37,9 @@ public final class PostgresDriver: SQLDriver, Service {
         configuration.options.maximumConnections = settings.maximumConnections
         configuration.options.connectTimeout = .seconds(5)
         // The server ends a statement that outlives the client's deadline (and rolls it back).
-        configuration.options.additionalStartupParameters = [("statement_timeout", "\(settings.statementTimeout.milliseconds)")]
+        configuration.options.additionalStartupParameters = [
+            ("statement_timeout", "\(settings.statementTimeout.milliseconds)"), ("application_name", settings.applicationName),
+        ]
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
@@ -241,6 +243,57 @@ public final class PostgresDriver: SQLDriver, Service {
         let rows = try await execute(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()", [], writes: false)
         return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } }).intersection(names)
+    }
+
+    public func tableNames() async throws(StorageError) -> Set<String> {
+        let rows = try await execute(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+            [], writes: false)
+        return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } }).subtracting([
+            PostgresSchema.migrationsTable
+        ])
+    }
+
+    public func layout(of table: String) async throws(StorageError) -> SQLTableLayout {
+        let rows = try await execute(
+            """
+            SELECT c.column_name::text, c.data_type::text, c.is_nullable::text, COALESCE(k.ordinal_position, 0)::bigint
+            FROM information_schema.columns c
+            LEFT JOIN information_schema.table_constraints t
+              ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.constraint_type = 'PRIMARY KEY'
+            LEFT JOIN information_schema.key_column_usage k
+              ON k.constraint_schema = t.constraint_schema AND k.constraint_name = t.constraint_name AND k.column_name = c.column_name
+            WHERE c.table_schema = current_schema() AND c.table_name = $1
+            ORDER BY c.ordinal_position
+            """, [.text(table)], writes: false)
+        guard !rows.isEmpty else { throw StorageError(.schema, "there is no such table", table: table) }
+        var columns: [SQLTableLayout.Column] = []
+        var key: [(position: Int64, name: String)] = []
+        for row in rows {
+            guard row.count == 4, case .text(let name) = row[0], case .text(let type) = row[1], case .text(let nullable) = row[2],
+                case .integer(let position) = row[3]
+            else { throw StorageError(.corrupt, "its declaration cannot be read", table: table) }
+            columns.append(SQLTableLayout.Column(name: name, isText: type == "text", isNullable: nullable == "YES"))
+            if position > 0 { key.append((position, name)) }
+        }
+        return SQLTableLayout(table: table, columns: columns, primaryKey: key.sorted { $0.position < $1.position }.map(\.name))
+    }
+
+    /// The "C" collation compares text byte for byte, as SQLite's BINARY does; the default one
+    /// follows the cluster's locale.
+    public func byteOrdered(_ column: SQLTableLayout.Column) -> String {
+        column.isText ? "\(column.name) COLLATE \"C\"" : column.name
+    }
+
+    /// How many other sessions on this database gave `applicationName` when they connected.
+    public func sessions(applicationName: String) async throws(StorageError) -> Int {
+        let rows = try await execute(
+            """
+            SELECT count(*) FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()
+            """, [.text(applicationName)], writes: false)
+        guard case .integer(let count)? = rows.first?.first else { return 0 }
+        return Int(count)
     }
 
     // MARK: Errors

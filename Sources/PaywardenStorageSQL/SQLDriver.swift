@@ -9,6 +9,13 @@ public protocol SQLDriver: SQLExecutor {
     func migrate() async throws(StorageError) -> [String]
     /// Which of `names` exist as tables.
     func existingTables(_ names: [String]) async throws(StorageError) -> Set<String>
+    /// Every table, the engine's record of applied migrations left out.
+    func tableNames() async throws(StorageError) -> Set<String>
+    /// How `table` is declared (``SQLTableLayout``).
+    func layout(of table: String) async throws(StorageError) -> SQLTableLayout
+    /// `column` as ORDER BY and comparisons should name it to order text byte for byte (SQLite's
+    /// BINARY collation does; PostgreSQL's default follows the cluster's locale).
+    func byteOrdered(_ column: SQLTableLayout.Column) -> String
     /// Housekeeping the service runs every second (SQLite's checkpoint); nothing by default.
     func performMaintenance() async
     /// Whether replay claims go to the database in batches (``ReplayClaimBatcher``: one upsert

@@ -226,6 +226,65 @@ public final class SQLiteDriver: SQLDriver {
         return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } }).intersection(names)
     }
 
+    /// Copies the database into a new file at `path` (0600) while others read and write it:
+    /// SQLite's online backup, from a reader connection, so it copies one consistent snapshot of
+    /// what was committed and (in WAL mode) holds no writer back. The copy is one self-contained
+    /// file (rollback journal), checked by `quick_check` and synced. Refuses an existing file, and
+    /// removes its own on failure.
+    public func backup(to path: String) throws(StorageError) {
+        let descriptor = Glibc.open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let failure = errno
+            if failure == EEXIST { throw StorageError(.conflict, "\(path) exists: name a new file (a backup never overwrites)") }
+            throw StorageError(.unavailable, "cannot create \(path): \(String(cString: strerror(failure)))")
+        }
+        close(descriptor)
+        do {
+            let destination = try DatabaseQueue(path: path)
+            try pool.backup(to: destination)
+            let check = try destination.writeWithoutTransaction { db -> String? in
+                try db.execute(sql: "PRAGMA journal_mode = DELETE")
+                return try String.fetchOne(db, sql: "PRAGMA quick_check")
+            }
+            try destination.close()
+            guard check == "ok" else { throw StorageError(.corrupt, "the backup at \(path) fails SQLite's quick_check: \(check ?? "?")") }
+            let written = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            if written >= 0 {
+                fsync(written)
+                close(written)
+            }
+        } catch {
+            unlink(path)
+            unlink(path + "-journal")
+            throw Self.storageError(error)
+        }
+    }
+
+    public func tableNames() async throws(StorageError) -> Set<String> {
+        let rows = try await execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'grdb_migrations'", [],
+            writes: false)
+        return Set(rows.compactMap { if case .text(let name)? = $0.first { name } else { nil } })
+    }
+
+    public func layout(of table: String) async throws(StorageError) -> SQLTableLayout {
+        let rows = try await execute("SELECT name, type, \"notnull\", pk FROM pragma_table_info($1)", [.text(table)], writes: false)
+        guard !rows.isEmpty else { throw StorageError(.schema, "there is no such table", table: table) }
+        var columns: [SQLTableLayout.Column] = []
+        var key: [(position: Int64, name: String)] = []
+        for row in rows {
+            guard row.count == 4, case .text(let name) = row[0], case .text(let type) = row[1], case .integer(let notNull) = row[2],
+                case .integer(let position) = row[3]
+            else { throw StorageError(.corrupt, "its declaration cannot be read", table: table) }
+            columns.append(SQLTableLayout.Column(name: name, isText: type.uppercased() == "TEXT", isNullable: notNull == 0))
+            if position > 0 { key.append((position, name)) }
+        }
+        return SQLTableLayout(table: table, columns: columns, primaryKey: key.sorted { $0.position < $1.position }.map(\.name))
+    }
+
+    /// SQLite's default collation, BINARY, compares text byte for byte.
+    public func byteOrdered(_ column: SQLTableLayout.Column) -> String { column.name }
+
     // MARK: Errors
 
     static func storageError(_ error: any Error, opening path: String? = nil) -> StorageError {

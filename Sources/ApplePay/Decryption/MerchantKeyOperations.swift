@@ -20,6 +20,13 @@ public struct MerchantKeyReference: Sendable, Hashable {
 /// this runs on every token.
 public protocol MerchantKeyDirectory: Sendable {
     func key(forPublicKeyHash hash: [UInt8]) -> MerchantKeyReference?
+    /// The id of a key the store holds for `hash` but cannot use for lack of what it knows of
+    /// keys (in the HSM, without a record in the database), to tell the operator; nil by default.
+    func unusableKeyID(forPublicKeyHash hash: [UInt8]) -> String?
+}
+
+extension MerchantKeyDirectory {
+    public func unusableKeyID(forPublicKeyHash hash: [UInt8]) -> String? { nil }
 }
 
 /// The only private-key operations Apple Pay decryption needs, so a key store (an HSM) can

@@ -133,6 +133,13 @@ public final class PaymentTokenDecrypter: Sendable {
         guard let signingTime = verification.signingTime else { throw .signature("the signing time is missing") }
 
         guard let key = directory.key(forPublicKeyHash: token.header.publicKeyHash) else {
+            if let keyID = directory.unusableKeyID(forPublicKeyHash: token.header.publicKeyHash) {
+                throw PaymentTokenError(
+                    .unknownPublicKeyHash,
+                    "key \(keyID) in the HSM has publicKeyHash \(token.publicKeyHashBase64), but this database has no record of it "
+                        + "(was it made with another database?): copy that database (`paywarden db copy`), or run `paywarden keys adopt "
+                        + "\(keyID) --merchant-id MERCHANT_ID --purpose processing` and import its certificate")
+            }
             throw PaymentTokenError(
                 .unknownPublicKeyHash,
                 "no key in the HSM has publicKeyHash \(token.publicKeyHashBase64); was the token encrypted to a merchant identity "

@@ -5,6 +5,8 @@ public struct KeyInventory: Sendable {
     /// Oldest first.
     public let keys: [MerchantKey]
     public let unreadable: [UnreadableMerchantKey]
+    /// Private keys in the HSM without a record in this database, by id.
+    public let unadopted: [UnadoptedKey]
 }
 
 /// A key Paywarden manages whose key object, record or certificate could not be read. The reason

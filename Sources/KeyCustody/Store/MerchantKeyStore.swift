@@ -52,7 +52,7 @@ public final class MerchantKeyStore: Sendable {
         let snapshot = try await self.snapshot()
         return KeyInventory(
             keys: snapshot.managed.sorted { ($0.record.createdAt, $0.id) < ($1.record.createdAt, $1.id) },
-            unreadable: snapshot.unreadable.sorted { $0.id < $1.id })
+            unreadable: snapshot.unreadable.sorted { $0.id < $1.id }, unadopted: snapshot.unadopted.sorted { $0.id < $1.id })
     }
 
     /// The key `reference` names: a full key id in hex, a unique prefix of at least 6 hex digits,
@@ -214,6 +214,61 @@ public final class MerchantKeyStore: Sendable {
         return try Self.merchantKey(object, written, certificate: certificate)
     }
 
+    // MARK: Adopting
+
+    /// Records the HSM's key `reference` (a unique id prefix of at least 6 hex digits) as a
+    /// pending key of `merchantID` for `purpose`, as `create` would have: a key made with another
+    /// database, whose record stayed there. Refuses a key that has a record, one whose type or
+    /// permissions do not suit the purpose, and one that is not sensitive and non-extractable.
+    public func adopt(_ reference: String, merchantID: String, purpose: KeyPurpose) async throws(CustodyError) -> MerchantKey {
+        try Self.validate(merchantID: merchantID)
+        let wanted = reference.lowercased()
+        guard wanted.count >= 6, wanted.allSatisfy(\.isHexDigit) else {
+            throw CustodyError(
+                .invalidArgument, "\"\(reference)\" is not a key id; give the id `paywarden keys list` shows (at least 6 hex digits)")
+        }
+        let snapshot = try await self.snapshot()
+        let matches = snapshot.keys.filter { $0.id.hex.hasPrefix(wanted) }
+        guard matches.count == 1, let object = matches.first else {
+            if matches.isEmpty {
+                throw CustodyError(.keyNotFound, "no private key in the HSM has id \(reference); run `paywarden keys list`")
+            }
+            throw CustodyError(.ambiguousKey, "\(reference) matches \(matches.count) keys; give more of the id")
+        }
+        if snapshot.records[object.id] != nil {
+            throw CustodyError(
+                .invalidState, "key \(object.id) already has a record in this database (`paywarden keys list` shows it); nothing changed")
+        }
+        guard object.isSensitive, !object.isExtractable else {
+            throw CustodyError(
+                .invalidState,
+                "key \(object.id) can leave the HSM (CKA_SENSITIVE=\(object.isSensitive ? "TRUE" : "FALSE"), CKA_EXTRACTABLE="
+                    + "\(object.isExtractable ? "TRUE" : "FALSE")): Paywarden keeps only keys that cannot; create a new key "
+                    + "(`paywarden keys create`)")
+        }
+        let algorithm: KeyAlgorithmChoice = object.algorithm == .ecP256 ? .ec : .rsa
+        guard purpose.allowedAlgorithms.contains(algorithm) else {
+            throw CustodyError(
+                .invalidArgument,
+                "key \(object.id) is \(algorithm == .ec ? "EC P-256" : "RSA-2048"), and \(Self.rsaOnly(purpose)) RSA-2048 for "
+                    + "\(purpose.rawValue) keys: give the purpose it was made for")
+        }
+        let needed = Self.usage(purpose: purpose, algorithm: algorithm)
+        guard object.usage.isSuperset(of: needed) else {
+            throw CustodyError(
+                .invalidArgument,
+                "key \(object.id) may not do what a \(purpose.rawValue) key does in the HSM (it lacks \(Self.attributes(needed.subtracting(object.usage)))): "
+                    + "give the purpose it was made for")
+        }
+        let record = KeyRecord(
+            purpose: purpose, merchantID: merchantID, merchantIdentifierHash: Self.merchantIdentifierHash(merchantID),
+            state: .pending, origin: .generated, createdAt: now)
+        guard let written = try await records.insert(record, certificate: nil, for: object.id, at: now) else {
+            throw CustodyError(.invalidState, "key \(object.id) was given a record by another admin meanwhile; nothing changed")
+        }
+        return try Self.merchantKey(object, written, certificate: nil)
+    }
+
     // MARK: Certificates
 
     public enum ImportOutcome: Sendable, Equatable {
@@ -250,7 +305,9 @@ public final class MerchantKeyStore: Sendable {
         guard case .success(let record)? = snapshot.records[key.id] else {
             throw CustodyError(
                 .invalidState,
-                "key \(key.id) matches but is not managed by Paywarden (no record); import it with `paywarden keys import` instead")
+                "key \(key.id) matches but is not managed by Paywarden (no record in this database): give it one with `paywarden keys "
+                    + "adopt \(key.id) --merchant-id \(certificate.merchantID ?? "MERCHANT_ID") --purpose \(purpose.rawValue)`, then "
+                    + "import the certificate again")
         }
         guard record.purpose == purpose else {
             throw CustodyError(
@@ -340,6 +397,7 @@ public final class MerchantKeyStore: Sendable {
         let certificates: [KeyIdentifier: [UInt8]]
         let managed: [MerchantKey]
         let unreadable: [UnreadableMerchantKey]
+        let unadopted: [UnadoptedKey]
     }
 
     /// The token's keys (one session) and the database's records, after copying to the database
@@ -366,8 +424,14 @@ public final class MerchantKeyStore: Sendable {
         let certificates = entries.compactMapValues(\.certificate)
         var managed: [MerchantKey] = []
         var unreadable: [UnreadableMerchantKey] = []
+        var unadopted: [UnadoptedKey] = []
         for key in listing.keys {
-            guard let result = records[key.id] else { continue }
+            guard let result = records[key.id] else {
+                if let spki = try? key.publicKey.subjectPublicKeyInfo() {
+                    unadopted.append(UnadoptedKey(key: key, publicKeyHash: Data(SHA256.hash(data: spki)).base64EncodedString()))
+                }
+                continue
+            }
             do throws(CustodyError) {
                 let record = try result.get()
                 let certificate = try certificates[key.id].map { (der) throws(CustodyError) -> MerchantCertificate in
@@ -388,7 +452,9 @@ public final class MerchantKeyStore: Sendable {
             guard let id = object.id, records[id] != nil else { continue }
             unreadable.append(UnreadableMerchantKey(id: id, reason: "the key object is unreadable: \(object.reason)"))
         }
-        return Snapshot(keys: listing.keys, records: records, certificates: certificates, managed: managed, unreadable: unreadable)
+        return Snapshot(
+            keys: listing.keys, records: records, certificates: certificates, managed: managed, unreadable: unreadable,
+            unadopted: unadopted)
     }
 
     /// Copies to the database the token's `CKO_DATA` records (and their certificates) that it has
@@ -541,6 +607,14 @@ public final class MerchantKeyStore: Sendable {
         case (.processing, .rsa): [.decrypt, .unwrap]
         case (.identity, _), (.upstream, _): [.sign]  // TLS client authentication
         }
+    }
+
+    /// The PKCS#11 attributes that grant `usage`, as an admin reads them.
+    static func attributes(_ usage: KeyUsage) -> String {
+        let names: [(KeyUsage, String)] = [
+            (.derive, "CKA_DERIVE"), (.sign, "CKA_SIGN"), (.decrypt, "CKA_DECRYPT"), (.unwrap, "CKA_UNWRAP"),
+        ]
+        return names.filter { usage.contains($0.0) }.map(\.1).joined(separator: ", ")
     }
 
     static func validate(merchantID: String) throws(CustodyError) {

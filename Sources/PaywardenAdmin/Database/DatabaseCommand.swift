@@ -17,7 +17,9 @@ public struct DatabaseCommand: AsyncParsableCommand {
             \(SettingCatalog.databasePasswordFile.environmentName) or \(SettingCatalog.databasePassword.environmentName), never \
             an argument.
             """,
-        subcommands: [DatabaseMigrate.self, DatabaseStatus.self]
+        subcommands: [
+            DatabaseMigrate.self, DatabaseStatus.self, DatabaseCopyCommand.self, DatabaseCompareCommand.self, DatabaseBackupCommand.self,
+        ]
     )
 }
 

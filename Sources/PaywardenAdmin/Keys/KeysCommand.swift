@@ -5,11 +5,11 @@ public struct KeysCommand: AsyncParsableCommand {
 
     public static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Apple Pay merchant keys: create, certify, rotate, retire, destroy, list.",
+        abstract: "Apple Pay merchant keys: create, certify, rotate, retire, destroy, list, adopt.",
         discussion: "Every action is appended to the audit log at audit/audit.jsonl under the Paywarden home.",
         subcommands: [
             KeysCreate.self, KeysImportCertificate.self, KeysRotate.self, KeysImport.self,
-            KeysList.self, KeysRetire.self, KeysDestroy.self,
+            KeysList.self, KeysAdopt.self, KeysRetire.self, KeysDestroy.self,
         ]
     )
 }

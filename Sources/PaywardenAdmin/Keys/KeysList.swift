@@ -17,18 +17,30 @@ struct KeysList: AsyncParsableCommand {
     func run() async throws {
         try await AdminAction("keys.list", mutates: false).run(hsm: hsmOptions) { store, _ in
             let now = store.now
-            let views = try await store.list().map { KeyView($0, now: now) }
+            let inventory = try await store.inventory()
+            let views = inventory.keys.map { KeyView($0, now: now) }
             if output.json {
                 try printJSON(views)
-            } else if views.isEmpty {
-                print("no merchant keys; create one with `paywarden keys create --merchant-id ID`")
-            } else {
-                for view in views {
-                    print(view.line)
-                    for warning in view.warnings { print("  warning: \(warning)") }
-                }
+                return "\(views.count) keys"
             }
-            return "\(views.count) keys"
+            if views.isEmpty, inventory.unadopted.isEmpty {
+                print("no merchant keys; create one with `paywarden keys create --merchant-id ID`")
+            }
+            for view in views {
+                print(view.line)
+                for warning in view.warnings { print("  warning: \(warning)") }
+            }
+            for key in inventory.unadopted {
+                print(
+                    "\(key.id.hex)  in the HSM, no record in this database  \(key.key.algorithm == .ecP256 ? "ec" : "rsa")  "
+                        + "publicKeyHash=\(key.publicKeyHash)  label \"\(key.key.label)\"")
+            }
+            if !inventory.unadopted.isEmpty {
+                print(
+                    "  keys without a record were made with another database (copy it: `paywarden db copy`) or belong to another "
+                        + "application; `paywarden keys adopt KEY_ID --merchant-id M --purpose P` gives one a record")
+            }
+            return "\(views.count) keys, \(inventory.unadopted.count) without a record"
         }
     }
 }

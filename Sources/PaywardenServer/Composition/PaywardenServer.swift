@@ -84,7 +84,7 @@ public struct PaywardenServer: Sendable {
         }
         let database: DatabaseConnection
         do {
-            database = try DatabaseConnection.open(configuration.database, logger: logger)
+            database = try DatabaseConnection.open(configuration.database, serving: true, logger: logger)
         } catch {
             await hsm.close()
             throw ServerStartError("the database cannot be opened: \(error)")

@@ -15,20 +15,27 @@ public struct DatabaseConnection: Sendable {
     private let keyRecordDatabase: any PaywardenDatabase
     private let keyRecordsSeparate: Bool
     public let services: [any Service]
+    /// `serve`'s shared lock on a SQLite database (``SQLiteServingLock``), held while this lives.
+    private let servingLock: SQLiteServingLock?
 
     public var keyRecords: any KeyRecordStore { keyRecordDatabase }
 
-    public init(database: any PaywardenDatabase, keyRecords: (any PaywardenDatabase)? = nil, services: [any Service] = []) {
+    public init(
+        database: any PaywardenDatabase, keyRecords: (any PaywardenDatabase)? = nil, services: [any Service] = [],
+        servingLock: SQLiteServingLock? = nil
+    ) {
         self.database = database
         self.keyRecordDatabase = keyRecords ?? database
         self.keyRecordsSeparate = keyRecords != nil
         self.services = services
+        self.servingLock = servingLock
     }
 
     /// Opens the database (SQLite creates its file unless `create` is false); nothing is migrated
-    /// or checked here.
+    /// or checked here. `serving` is `serve`'s: it says so where `db copy` looks (a shared lock on
+    /// a SQLite database, the sessions' `application_name` on PostgreSQL).
     public static func open(
-        _ settings: DatabaseSettings, create: Bool = true, logger: Logger
+        _ settings: DatabaseSettings, create: Bool = true, serving: Bool = false, logger: Logger
     ) throws(StorageError) -> DatabaseConnection {
         switch settings.location {
         case .memory:
@@ -37,8 +44,19 @@ public struct DatabaseConnection: Sendable {
                 keyRecords: try SQLiteDriver.open(
                     path: settings.memoryKeyRecordsPath, create: create, busyTimeout: settings.statementTimeout / .seconds(1)))
         case .sqlite(let path):
+            var servingLock: SQLiteServingLock?
+            if serving {
+                servingLock = try SQLiteServingLock.take(.serving, databasePath: path)
+                guard servingLock != nil else {
+                    throw StorageError(
+                        .unavailable,
+                        "`paywarden db copy` is reading the database at \(path) (it holds \(SQLiteServingLock.path(for: path))): "
+                            + "start serve once the copy has finished")
+                }
+            }
             return DatabaseConnection(
-                database: try SQLiteDriver.open(path: path, create: create, busyTimeout: settings.statementTimeout / .seconds(1)))
+                database: try SQLiteDriver.open(path: path, create: create, busyTimeout: settings.statementTimeout / .seconds(1)),
+                servingLock: servingLock)
         case .postgres(let location):
             let tls: PostgresConnectionSettings.TLSMode =
                 switch location.sslMode {
@@ -51,7 +69,8 @@ public struct DatabaseConnection: Sendable {
                 PostgresConnectionSettings(
                     host: location.host, port: location.port, username: location.username, password: location.password,
                     database: location.database, tls: tls, maximumConnections: settings.poolSize,
-                    statementTimeout: settings.statementTimeout, displayLocation: location.displayURL),
+                    statementTimeout: settings.statementTimeout, displayLocation: location.displayURL,
+                    applicationName: serving ? PostgresConnectionSettings.servingApplicationName : "paywarden"),
                 logger: logger)
             return DatabaseConnection(database: database, services: [database.engine])
         }
