@@ -11,13 +11,24 @@ import Testing
 /// restore the command's help describes: the file put in place of a fresh database.
 @Suite(.releasesTestResources)
 struct DatabaseBackupTests {
-    @Test("backed up while serving under load, restored in place of a fresh database: the key decrypts, every old token is refused")
+    /// The key decrypts, every old token is refused, every old registration redeems.
+    @Test("backed up while serving under load, restored in place of a fresh database: nothing from before the backup is lost")
     func backupWhileServing() async throws {
         let processes = try await ServeProcesses.make()
         let database = processes.sqlite(processes.admin.home + "/db/paywarden.sqlite")
+        try processes.createPaypage("Backup1", database: database)
         let server = try await processes.start(database: database)
+        // Even positions decrypted, odd ones registered.
         let before = try (0..<20).map { _ in try processes.token() }
-        for token in before { #expect(try await server.decrypt(token).status == 200) }
+        var registrations: [String] = []
+        for (index, token) in before.enumerated() {
+            switch await processes.post(token, to: server.port, registeringWith: index % 2 == 0 ? nil : "Backup1") {
+            case .registered(let id): registrations.append(id)
+            case .decrypted: break
+            case nil: Issue.record("token \(index) not answered 200")
+            }
+        }
+        #expect(registrations.count == before.count / 2)
 
         let during = try (0..<300).map { _ in try processes.token() }
         let answered = Atomic<Int>(0)
@@ -44,6 +55,10 @@ struct DatabaseBackupTests {
         #expect((before.count...(before.count + during.count)).contains(ledger ?? -1), "\(String(describing: ledger))")
         let restored = try await processes.start(database: processes.sqlite(restoredPath))
         for token in before { #expect(try await restored.decrypt(token).errorCode == "replayed_transaction") }
+        for id in registrations {
+            let redeemed = try await processes.redeem(id, at: restored.port)
+            #expect(redeemed.status == 200, "\(redeemed.text)")
+        }
         #expect(try await restored.decrypt(try processes.token()).status == 200)
         restored.stop()
     }
