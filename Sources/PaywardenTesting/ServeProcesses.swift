@@ -27,7 +27,7 @@ public struct ServeProcesses: Sendable {
     public let forge: TokenForge
     /// Decrypts (organisation-less, as a payment service's key is).
     public let apiKey: String
-    /// Redeems registrations of the organisation ``organization``'s paypages.
+    /// Redeems registrations of the organisation ``organization``'s paypages and detokenizes its tokens.
     public let redeemKey: String
     let environment: [String: String]
 
@@ -49,7 +49,8 @@ public struct ServeProcesses: Sendable {
         }
         let root = try admin.write(DecryptionTestEnvironment.sharedPKI.rootDER, named: "test-root.der")
         let (apiKey, entry) = APIKey.generate(name: "payments", scopes: [.decrypt])
-        let (redeemKey, redeemEntry) = APIKey.generate(name: "merchant-server", scopes: [.redeem], organization: organization)
+        let (redeemKey, redeemEntry) = APIKey.generate(
+            name: "merchant-server", scopes: [.redeem, .detokenize], organization: organization)
         typealias C = SettingCatalog
         var environment = admin.cli.environment
         environment[C.trustRoots.environmentName] = root
@@ -123,6 +124,12 @@ public struct ServeProcesses: Sendable {
     public func redeem(_ id: String, at port: Int) async throws -> TestServer.Reply {
         try await ServeProcess.send(
             .POST, "/v1/registrations/redeem", port: port, apiKey: redeemKey, body: Array(#"{"registrationId":"\#(id)"}"#.utf8))
+    }
+
+    /// Detokenizes high-value token `token` at the instance at loopback `port` (the body form).
+    public func detokenize(_ token: String, at port: Int) async throws -> TestServer.Reply {
+        try await ServeProcess.send(
+            .POST, "/v1/tokens/detokenize", port: port, apiKey: redeemKey, body: Array(#"{"token":"\#(token)"}"#.utf8))
     }
 
     /// Runs `paywarden ARGUMENTS` to completion with this environment and `database`.

@@ -109,7 +109,8 @@ struct DatabaseCopyTests {
         }
     }
 
-    @Test("a running serve is detected on SQLite and PostgreSQL; stopped, its database is copied and every old token is still refused")
+    /// After the move the old token is refused, the registration redeems and its high-value token detokenizes.
+    @Test("a running serve is detected on SQLite and PostgreSQL; stopped, its database is copied and nothing is lost")
     func runningServeAndTheMove() async throws {
         let cluster = try TestPostgres.shared()
         let processes = try await ServeProcesses.make()
@@ -120,8 +121,16 @@ struct DatabaseCopyTests {
         let passwordFile = [SettingCatalog.databasePasswordFile.environmentName: cluster.passwordFile]
         let token = try processes.token()
 
+        try processes.createPaypage("Move1", database: sqlite)
         let onSQLite = try await processes.start(database: sqlite)
         #expect(try await onSQLite.decrypt(token).status == 200)
+        guard case .registered(let registration) = await processes.post(try processes.token(), to: onSQLite.port, registeringWith: "Move1")
+        else {
+            Issue.record("registration refused")
+            return
+        }
+        let redeemed = try await processes.redeem(registration, at: onSQLite.port)
+        let highValueToken = try #require(Self.highValueToken(redeemed), "\(redeemed.text)")
         let whileServing = try processes.run(
             ["db", "copy", "--to", cluster.url(database: name)], database: sqlite.merging(passwordFile) { $1 })
         #expect(whileServing.status == 1, "\(whileServing.stderr)")
@@ -134,12 +143,22 @@ struct DatabaseCopyTests {
         let onPostgres = try await processes.start(database: postgres)
         #expect(try await onPostgres.decrypt(token).errorCode == "replayed_transaction")
         #expect(try await onPostgres.decrypt(try processes.token()).status == 200)
+        let redeemedAgain = try await processes.redeem(registration, at: onPostgres.port)
+        #expect(redeemedAgain.status == 200 && Self.highValueToken(redeemedAgain) == highValueToken, "\(redeemedAgain.text)")
+        let detokenized = try await processes.detokenize(highValueToken, at: onPostgres.port)
+        #expect(detokenized.status == 200 && detokenized.text.contains("accountNumber"), "\(detokenized.status)")
         let fromServed = try processes.run(["db", "copy", "--to", "sqlite:" + processes.admin.home + "/again.sqlite"], database: postgres)
         #expect(fromServed.status == 1, "\(fromServed.stderr)")
         #expect(
             fromServed.stderr.contains("running `paywarden serve`") && fromServed.stderr.contains("pg_stat_activity"),
             "\(fromServed.stderr)")
         onPostgres.stop()
+    }
+
+    /// The high-value token of a redemption's answer.
+    private static func highValueToken(_ reply: TestServer.Reply) -> String? {
+        let body = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any]
+        return (body?["highValueToken"] as? [String: Any])?["token"] as? String
     }
 
     @Test("while db copy reads a SQLite database, serve is refused it (and a second copy too); once it ends, serve opens it")
