@@ -257,8 +257,8 @@ public final class MerchantKeyStore: Sendable {
         guard object.usage.isSuperset(of: needed) else {
             throw CustodyError(
                 .invalidArgument,
-                "key \(object.id) may not do what a \(purpose.rawValue) key does in the HSM (it lacks \(Self.attributes(needed.subtracting(object.usage)))): "
-                    + "give the purpose it was made for")
+                "key \(object.id) may not do what a \(purpose.rawValue) key does in the HSM "
+                    + "(it lacks \(Self.attributes(needed.subtracting(object.usage)))): give the purpose it was made for")
         }
         let record = KeyRecord(
             purpose: purpose, merchantID: merchantID, merchantIdentifierHash: Self.merchantIdentifierHash(merchantID),

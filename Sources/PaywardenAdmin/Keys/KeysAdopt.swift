@@ -31,11 +31,8 @@ struct KeysAdopt: AsyncParsableCommand {
         try await AdminAction("keys.adopt", keyID: keyID, merchantID: merchantID).run(hsm: hsmOptions) { store, action in
             let key = try await store.adopt(keyID, merchantID: merchantID, purpose: purpose)
             action.concerns(key)
-            report(
-                key, now: store.now, json: output.json,
-                next:
-                    "import its certificate with `paywarden keys import-certificate` (\(purpose == .upstream ? "the processor's" : "Apple's"))"
-            )
+            let issuer = purpose == .upstream ? "the processor's" : "Apple's"
+            report(key, now: store.now, json: output.json, next: "import its certificate with `paywarden keys import-certificate` (\(issuer))")
             return "adopted as pending"
         }
     }
