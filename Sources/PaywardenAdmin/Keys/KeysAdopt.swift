@@ -32,7 +32,8 @@ struct KeysAdopt: AsyncParsableCommand {
             let key = try await store.adopt(keyID, merchantID: merchantID, purpose: purpose)
             action.concerns(key)
             let issuer = purpose == .upstream ? "the processor's" : "Apple's"
-            report(key, now: store.now, json: output.json, next: "import its certificate with `paywarden keys import-certificate` (\(issuer))")
+            let next = "import its certificate with `paywarden keys import-certificate` (\(issuer))"
+            report(key, now: store.now, json: output.json, next: next)
             return "adopted as pending"
         }
     }
