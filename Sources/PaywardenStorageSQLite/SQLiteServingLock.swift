@@ -23,7 +23,9 @@ public final class SQLiteServingLock: Sendable {
     /// Takes the lock on the database at `databasePath` in `mode`; nil when the other mode holds it.
     public static func take(_ mode: Mode, databasePath: String) throws(StorageError) -> SQLiteServingLock? {
         let path = path(for: databasePath)
-        let descriptor = Glibc.open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        // Read-only and readable by all (it holds nothing): flock needs no write access, so a file
+        // left by an admin command run as another user (root) never keeps `serve` from starting.
+        let descriptor = Glibc.open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw StorageError(.unavailable, "cannot open the lock file \(path): \(String(cString: strerror(errno)))")
         }

@@ -138,11 +138,14 @@ public struct ServeProcesses: Sendable {
     }
 
     /// Starts `paywarden serve` on `port` (default: a free one) with `database` and further
-    /// `settings`, and waits until `/readyz` answers 200.
-    public func start(database: [String: String], settings: [String: String] = [:], port: Int? = nil) async throws -> ServeProcess {
+    /// `settings`, and waits until `/readyz` answers 200. `recordingKeys`: the merchant key's
+    /// record is written first (false for a database that must already hold it: a copy, a restore).
+    public func start(
+        database: [String: String], settings: [String: String] = [:], port: Int? = nil, recordingKeys: Bool = true
+    ) async throws -> ServeProcess {
         let port = try port ?? TestPostgres.freePort()
         var environment = environment.merging(database) { $1 }.merging(settings) { $1 }
-        try await recordKeys(environment)
+        if recordingKeys { try await recordKeys(environment) }
         environment[SettingCatalog.listen.environmentName] = "127.0.0.1:\(port)"
         let log = admin.home + "/serve-\(port).log"
         if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }

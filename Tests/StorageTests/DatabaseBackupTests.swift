@@ -53,7 +53,7 @@ struct DatabaseBackupTests {
         let ledger = try await SQLiteDriver.open(path: restoredPath, create: false).rowCounts().first { $0.table == "replay_ledger" }?.rows
         // A snapshot: every claim made before the backup began, and none made after the load ended.
         #expect((before.count...(before.count + during.count)).contains(ledger ?? -1), "\(String(describing: ledger))")
-        let restored = try await processes.start(database: processes.sqlite(restoredPath))
+        let restored = try await processes.start(database: processes.sqlite(restoredPath), recordingKeys: false)
         for token in before { #expect(try await restored.decrypt(token).errorCode == "replayed_transaction") }
         for id in registrations {
             let redeemed = try await processes.redeem(id, at: restored.port)

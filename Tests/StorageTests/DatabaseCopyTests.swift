@@ -140,7 +140,7 @@ struct DatabaseCopyTests {
 
         let copied = try processes.run(["db", "copy", "--to", cluster.url(database: name)], database: sqlite.merging(passwordFile) { $1 })
         #expect(copied.status == 0, "\(copied.stderr)")
-        let onPostgres = try await processes.start(database: postgres)
+        let onPostgres = try await processes.start(database: postgres, recordingKeys: false)
         #expect(try await onPostgres.decrypt(token).errorCode == "replayed_transaction")
         #expect(try await onPostgres.decrypt(try processes.token()).status == 200)
         let redeemedAgain = try await processes.redeem(registration, at: onPostgres.port)

@@ -133,12 +133,12 @@ public final class PaymentTokenDecrypter: Sendable {
         guard let signingTime = verification.signingTime else { throw .signature("the signing time is missing") }
 
         guard let key = directory.key(forPublicKeyHash: token.header.publicKeyHash) else {
-            if let keyID = directory.unusableKeyID(forPublicKeyHash: token.header.publicKeyHash) {
+            if directory.unusableKeyID(forPublicKeyHash: token.header.publicKeyHash) != nil {
+                // An API caller reads this too: it names no key id; `paywarden keys list` does, for the operator.
                 throw PaymentTokenError(
                     .unknownPublicKeyHash,
-                    "key \(keyID) in the HSM has publicKeyHash \(token.publicKeyHashBase64), but this database has no record of it "
-                        + "(was it made with another database?): copy that database (`paywarden db copy`), or run `paywarden keys adopt "
-                        + "\(keyID) --merchant-id MERCHANT_ID --purpose processing` and import its certificate")
+                    "a key in the HSM has publicKeyHash \(token.publicKeyHashBase64), but this service's database has no record of it: "
+                        + "its operator must copy the database it was made with, or adopt the key (`paywarden keys list` names it)")
             }
             throw PaymentTokenError(
                 .unknownPublicKeyHash,

@@ -246,6 +246,17 @@ public final class MerchantKeyStore: Sendable {
                     + "\(object.isExtractable ? "TRUE" : "FALSE")): Paywarden keeps only keys that cannot; create a new key "
                     + "(`paywarden keys create`)")
         }
+        // Recorded as generated: only a key that was never anything but sensitive and non-extractable
+        // (an imported key, or one once extractable, may exist outside the HSM).
+        guard object.neverLeftTheHSM else {
+            throw CustodyError(
+                .invalidState,
+                "key \(object.id) was not always sensitive and non-extractable (CKA_ALWAYS_SENSITIVE or CKA_NEVER_EXTRACTABLE is "
+                    + "FALSE): it may exist outside the HSM, so Paywarden does not adopt it; create a new key (`paywarden keys create`)")
+        }
+        if case .rsa(let modulus, _) = object.publicKey, case let bytes = modulus.drop(while: { $0 == 0 }).count, bytes != 256 {
+            throw CustodyError(.invalidArgument, "key \(object.id) is RSA of \(bytes * 8) bits; Paywarden uses RSA-2048 only")
+        }
         let algorithm: KeyAlgorithmChoice = object.algorithm == .ecP256 ? .ec : .rsa
         guard purpose.allowedAlgorithms.contains(algorithm) else {
             throw CustodyError(

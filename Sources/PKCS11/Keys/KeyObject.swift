@@ -8,6 +8,9 @@ public struct KeyObject: Sendable, Hashable {
     public let usage: KeyUsage
     public let isSensitive: Bool
     public let isExtractable: Bool
+    /// CKA_ALWAYS_SENSITIVE and CKA_NEVER_EXTRACTABLE: sensitive and non-extractable since it was
+    /// made, so it was generated in the HSM and never left it (an imported key is neither).
+    public let neverLeftTheHSM: Bool
     /// The handle in the current module generation; never valid after a recycle.
     let handle: ObjectHandle
 }

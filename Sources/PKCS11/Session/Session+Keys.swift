@@ -116,7 +116,7 @@ extension Session {
         let attributes = try attributes(
             of: handle,
             [
-                .id, .label, .keyType, .sensitive, .extractable, .derive, .sign, .decrypt, .unwrap,
+                .id, .label, .keyType, .sensitive, .extractable, .alwaysSensitive, .neverExtractable, .derive, .sign, .decrypt, .unwrap,
             ])
         let keyType = KeyType(rawValue: attributes[.keyType].map(Self.ulong) ?? UInt.max)
         let algorithm: KeyAlgorithm
@@ -143,6 +143,7 @@ extension Session {
             usage: usage,
             isSensitive: Self.bool(attributes[.sensitive]),
             isExtractable: Self.bool(attributes[.extractable]),
+            neverLeftTheHSM: Self.bool(attributes[.alwaysSensitive]) && Self.bool(attributes[.neverExtractable]),
             handle: handle
         )
     }

@@ -23,8 +23,9 @@ struct DatabaseCopyCommand: AsyncParsableCommand {
         try await reportingPairFailures {
             try await DatabasePair.with(to: to) { _, source, target in
                 let tables = try await DatabaseCopy.tables(of: source, location: source.location)
-                let servingLock = try await DatabaseCopy.refuseIfServed(source)
-                defer { withExtendedLifetime(servingLock) {} }
+                // Both sides: a `serve` already on the target would answer tokens with an empty ledger.
+                let servingLocks = [try await DatabaseCopy.refuseIfServed(source), try await DatabaseCopy.refuseIfServed(target)]
+                defer { withExtendedLifetime(servingLocks) {} }
                 let status = try await source.schemaStatus()
                 guard status.isCurrent else {
                     throw CommandFailure(
@@ -58,6 +59,9 @@ struct DatabaseCopyCommand: AsyncParsableCommand {
                         "the copy differs from the source in \(different): do not use the target; empty it and run `paywarden db "
                             + "copy` again with every serve stopped")
                 }
+                // PostgreSQL holds no lock against a `serve` started meanwhile: looked at again, after the
+                // comparison, so a copy that such a server may have written past is not called complete.
+                for side in [source, target] where side.driver == "postgres" { _ = try await DatabaseCopy.refuseIfServed(side) }
                 print("copied: every table has the same rows at the target")
             }
         }

@@ -160,7 +160,8 @@ public struct PaywardenServer: Sendable {
             vaultMaintenance: vaultMaintenance,
             merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
             relay: relay, webMerchants: webMerchants, tracing: tracing,
-            drain: ShutdownDrain(period: configuration.shutdownDrain, logger: logger), logger: logger)
+            drain: ShutdownDrain(period: configuration.shutdownDrain, deadline: configuration.shutdownDeadline, logger: logger),
+            logger: logger)
     }
 
     /// Before the API listens: the schema is checked (and migrated when allowed), which is also
@@ -252,10 +253,10 @@ public struct PaywardenServer: Sendable {
             let services = try services { listener, port in
                 logger.info("listening", metadata: ["listener": "\(listener)", "port": "\(port)"])
             }
-            // Last, so the graceful shutdown (services in reverse order, each awaited) drains first.
-            var group = ServiceGroupConfiguration(
+            // Last, so the graceful shutdown (services in reverse order, each awaited) drains first;
+            // the drain also keeps the deadline.
+            let group = ServiceGroupConfiguration(
                 services: services + [drain], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-            group.maximumGracefulShutdownDuration = configuration.shutdownDrain + configuration.shutdownDeadline
             try await ServiceGroup(configuration: group).run()
         } catch {
             await hsm.close()

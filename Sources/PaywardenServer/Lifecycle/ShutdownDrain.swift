@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -6,14 +7,18 @@ import Synchronization
 /// `/readyz` answers 503 `shutting_down` and every response closes its connection, so that a load
 /// balancer's health check takes the instance out of rotation and kept-alive clients reconnect
 /// elsewhere before any listener closes. Started last among the services, it is shut down
-/// first, and the listeners after it return only when the drain is over.
+/// first, and the listeners after it return only when the drain is over. Then the deadline runs:
+/// a process still there when it ends (a request still in flight, a call that never returns) is
+/// ended with status 1, since a cancelled Hummingbird server returns as if it had finished.
 final class ShutdownDrain: Service, Sendable {
     let period: Duration
+    let deadline: Duration
     let logger: Logger
     private let draining = Atomic<Bool>(false)
 
-    init(period: Duration, logger: Logger) {
+    init(period: Duration, deadline: Duration, logger: Logger) {
         self.period = period
+        self.deadline = deadline
         self.logger = logger
     }
 
@@ -28,6 +33,14 @@ final class ShutdownDrain: Service, Sendable {
             "shutting down: /readyz answers 503 while serving on for the drain",
             metadata: ["drain_seconds": "\(period.components.seconds)"])
         try await Task.sleep(for: period)
-        logger.notice("drain over: the listeners close and requests in flight finish")
+        logger.notice(
+            "drain over: the listeners close and requests in flight finish", metadata: ["deadline_seconds": "\(deadline.components.seconds)"])
+        let logger = self.logger
+        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
+        // A thread of the dispatch pool, not a task: it fires even when every task is stuck.
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            logger.error("the shutdown deadline passed with work still in flight: exiting with status 1")
+            exit(1)
+        }
     }
 }
