@@ -20,13 +20,13 @@ public struct MerchantKeyReference: Sendable, Hashable {
 /// this runs on every token.
 public protocol MerchantKeyDirectory: Sendable {
     func key(forPublicKeyHash hash: [UInt8]) -> MerchantKeyReference?
-    /// The id of a key the store holds for `hash` but cannot use for lack of what it knows of
-    /// keys (in the HSM, without a record in the database), to tell the operator; nil by default.
-    func unusableKeyID(forPublicKeyHash hash: [UInt8]) -> String?
+    /// Whether the store holds a key for `hash` it cannot use for lack of what it knows of keys
+    /// (in the HSM, without a record in the database), to tell the operator; false by default.
+    func hasUnrecordedKey(forPublicKeyHash hash: [UInt8]) -> Bool
 }
 
 extension MerchantKeyDirectory {
-    public func unusableKeyID(forPublicKeyHash hash: [UInt8]) -> String? { nil }
+    public func hasUnrecordedKey(forPublicKeyHash hash: [UInt8]) -> Bool { false }
 }
 
 /// The only private-key operations Apple Pay decryption needs, so a key store (an HSM) can

@@ -133,7 +133,7 @@ public final class PaymentTokenDecrypter: Sendable {
         guard let signingTime = verification.signingTime else { throw .signature("the signing time is missing") }
 
         guard let key = directory.key(forPublicKeyHash: token.header.publicKeyHash) else {
-            if directory.unusableKeyID(forPublicKeyHash: token.header.publicKeyHash) != nil {
+            if directory.hasUnrecordedKey(forPublicKeyHash: token.header.publicKeyHash) {
                 // An API caller reads this too: it names no key id; `paywarden keys list` does, for the operator.
                 throw PaymentTokenError(
                     .unknownPublicKeyHash,

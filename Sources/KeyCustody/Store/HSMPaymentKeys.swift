@@ -11,8 +11,8 @@ import Synchronization
 public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
     public let hsm: HSM
     private let keys = Mutex<[[UInt8]: MerchantKeyReference]>([:])
-    /// Keys in the HSM without a record, by publicKeyHash: named when a token is encrypted to one.
-    private let unadopted = Mutex<[[UInt8]: String]>([:])
+    /// The publicKeyHashes of keys in the HSM without a record: said when a token is encrypted to one.
+    private let unadopted = Mutex<Set<[UInt8]>>([])
 
     public init(hsm: HSM) {
         self.hsm = hsm
@@ -31,10 +31,8 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
     public func reload(from inventory: KeyInventory) -> Int {
         let unreadable = Set(inventory.unreadable.map(\.id.hex))
         let kept = keys.withLock { map in map.filter { unreadable.contains($0.value.keyID) } }
-        let unadopted = inventory.unadopted.compactMap { key in
-            Data(base64Encoded: key.publicKeyHash).map { (Array($0), key.id.hex) }
-        }
-        self.unadopted.withLock { $0 = Dictionary(unadopted) { first, _ in first } }
+        let unadopted = Set(inventory.unadopted.compactMap { Data(base64Encoded: $0.publicKeyHash).map(Array.init) })
+        self.unadopted.withLock { $0 = unadopted }
         return reload(from: inventory.keys, keeping: kept)
     }
 
@@ -68,8 +66,8 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
         keys.withLock { $0[hash] }
     }
 
-    public func unusableKeyID(forPublicKeyHash hash: [UInt8]) -> String? {
-        unadopted.withLock { $0[hash] }
+    public func hasUnrecordedKey(forPublicKeyHash hash: [UInt8]) -> Bool {
+        unadopted.withLock { $0.contains(hash) }
     }
 
     public func deriveKey(ephemeralPublicKey: EphemeralPublicKey, otherInfo: [UInt8], key: MerchantKeyReference) async throws

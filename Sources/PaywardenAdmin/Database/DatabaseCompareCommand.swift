@@ -16,7 +16,7 @@ struct DatabaseCompareCommand: AsyncParsableCommand {
     var to: String
 
     func run() async throws {
-        try await reportingPairFailures {
+        try await reportingFailures {
             try await DatabasePair.with(to: to) { _, source, target in
                 let tables = try await DatabaseCopy.tables(of: source, location: source.location)
                 let comparisons = try await DatabaseCopy.compare(tables, source: source, target: target)

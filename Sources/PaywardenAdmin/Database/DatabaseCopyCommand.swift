@@ -20,7 +20,7 @@ struct DatabaseCopyCommand: AsyncParsableCommand {
     var to: String
 
     func run() async throws {
-        try await reportingPairFailures {
+        try await reportingFailures {
             try await DatabasePair.with(to: to) { _, source, target in
                 let tables = try await DatabaseCopy.tables(of: source, location: source.location)
                 // Both sides: a `serve` already on the target would answer tokens with an empty ledger.

@@ -94,19 +94,3 @@ struct DatabasePair {
         return comparisons.allSatisfy(\.matches)
     }
 }
-
-extension AsyncParsableCommand {
-    /// `body`'s failures as one line on stderr and the matching exit status (the settings are
-    /// loaded by ``DatabasePair``, which sets the database password aside for the target).
-    func reportingPairFailures(_ body: () async throws -> Void) async throws {
-        do {
-            try await body()
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            let failure = CommandFailure(describing: error)
-            failure.report()
-            throw failure.exitCode
-        }
-    }
-}

@@ -114,10 +114,18 @@ extension AsyncParsableCommand {
     /// Loads the settings (environment, then `PAYWARDEN_CONFIG`), starts logging, and runs `body`,
     /// turning every failure into one line on stderr and the matching exit status.
     func reportingFailures(defaultLogLevel: Logger.Level = .warning, _ body: (PaywardenSettings) async throws -> Void) async throws {
-        do {
+        try await reportingFailures {
             let settings = try await PaywardenSettings.load()
             CommandLogging.bootstrap(settings, defaultLevel: defaultLogLevel)
             try await body(settings)
+        }
+    }
+
+    /// `body`'s failures as one line on stderr and the matching exit status, for a command that
+    /// loads its settings itself (``DatabasePair`` sets the database password aside for the target).
+    func reportingFailures(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
         } catch let exit as ExitCode {
             throw exit
         } catch {
