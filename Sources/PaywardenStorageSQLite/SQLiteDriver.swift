@@ -138,8 +138,10 @@ public final class SQLiteDriver: SQLDriver {
     /// Not async, so that GRDB's blocking read is the one called: on this thread, no hop.
     private func read(_ sql: String, _ arguments: StatementArguments) throws(StorageError) -> [[SQLValue]] {
         do {
-            // One statement is atomic on its own: GRDB's read transaction around it is all it needs.
-            return try pool.read { db in try SQLiteWriter.rows(sql, arguments, db) }
+            // One statement is atomic on its own (SQLite reads it from one snapshot of the log), so
+            // it needs no transaction around it: GRDB's isolated read added a BEGIN and a COMMIT,
+            // with their savepoint bookkeeping, to every look-up.
+            return try pool.unsafeRead { db in try SQLiteWriter.rows(sql, arguments, db) }
         } catch {
             throw Self.storageError(error)
         }
