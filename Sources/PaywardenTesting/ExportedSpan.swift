@@ -15,6 +15,20 @@ public struct ExportedSpan: Sendable, Hashable {
     public var traceState = ""
     /// The trace ids of the span's links, lowercase hex.
     public var linkedTraceIDs: [String] = []
+    /// The span's events, in the order they were added.
+    public var events: [Event] = []
+
+    /// A span event: its name, time and attributes (values as text).
+    public struct Event: Sendable, Hashable {
+        public var name = ""
+        public var timeUnixNanoseconds: UInt64 = 0
+        public var attributes: [String: String] = [:]
+    }
+
+    /// The first event named `name`.
+    public func event(_ name: (String) -> Bool) -> Event? {
+        events.first { name($0.name) }
+    }
 
     /// Lowercase hex, as in `traceparent`.
     public var traceIDHex: String { traceID.map { String(format: "%02x", $0) }.joined() }
@@ -33,8 +47,9 @@ public struct ExportedSpan: Sendable, Hashable {
     }
 
     /// Span { bytes trace_id = 1; bytes span_id = 2; string trace_state = 3; bytes parent_span_id = 4;
-    /// string name = 5; SpanKind kind = 6; repeated KeyValue attributes = 9; repeated Link links = 13 };
-    /// Link { bytes trace_id = 1; bytes span_id = 2; … }.
+    /// string name = 5; SpanKind kind = 6; repeated KeyValue attributes = 9; repeated Event events = 11;
+    /// repeated Link links = 13 }; Event { fixed64 time_unix_nano = 1; string name = 2; repeated
+    /// KeyValue attributes = 3; … }; Link { bytes trace_id = 1; bytes span_id = 2; … }.
     init(span bytes: [UInt8]) throws {
         for field in try ProtobufReader.fields(bytes) {
             switch (field.number, field.value) {
@@ -53,6 +68,19 @@ public struct ExportedSpan: Sendable, Hashable {
             case (9, .bytes(let value)):
                 let (key, text) = try Self.attribute(value)
                 attributes[key] = text
+            case (11, .bytes(let value)):
+                var event = Event()
+                for inner in try ProtobufReader.fields(value) {
+                    switch (inner.number, inner.value) {
+                    case (1, .fixed64(let time)): event.timeUnixNanoseconds = time
+                    case (2, .bytes(let name)): event.name = String(decoding: name, as: UTF8.self)
+                    case (3, .bytes(let attribute)):
+                        let (key, text) = try Self.attribute(attribute)
+                        event.attributes[key] = text
+                    default: break
+                    }
+                }
+                events.append(event)
             default: break
             }
         }

@@ -10,10 +10,10 @@ import Testing
 
 /// `PAYWARDEN_TRACING=on` end to end: a real server exporting over OTLP/HTTP to a stand-in
 /// collector, a decrypt, an eProtect registration and its redemption, a relayed cnpAPI
-/// authorization and Apple's merchant-token notification. The spans nest (request → decryption →
-/// replay claim and HSM operation; request → processor call), the processor and Apple receive the
-/// exported trace's `traceparent`, and no exported byte carries card data, a registration ID, a
-/// token or a merchant-token id. A stranger's trace context is not believed (its request gets a
+/// authorization and Apple's merchant-token notification. A request's steps (decryption, replay
+/// claim, HSM operation) are events of its span, a call out a span of its own (request → processor
+/// call); the processor and Apple receive the exported trace's `traceparent`, and no exported byte
+/// carries card data, a registration ID, a token or a merchant-token id. A stranger's trace context is not believed (its request gets a
 /// trace of Paywarden's, its tracestate goes nowhere); a peer of `PAYWARDEN_TRACE_CONTEXT_FROM`'s
 /// traceparent is continued.
 ///
@@ -21,7 +21,7 @@ import Testing
 /// tracing on.
 @Suite(.serialized, .releasesTestResources)
 struct TracingTests {
-    @Test func requestsAreTracedWithNestedSpansAPropagatedTraceparentAndNoCardData() async throws {
+    @Test func requestsAreTracedWithStepEventsAPropagatedTraceparentAndNoCardData() async throws {
         let collector = try await OTLPCollectorStandIn.start()
         let apple = try await AppleGatewayStandIn.start(clientCA: TestCertificateAuthority.shared.certificate)
         let cnp = CnpRelayTests()
@@ -124,30 +124,34 @@ struct TracingTests {
             let spans = try await collector.waitForSpans { spans in
                 spans.filter { $0.name.hasPrefix("processor.") }.count >= 2 && spans.filter { $0.kind == 2 }.count >= 7
                     && spans.contains { $0.traceIDHex == gatewayTrace }
-                    && spans.contains { $0.name == "paywarden.decrypt" } && spans.contains { $0.name.hasPrefix("hsm.") }
-                    && spans.contains { $0.name.hasPrefix("apple.") }
-            }
-            func child(of parent: ExportedSpan, named name: (String) -> Bool) -> ExportedSpan? {
-                spans.first { $0.traceID == parent.traceID && $0.parentSpanID == parent.spanID && name($0.name) }
+                    && spans.contains { $0.event { $0 == "paywarden.decrypt" } != nil } && spans.contains { $0.name.hasPrefix("apple.") }
             }
 
-            // The decrypt request: server span → decryption → replay claim and the HSM's key agreement.
+            // The decrypt request: one server span, its steps as events in the order they began
+            // (decryption, replay claim, the HSM's key agreement), each with its duration.
             let decryptRequest = try #require(spans.first { $0.kind == 2 && $0.attributes["http.route"] == "/v1/payment-tokens/decrypt" })
             #expect(decryptRequest.name == "POST /v1/payment-tokens/decrypt")
             #expect(decryptRequest.attributes["http.response.status_code"] == "200")
-            let decryption = try #require(child(of: decryptRequest) { $0 == "paywarden.decrypt" })
+            #expect(decryptRequest.attributes["paywarden.decrypt.outcome"] == "ok")
+            #expect(!spans.contains { $0.traceID == decryptRequest.traceID && $0.spanID != decryptRequest.spanID }, "no child spans")
+            let decryption = try #require(decryptRequest.event { $0 == "paywarden.decrypt" })
             #expect(decryption.attributes["paywarden.decrypt.outcome"] == "ok")
-            let claim = try #require(child(of: decryption) { $0 == "replay.claim" })
-            #expect(claim.attributes["db.operation.name"] == "replay.claim")
-            let keyAgreement = try #require(child(of: decryption) { $0.hasPrefix("hsm.") })
+            let claim = try #require(decryptRequest.event { $0 == "replay.claim" })
+            #expect(claim.attributes["db.operation.name"] == "replay.claim" && claim.attributes["paywarden.replay.claimed"] == "true")
+            let keyAgreement = try #require(decryptRequest.event { $0.hasPrefix("hsm.") })
             #expect(keyAgreement.attributes["paywarden.hsm.path"] != nil && keyAgreement.attributes["paywarden.hsm.dispatch"] != nil)
+            for step in [decryption, claim, keyAgreement] {
+                #expect(Int(step.attributes["paywarden.duration_us"] ?? "") != nil, "\(step.name) has its duration")
+            }
+            #expect(decryption.timeUnixNanoseconds <= claim.timeUnixNanoseconds)
+            #expect(claim.timeUnixNanoseconds <= keyAgreement.timeUnixNanoseconds, "the claim comes before the HSM is asked")
 
             // The registration and the redemption: named by their route templates.
             let registration = try #require(spans.first { $0.kind == 2 && $0.name == "POST /eProtect/paypage" })
-            #expect(child(of: registration) { $0 == "paywarden.decrypt" } != nil)
+            #expect(registration.event { $0 == "paywarden.decrypt" } != nil)
             let redemption = try #require(spans.first { $0.kind == 2 && $0.name.contains("redeem") })
             #expect(redemption.attributes["http.response.status_code"] == "200")
-            #expect(child(of: redemption) { $0.hasPrefix("hsm.") } != nil, "the vault opens the payload in the HSM")
+            #expect(redemption.event { $0.hasPrefix("hsm.") } != nil, "the vault opens the payload in the HSM")
 
             // The relayed authorization: the processor's client span, whose context the upstream received.
             let traceparent = try #require(upstream.traceparents.first)

@@ -70,7 +70,7 @@ public struct PaywardenServer: Sendable {
         let tracing: (any Service)?
         if let tracingConfiguration = configuration.tracing {
             tracing = try TracingBootstrap.start(tracingConfiguration, logger: logger)
-            hsmConfiguration.operationObserver = HSMOperationSpans.observer
+            hsmConfiguration.operationObserver = HSMOperationEvents.observer
         } else {
             tracing = nil
         }

@@ -91,26 +91,29 @@ public final class DecryptionService: Sendable {
             metrics.decrypt(outcome: PaymentTokenError.Code.overloaded.rawValue, duration: .zero)
             throw PaymentTokenError(.overloaded, "\(maxInFlight) decryptions are in progress; retry shortly")
         }
-        let start = ContinuousClock.now
-        // Its children: the replay claim and the HSM's key operation. Attributes name the outcome
-        // only, never anything from the token.
-        let span = startSpan("paywarden.decrypt")
-        defer { span.end() }
+        let (startedAt, start) = (DefaultTracerClock.now, ContinuousClock.now)
         let attempt = DecryptionAttempt()
-        // The span's context is the current one inside, so the claim's and the HSM's spans are its children.
-        let result = await ServiceContext.withValue(span.context) { await dispatched(attempt, work) }
+        let result = await dispatched(attempt, work)
         let elapsed = ContinuousClock.now - start
+        // An event of the request's span, as are the replay claim's and the HSM's inside it
+        // (``RequestSpanEvents``). Attributes name the outcome only, never anything from the token.
+        let outcome: String
+        switch result {
+        case .success: outcome = "ok"
+        case .failure(let error): outcome = error.code.rawValue
+        }
+        RequestSpanEvents.record(
+            "paywarden.decrypt", at: startedAt,
+            ["paywarden.decrypt.outcome": .string(outcome), "paywarden.duration_us": .int64(Int64(elapsed / .microseconds(1)))])
+        RequestSpanEvents.setAttribute("paywarden.decrypt.outcome", outcome)
         switch result {
         case .success(let value):
             let count = decryptions.add(1, ordering: .relaxed).newValue
             if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
             metrics.decrypt(outcome: "ok", duration: elapsed)
-            span.attributes["paywarden.decrypt.outcome"] = "ok"
             return value
         case .failure(let error):
             metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
-            span.attributes["paywarden.decrypt.outcome"] = error.code.rawValue
-            span.setStatus(SpanStatus(code: .error))
             // Stamped when the failure was seen: a health check that began later and passed
             // outdates it, one that began during the request does not.
             if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }

@@ -13,11 +13,11 @@ public struct LedgerReplayCache: ReplayCache {
     let health: DatabaseHealthService
     let logger: Logger
 
-    /// Traced as `replay.claim`, the statement's kind only: never the transaction id.
+    /// Traced as the event `replay.claim`, the statement's kind only: never the transaction id.
     public func claim(_ transactionID: [UInt8], until expiry: Date, now: Date) async throws -> ReplayClaim {
-        try await traced("replay.claim") { span in
+        try await traced("replay.claim") { attributes in
             let claim = try await ledger.claim(transactionID, until: expiry, now: now)
-            span.attributes["paywarden.replay.claimed"] = claim.claimed
+            attributes["paywarden.replay.claimed"] = claim.claimed
             return ReplayClaim(isNew: claim.claimed, position: claim.ticket.batch)
         }
     }
@@ -40,28 +40,33 @@ public struct LedgerReplayCache: ReplayCache {
 
     public func release(_ transactionID: [UInt8]) async {
         do {
-            try await withSpan("replay.release", ofKind: .client) { span in
-                span.attributes["db.operation.name"] = "replay.release"
-                try await ledger.releaseTransaction(transactionID)
-            }
+            try await traced("replay.release", toldToHealth: false) { _ in try await ledger.releaseTransaction(transactionID) }
         } catch {
             // The id stays claimed until it expires: that token is refused, never decrypted twice.
             logger.warning("a replay claim could not be given back after an HSM failure", metadata: ["error": "\(error)"])
         }
     }
 
-    /// A ledger statement as a client span named `operation`, the database's health told of its outcome.
-    private func traced<Value>(_ operation: String, _ body: (any Span) async throws -> Value) async throws -> Value {
-        try await withSpan(operation, ofKind: .client) { span in
-            span.attributes["db.operation.name"] = operation
-            do {
-                let value = try await body(span)
-                health.succeeded()
-                return value
-            } catch {
-                health.failed(error)
-                throw error
-            }
+    /// A ledger statement as an event of the request's span named `operation`, with its duration
+    /// (``RequestSpanEvents``), the database's health told of its outcome.
+    private func traced<Value>(
+        _ operation: String, toldToHealth: Bool = true, _ body: (inout SpanAttributes) async throws -> Value
+    ) async throws -> Value {
+        let (startedAt, start) = (DefaultTracerClock.now, ContinuousClock.now)
+        var attributes = SpanAttributes()
+        attributes["db.operation.name"] = operation
+        defer {
+            attributes["paywarden.duration_us"] = Int((ContinuousClock.now - start) / .microseconds(1))
+            RequestSpanEvents.record(operation, at: startedAt, attributes)
+        }
+        do {
+            let value = try await body(&attributes)
+            if toldToHealth { health.succeeded() }
+            return value
+        } catch {
+            attributes["paywarden.failed"] = true
+            if toldToHealth { health.failed(error) }
+            throw error
         }
     }
 }
