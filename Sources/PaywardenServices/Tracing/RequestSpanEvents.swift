@@ -4,7 +4,7 @@ import Tracing
 /// the request's span, with their durations as attributes, rather than as spans of their own.
 ///
 /// Why: each span costs its start and its end a trip through the tracer's and the batch
-/// processor's queues (two task wake-ups and a locked table), about 80 µs of CPU a span on two
+/// processor's queues (two task wake-ups and a locked table), about 60 µs of CPU a span on two
 /// cores; four spans a decryption cost a quarter of the throughput (docs/operations.md,
 /// "Performance"). An event is an append to the span already open. Calls that leave the process
 /// (Apple, a processor) keep spans of their own: their context travels in `traceparent`.
