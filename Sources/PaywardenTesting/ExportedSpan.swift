@@ -25,7 +25,7 @@ public struct ExportedSpan: Sendable, Hashable {
         public var attributes: [String: String] = [:]
     }
 
-    /// The first event named `name`.
+    /// The first event whose name `name` accepts.
     public func event(_ name: (String) -> Bool) -> Event? {
         events.first { name($0.name) }
     }
