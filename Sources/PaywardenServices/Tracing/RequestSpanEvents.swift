@@ -10,12 +10,13 @@ import Tracing
 /// (Apple, a processor) keep spans of their own: their context travels in `traceparent`.
 public enum RequestSpanEvents {
     /// Adds the event `name` at `time` to the span active in the current context, if any is
-    /// recording. Attribute values name kinds and outcomes only, never request data.
+    /// recording (the attributes are not even made otherwise). Attribute values name kinds and
+    /// outcomes only, never request data.
     public static func record(
-        _ name: String, at time: DefaultTracerClock.Timestamp = DefaultTracerClock.now, _ attributes: SpanAttributes
+        _ name: String, at time: DefaultTracerClock.Timestamp = DefaultTracerClock.now, _ attributes: @autoclosure () -> SpanAttributes
     ) {
         guard let span = activeSpan else { return }
-        span.addEvent(SpanEvent(name: name, at: time, attributes: attributes))
+        span.addEvent(SpanEvent(name: name, at: time, attributes: attributes()))
     }
 
     /// Sets `value` as the attribute `name` of the span active in the current context, if any.
