@@ -153,7 +153,7 @@ public struct MercuryPayRelay: Sendable {
                 .authenticationResponsesInvalid,
                 .submerchantRequired, .submerchantNotFound, .unknownMerchant,
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied,
-                .eventBusy, .concurrentChange, .upstreamUnavailable, .internalError:
+                .eventBusy, .concurrentChange, .upstreamUnavailable, .internalError, .hsmCapabilityMissing:
                 nil
             case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
                 .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,

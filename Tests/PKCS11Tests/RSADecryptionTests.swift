@@ -51,8 +51,10 @@ extension HSMTests {
             let error = await #expect(throws: PKCS11Error.self) {
                 try await hsm.decryptOAEPSHA256(key.id, ciphertext: [UInt8](repeating: 1, count: 256))
             }
-            #expect(error?.code == .mechanismUnsupported)
+            #expect(error?.code == .capabilityMissing(.rsaOAEPSHA256))
             #expect(error?.category == .misconfiguration)
+            #expect(error?.message.contains("PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP=true") == true, "\(String(describing: error))")
+            #expect(hsm.capabilityGaps.map(\.operation) == [.rsaOAEPSHA256])
             await hsm.close()
         }
     }

@@ -45,6 +45,29 @@ struct HSMFaultTests {
         }
     }
 
+    /// `CKR_FUNCTION_FAILED` or `CKR_GENERAL_ERROR` on the key operation of one token, while the
+    /// module runs the same operation correctly just after: the token is `decryption_failed`, the
+    /// service stays ready, the failure is counted, and the next token decrypts.
+    @Test(arguments: dispatches, [ReturnValue.functionFailed, .generalError])
+    func aModuleFailureOnOneTokensKeyIsThatTokensFault(_ dispatch: HSMDispatch, _ value: ReturnValue) async throws {
+        let device = try FaultInjectingPKCS11.make()
+        try await withServer(device, dispatch) { server in
+            #expect(try await server.waitForReadiness(200))
+            for (function, token) in [("C_DeriveKey", try server.ecToken()), ("C_Decrypt", try server.rsaToken())] {
+                try device.fail(function, with: value, times: 1)
+                let refused = try await server.send(body: token)
+                #expect(refused.status == 422 && refused.errorCode == "decryption_failed", "\(function) \(value.name): \(refused.text)")
+                #expect(refused.header("Retry-After") == nil)
+                #expect(try await server.operations("/readyz").status == 200, "the HSM answered its check: still ready")
+            }
+            let metrics = String(decoding: try await server.operations("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains(#"paywarden_hsm_failures_on_input_total{operation="ecdh-kdf"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"paywarden_hsm_failures_on_input_total{operation="rsa-oaep-decrypt"} 1"#))
+            #expect(try await server.send(body: try server.ecToken()).status == 200)
+            #expect(try await server.send(body: try server.rsaToken()).status == 200)
+        }
+    }
+
     /// A single lost session or login is re-established inside the request: the caller never sees it.
     @Test(arguments: dispatches, [ReturnValue.sessionHandleInvalid, .userNotLoggedIn, .deviceRemoved])
     func aSingleLostLoginIsInvisible(_ dispatch: HSMDispatch, _ value: ReturnValue) async throws {

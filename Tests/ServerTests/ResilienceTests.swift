@@ -183,6 +183,7 @@ struct OpenAPIDocumentTests {
         try await endpoint.excessLoadGetsAFastOverloadedWithRetryAfter()
         try await ResilienceTests().readinessFollowsTheHSMAndDecryptsAnswerUnavailableMeanwhile()
         try await ReplayLedgerTests().postgresOutage()
+        try await HSMCapabilityGapTests().aTokenVersionTheHSMCannotDecryptIsRefusedForGoodWhileTheServiceStaysReady()
 
         // Each error response of the operation lists its codes (OpenAPIVaultTests.swift reads them).
         let document = try OpenAPIDocument.load()

@@ -42,4 +42,12 @@ public protocol MerchantKeyOperations: Sendable {
 
     /// RSA_v1: removes RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) from `wrappedKey`.
     func unwrapKey(_ wrappedKey: [UInt8], key: MerchantKeyReference) async throws -> SymmetricKey
+
+    /// Why tokens of `version` can never be decrypted here (what the key store lacks and what would
+    /// provide it), or nil when they can. Asked before a token's transaction id is claimed.
+    func missingCapability(for version: PaymentTokenVersion) -> String?
+}
+
+extension MerchantKeyOperations {
+    public func missingCapability(for version: PaymentTokenVersion) -> String? { nil }
 }

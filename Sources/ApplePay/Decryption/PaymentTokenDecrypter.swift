@@ -153,6 +153,10 @@ public final class PaymentTokenDecrypter: Sendable {
                     + "\(token.version.rawValue)"
             )
         }
+        // Refused before the claim: no transaction id is spent on a token this service can never decrypt.
+        if let missing = operations.missingCapability(for: token.version) {
+            throw PaymentTokenError(.hsmCapabilityMissing, "this service cannot decrypt \(token.version.rawValue) tokens: \(missing)")
+        }
         if let merchantIdentifierHashes, !merchantIdentifierHashes.contains(Hex.encode(key.merchantIdentifierHash)) {
             throw PaymentTokenError(
                 .merchantNotAuthorized, "the token is encrypted to a key of a merchant identifier this paypage or organisation does not use"

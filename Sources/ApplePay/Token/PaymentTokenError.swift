@@ -12,6 +12,9 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
         case unknownPublicKeyHash = "unknown_public_key_hash"
         case decryptionFailed = "decryption_failed"
         case hsmUnavailable = "hsm_unavailable"
+        /// The HSM cannot run the key operation this token's version needs, and never will without
+        /// another HSM or setting: the token is refused before its transaction id is claimed.
+        case hsmCapabilityMissing = "hsm_capability_missing"
         case overloaded = "overloaded"
         /// The replay ledger could not be reached, so the token was not decrypted.
         case databaseUnavailable = "database_unavailable"
@@ -24,7 +27,8 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
 
     /// What a caller does about it: refuse the token, or let the caller retry it later.
     public enum Category: String, Sendable, Hashable {
-        /// The token is at fault (unreadable, unverifiable, replayed, not for a key here): no retry helps.
+        /// The token is at fault (unreadable, unverifiable, replayed, not for a key here), or this
+        /// service's HSM can never decrypt its kind: no retry helps.
         case refused
         /// The HSM or the replay ledger cannot serve now, or too many are in flight: the same token may
         /// succeed later, its transaction id not spent.
@@ -35,7 +39,8 @@ public struct PaymentTokenError: Error, Sendable, Hashable, CustomStringConverti
         switch code {
         case .hsmUnavailable, .overloaded, .databaseUnavailable: .unavailable
         case .malformedToken, .unsupportedVersion, .signatureInvalid, .certificateChainInvalid, .signingTimeOutOfWindow,
-            .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .merchantNotAuthorized, .authenticationResponsesInvalid:
+            .replayedTransaction, .unknownPublicKeyHash, .decryptionFailed, .merchantNotAuthorized, .authenticationResponsesInvalid,
+            .hsmCapabilityMissing:
             .refused
         }
     }

@@ -92,6 +92,24 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
         }
     }
 
+    public func missingCapability(for version: PaymentTokenVersion) -> String? {
+        hsm.capabilityGap(version == .ecV1 ? .ecdhP256 : .rsaOAEPSHA256)?.description
+    }
+
+    /// The token version whose decryption needs `operation`.
+    public static func version(of operation: CapabilityGap.Operation) -> PaymentTokenVersion {
+        switch operation {
+        case .ecdhP256: .ecV1
+        case .rsaOAEPSHA256: .rsaV1
+        }
+    }
+
+    /// Whether `hsm` can decrypt each token version, as its capability probe found.
+    public static func decryptableVersions(_ hsm: HSM) -> [PaymentTokenVersion: Bool] {
+        let missing = Set(hsm.capabilityGaps.map { version(of: $0.operation) })
+        return [.ecV1: !missing.contains(.ecV1), .rsaV1: !missing.contains(.rsaV1)]
+    }
+
     private static func identifier(_ key: MerchantKeyReference) throws(PaymentTokenError) -> KeyIdentifier {
         guard let id = KeyIdentifier(hex: key.keyID) else { throw PaymentTokenError(.decryptionFailed, "bad key reference") }
         return id
@@ -107,6 +125,8 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
             return PaymentTokenError(
                 .decryptionFailed,
                 "the HSM refused the token's key material in \(operation) (\(error.returnValue?.name ?? "invalid input"))")
+        case (.capabilityMissing, _):
+            return PaymentTokenError(.hsmCapabilityMissing, "this service cannot run \(operation): \(error.message)")
         case (.keyNotFound, _):
             // The key map lists it, so the HSM should have it: a session that lost its login sees
             // no private keys. Retryable; a key really destroyed leaves the map at the next reload.

@@ -12,6 +12,9 @@ public struct PKCS11Error: Error, Sendable, Hashable, CustomStringConvertible {
         case tokenNotFound
         case pinUnavailable
         case mechanismUnsupported
+        /// The probe found no path for an operation payment tokens need: permanent until the HSM
+        /// or the configuration changes.
+        case capabilityMissing(CapabilityGap.Operation)
         case keyNotFound
         case invalidInput
         case unsupportedKey
@@ -87,6 +90,12 @@ extension PKCS11Error {
 
     public static func mechanismUnsupported(_ message: String) -> PKCS11Error {
         PKCS11Error(code: .mechanismUnsupported, category: .misconfiguration, message: message)
+    }
+
+    /// `gap` is nil only when a path exists, which callers have just checked is not so.
+    static func capabilityMissing(_ gap: CapabilityGap?) -> PKCS11Error {
+        guard let gap else { return mechanismUnsupported("the capability probe found no path") }
+        return PKCS11Error(code: .capabilityMissing(gap.operation), category: .misconfiguration, message: gap.description)
     }
 
     static func overloaded(_ maxPending: Int) -> PKCS11Error {

@@ -24,12 +24,14 @@ public struct Capabilities: Sendable, Hashable {
     /// The P-384 ECDH path for HPKE (usage information's sender key), or nil when the token
     /// cannot keep a P-384 key sensitive and do ECDH with it (the key is then wrapped instead).
     public var p384ECDHPath: P384ECDHPath? = nil
+    /// False when the token was opened without probing: no path is known, and none is known missing.
+    public var isProbed = true
 
     /// Nothing probed (administration that never uses the key operations).
     static func unprobed(_ mechanisms: Set<MechanismType>) -> Capabilities {
         Capabilities(
             ecdhPath: nil, rsaDecryptionPath: nil, dataKeyWrapPath: nil, aesGCM: false, hmacSHA256: false, rsaPSS: false,
-            unknownAttributes: [], mechanisms: mechanisms, report: ["not probed"]
+            unknownAttributes: [], mechanisms: mechanisms, report: ["not probed"], isProbed: false
         )
     }
 }

@@ -29,16 +29,21 @@ extension HSM {
 
     // MARK: Private-key operations
 
+    /// What this HSM lacks for `operation`, or nil when the probe found a path for it.
+    public func capabilityGap(_ operation: CapabilityGap.Operation) -> CapabilityGap? {
+        CapabilityGap.find(operation, in: capabilities, configuration: configuration)
+    }
+
+    /// Every operation payment tokens need that this HSM cannot run.
+    public var capabilityGaps: [CapabilityGap] { CapabilityGap.Operation.allCases.compactMap(capabilityGap) }
+
     /// ECDH between the key `id` and `peerPoint` (an uncompressed P-256 point), then the one-step
     /// KDF of NIST SP 800-56A with SHA-256, counter first, over `otherInfo`, on the strongest
     /// path the token supports. The point is validated here, so a bad point is bad input and
     /// never an HSM failure.
     public func deriveConcatenationKDFKey(_ id: KeyIdentifier, peerPoint: [UInt8], otherInfo: [UInt8]) async throws(PKCS11Error) -> [UInt8]
     {
-        guard let path = capabilities.ecdhPath else {
-            throw .mechanismUnsupported(
-                "the token offers no usable ECDH path: \(capabilities.report.filter { $0.hasPrefix("ECDH") }.joined(separator: "; "))")
-        }
+        guard let path = capabilities.ecdhPath else { throw .capabilityMissing(capabilityGap(.ecdhP256)) }
         guard peerPoint.count == 65, peerPoint.first == 0x04,
             (try? P256.KeyAgreement.PublicKey(x963Representation: peerPoint)) != nil
         else {
@@ -47,15 +52,12 @@ extension HSM {
         return try await withPrivateKey(id, operation: "ecdh-kdf", path: path.rawValue) { [self] (session, key) throws(PKCS11Error) in
             guard key.algorithm == .ecP256 else { throw .invalidInput("key \(id) is \(key.algorithm.rawValue), not EC") }
             guard key.usage.contains(.derive) else { throw .call("C_DeriveKey", .keyFunctionNotPermitted) }
-            do throws(PKCS11Error) {
-                return try withDecryptionHandle(session, key) { (handle) throws(PKCS11Error) in
+            return try withDecryptionHandle(session, key) { (handle) throws(PKCS11Error) in
+                try attributingModuleFailure("ecdh-kdf") { () throws(PKCS11Error) in
                     try session.deriveConcatenationKDFKey(path: path, privateKey: handle, peerPoint: peerPoint, otherInfo: otherInfo)
+                } knownAnswer: {
+                    session.ecdhKnownAnswer(path: path, privateKey: handle, publicKey: key.publicKey)
                 }
-            } catch  where error.returnValue == .generalError {
-                // The point was validated above, so this is the HSM failing, not the input.
-                throw .call("C_DeriveKey", .generalError, category: .retry)
-            } catch {
-                throw error
             }
         }
     }
@@ -63,16 +65,41 @@ extension HSM {
     /// Removes RSA-OAEP (SHA-256, MGF1-SHA-256) from `ciphertext` with the key `id`, on the
     /// strongest path the token supports.
     public func decryptOAEPSHA256(_ id: KeyIdentifier, ciphertext: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
-        guard let path = capabilities.rsaDecryptionPath else {
-            throw .mechanismUnsupported(
-                "the token offers no usable RSA-OAEP path: \(capabilities.report.filter { $0.hasPrefix("RSA") }.joined(separator: "; "))")
-        }
+        guard let path = capabilities.rsaDecryptionPath else { throw .capabilityMissing(capabilityGap(.rsaOAEPSHA256)) }
         return try await withPrivateKey(id, operation: "rsa-oaep-decrypt", path: path.rawValue) {
             [self] (session, key) throws(PKCS11Error) in
             guard case .rsa(let modulus, _) = key.publicKey else { throw .invalidInput("key \(id) is not RSA") }
             return try withDecryptionHandle(session, key) { (handle) throws(PKCS11Error) in
-                try session.decryptOAEPSHA256(path: path, privateKey: handle, ciphertext: ciphertext, modulusLength: modulus.count)
+                try attributingModuleFailure("rsa-oaep-decrypt") { () throws(PKCS11Error) in
+                    try session.decryptOAEPSHA256(path: path, privateKey: handle, ciphertext: ciphertext, modulusLength: modulus.count)
+                } knownAnswer: {
+                    session.rsaOAEPKnownAnswer(path: path, privateKey: handle, publicKey: key.publicKey)
+                }
             }
+        }
+    }
+
+    /// `operation` on outside bytes, with a failure the module may mean either way decided by a
+    /// health check of the operation itself. Modules answer `CKR_FUNCTION_FAILED` or
+    /// `CKR_GENERAL_ERROR` both for input they cannot use (SoftHSM for a bad GCM tag or an
+    /// off-curve point) and when they fail; the code alone cannot tell. So the same operation runs
+    /// again at once with the same key and session on input made here: when that answer matches
+    /// software's, the module works and the input was at fault (bad input, counted); otherwise the
+    /// module is failing (retry, and the service's health checks take over).
+    private func attributingModuleFailure<R>(
+        _ name: String, _ operation: () throws(PKCS11Error) -> R, knownAnswer: () -> Bool
+    ) throws(PKCS11Error) -> R {
+        do {
+            return try operation()
+        } catch where error.returnValue == .functionFailed || error.returnValue == .generalError {
+            guard knownAnswer() else {
+                throw PKCS11Error(code: error.code, category: .retry, function: error.function, message: error.message)
+            }
+            configuration.inputFailureObserver?(name)
+            throw PKCS11Error(
+                code: error.code, category: .badInput, function: error.function,
+                message: "the module failed this call, then ran the same operation with the same key correctly on input of its "
+                    + "own: the input is at fault")
         }
     }
 

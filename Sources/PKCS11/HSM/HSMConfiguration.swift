@@ -33,6 +33,10 @@ public struct HSMConfiguration: Sendable {
     /// Told when calls move to another dispatch (inline turned off by a call past its deadline),
     /// as it happens (the server's gauge).
     public var dispatchObserver: (@Sendable (HSMDispatch) -> Void)?
+    /// Told, with the operation's name, each time the module failed a key operation on outside
+    /// bytes and then ran the same operation with the same key correctly on bytes of its own:
+    /// the failure was the input's (the server counts them).
+    public var inputFailureObserver: (@Sendable (String) -> Void)?
     /// How long the health check waits for the HSM before calling it unavailable.
     public var healthCheckTimeout: Duration = .seconds(2)
     /// Where HSM calls run: on the caller's thread, on the worker threads, or chosen by the

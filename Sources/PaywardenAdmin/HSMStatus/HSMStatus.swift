@@ -1,3 +1,4 @@
+import ApplePay
 import ArgumentParser
 import Foundation
 import KeyCustody
@@ -26,6 +27,11 @@ struct HSMStatus: AsyncParsableCommand {
                     "\(info.manufacturer) \(info.libraryDescription) \(info.libraryVersion) (Cryptoki \(info.cryptokiVersion))",
                 token: hsm.token.label, serial: hsm.token.serialNumber,
                 ecdhPath: hsm.capabilities.ecdhPath?.rawValue, rsaDecryptionPath: hsm.capabilities.rsaDecryptionPath?.rawValue,
+                cannotDecrypt: hsm.capabilityGaps.map {
+                    Status.Gap(
+                        version: HSMPaymentKeys.version(of: $0.operation).rawValue, operation: $0.operation.rawValue, missing: $0.missing,
+                        remedy: $0.remedy)
+                },
                 sessionKeyCopies: hsm.usesSessionKeyCopies,
                 dispatch: Status.Dispatch(
                     configured: hsm.dispatchChoice.configured.rawValue, chosen: hsm.dispatchChoice.chosen.rawValue,
@@ -58,6 +64,9 @@ struct HSMStatus: AsyncParsableCommand {
                 print("token:      \(status.token) (serial \(status.serial)), logged in")
                 print("ECDH path:  \(status.ecdhPath ?? "none: EC_v1 unavailable")")
                 print("RSA path:   \(status.rsaDecryptionPath ?? "none: RSA_v1 unavailable")")
+                for gap in status.cannotDecrypt {
+                    print("cannot decrypt \(gap.version): \(gap.operation): \(gap.missing); no retry helps: \(gap.remedy)")
+                }
                 let copies =
                     status.sessionKeyCopies ? "decryption uses session copies of the token keys" : "off: decryption uses the token keys"
                 print("key copies: \(copies)")
@@ -88,6 +97,10 @@ struct HSMStatus: AsyncParsableCommand {
             let id, label, algorithm: String
             let sensitive, extractable: Bool
         }
+        /// A token version this HSM can never decrypt, what it lacks and what would provide it.
+        struct Gap: Encodable {
+            let version, operation, missing, remedy: String
+        }
         struct Dispatch: Encodable {
             let configured, chosen: String
             let roundTripMicroseconds, thresholdMicroseconds: Double
@@ -98,6 +111,8 @@ struct HSMStatus: AsyncParsableCommand {
         let initReserved: String?
         let moduleDescription, token, serial: String
         let ecdhPath, rsaDecryptionPath: String?
+        /// Token versions refused as `hsm_capability_missing` on this HSM.
+        let cannotDecrypt: [Gap]
         let sessionKeyCopies: Bool
         /// Where `serve` would run HSM calls with these settings (``HSMDispatch``), and why.
         let dispatch: Dispatch

@@ -58,6 +58,7 @@ public struct CommandFailure: Error, CustomStringConvertible {
         let status: Status =
             switch error.code {
             case .hsmUnavailable, .overloaded, .databaseUnavailable: .unavailable
+            case .hsmCapabilityMissing: .misconfiguration
             default: .refused
             }
         self.init(status, error.description)

@@ -76,6 +76,7 @@ public struct PaywardenServer: Sendable {
         }
         let metrics = ServerMetrics()
         hsmConfiguration.dispatchObserver = { metrics.setDispatch($0.rawValue) }
+        hsmConfiguration.inputFailureObserver = { metrics.hsmFailureOnInput(operation: $0) }
         let hsm: HSM
         do {
             hsm = try await HSM.open(hsmConfiguration, logger: logger)
@@ -98,6 +99,10 @@ public struct PaywardenServer: Sendable {
         }
         metrics.setPaths(ecdh: hsm.capabilities.ecdhPath?.rawValue, rsa: hsm.capabilities.rsaDecryptionPath?.rawValue)
         metrics.setDispatch(hsm.dispatch.rawValue)
+        metrics.setDecryptableVersions(HSMPaymentKeys.decryptableVersions(hsm))
+        for gap in hsm.capabilityGaps {
+            logger.warning("this HSM cannot decrypt \(HSMPaymentKeys.version(of: gap.operation).rawValue) tokens: \(gap)")
+        }
         let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)
         let keys = MerchantKeyStore(hsm: hsm, records: database.keyRecords, certificateIssuers: configuration.certificateIssuers)
         let decryption = DecryptionService(

@@ -106,7 +106,7 @@ struct CnpController {
                 .tokenNotRecurringEligible, .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired,
                 .submerchantNotFound, .unknownMerchant, .validationURLRefused, .identityUnavailable,
                 .appleRequestRefused, .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange, .hsmUnavailable,
-                .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError:
+                .databaseUnavailable, .upstreamUnavailable, .overloaded, .internalError, .hsmCapabilityMissing:
                 .registrationError
             case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
                 .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,

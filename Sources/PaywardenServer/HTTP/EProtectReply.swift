@@ -93,7 +93,7 @@ enum EProtectResponseCode: String, Sendable {
                 .cryptogramRequired, .authenticationResponsesInvalid, .submerchantRequired, .submerchantNotFound, .unknownMerchant,
                 .validationURLRefused, .identityUnavailable, .appleRequestRefused,
                 .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange, .hsmUnavailable, .databaseUnavailable,
-                .upstreamUnavailable, .overloaded, .internalError:
+                .upstreamUnavailable, .overloaded, .internalError, .hsmCapabilityMissing:
                 .failure
             case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken,
                 .webMerchantDomainUnproven, .webMerchantDomainNotRegistered,

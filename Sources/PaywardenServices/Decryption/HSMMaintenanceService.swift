@@ -50,7 +50,8 @@ public final class HSMMaintenanceService: Service, Sendable {
         return Readiness(
             ready: isReady && database, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
             rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", database: decryption.database.database.driver,
-            reason: !isReady ? hsmReason : database ? nil : "database_unavailable"
+            reason: !isReady ? hsmReason : database ? nil : "database_unavailable",
+            cannotDecrypt: HSMPaymentKeys.decryptableVersions(decryption.hsm).filter { !$0.value }.map(\.key.rawValue).sorted()
         )
     }
 

@@ -8,12 +8,17 @@ public struct Readiness: Encodable, Sendable, Equatable {
     /// The database driver: `sqlite`, `postgres` or `memory`.
     let database: String
     let reason: String?
+    /// The token versions the HSM can never decrypt (no path passed its capability probe): the
+    /// service stays ready for the others, and `hsm status` says what is missing.
+    let cannotDecrypt: [String]
 }
 
 extension Readiness {
     /// The same report while the service drains before it stops: not ready, so that load
     /// balancers take the instance out of rotation, with the stable code `shutting_down`.
     public func shuttingDown() -> Readiness {
-        Readiness(ready: false, keys: keys, ecdhPath: ecdhPath, rsaPath: rsaPath, database: database, reason: "shutting_down")
+        Readiness(
+            ready: false, keys: keys, ecdhPath: ecdhPath, rsaPath: rsaPath, database: database, reason: "shutting_down",
+            cannotDecrypt: cannotDecrypt)
     }
 }

@@ -22,7 +22,7 @@ public enum OperatorAdvice {
             return "set \(C.tokenLabel.environmentName), or run `paywarden dev-hsm init` for a development token"
         case .pinUnavailable:
             return "set \(C.pinFile.environmentName) to a readable file holding the PIN (or \(C.pin.environmentName))"
-        case .mechanismUnsupported:
+        case .mechanismUnsupported, .capabilityMissing:
             return "run `paywarden hsm status` for the capability report"
         case .keyNotFound:
             return "run `paywarden keys list` to see the keys the token holds"

@@ -33,6 +33,8 @@ extension StableCode {
             .unprocessableContent
         case .rateLimited: .tooManyRequests
         case .internalError: .internalServerError
+        // The server lacks what the request needs, for good: not 503, which clients retry.
+        case .hsmCapabilityMissing: .notImplemented
         case .appleRequestRefused, .appleResponseInvalid: .badGateway
         case .hsmUnavailable, .databaseUnavailable, .upstreamUnavailable, .overloaded: .serviceUnavailable
         case .webMerchantNotFound: .notFound

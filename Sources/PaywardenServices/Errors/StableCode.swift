@@ -54,6 +54,9 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
     case concurrentChange = "concurrent_change"
     // Paywarden or what it depends on
     case hsmUnavailable = "hsm_unavailable"
+    /// The HSM cannot run the key operation the token's version needs (no path passed the
+    /// capability probe): permanent until the HSM or the settings change, so no Retry-After.
+    case hsmCapabilityMissing = "hsm_capability_missing"
     case databaseUnavailable = "database_unavailable"
     case upstreamUnavailable = "upstream_unavailable"
     case overloaded
@@ -94,6 +97,8 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             .validationURLRefused, .identityUnavailable, .appleRequestRefused,
             .appleResponseInvalid, .eventNotFound, .eventApplied, .eventBusy, .concurrentChange:
             .refused
+        // Not the request's fault, but no retry of it helps either: only the operator can.
+        case .hsmCapabilityMissing: .refused
         case .webMerchantNotFound, .webMerchantDomainLimit, .webMerchantDomainTaken, .webMerchantDomainUnproven,
             .webMerchantDomainNotRegistered, .domainAssociationMissing,
             .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
@@ -113,6 +118,7 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             case .unknownPublicKeyHash: .unknownPublicKeyHash
             case .decryptionFailed: .decryptionFailed
             case .hsmUnavailable: .hsmUnavailable
+            case .hsmCapabilityMissing: .hsmCapabilityMissing
             case .overloaded: .overloaded
             case .databaseUnavailable: .databaseUnavailable
             case .merchantNotAuthorized: .merchantNotAuthorized

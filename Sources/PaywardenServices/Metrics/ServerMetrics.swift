@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import Prometheus
 import Synchronization
@@ -190,6 +191,29 @@ public final class ServerMetrics: Sendable {
     public func setPaths(ecdh: String?, rsa: String?) {
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "ecdh"), ("path", ecdh ?? "none")]).set(to: 1)
         registry.makeGauge(descriptor: Self.paths, labels: [("operation", "rsa_oaep"), ("path", rsa ?? "none")]).set(to: 1)
+    }
+
+    /// 1 for each token version the HSM can decrypt, 0 for those its capability probe found no path for.
+    public func setDecryptableVersions(_ versions: [PaymentTokenVersion: Bool]) {
+        for (version, decryptable) in versions {
+            registry.makeGauge(
+                descriptor: Self.name(
+                    "hsm_token_version_decryptable", unit: "",
+                    "1 when the HSM can decrypt tokens of this version, 0 when it lacks the key operation (see hsm status)"),
+                labels: [("version", version.rawValue)]
+            ).set(to: decryptable ? 1 : 0)
+        }
+    }
+
+    /// The module failed a key operation on a token's bytes and then ran it correctly on bytes of
+    /// its own: the token was refused as `decryption_failed`, and the HSM kept in service.
+    public func hsmFailureOnInput(operation: String) {
+        registry.makeCounter(
+            descriptor: Self.name(
+                "hsm_failures_on_input", unit: "total",
+                "Key operations the module failed on a token's bytes while it passed its health check just after, by operation"),
+            labels: [("operation", operation)]
+        ).increment()
     }
 
     /// `mode`: `inline` or `pool` (``HSM/dispatch``).

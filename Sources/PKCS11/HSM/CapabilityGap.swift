@@ -1,0 +1,49 @@
+/// A private-key operation payment tokens need that this HSM cannot run: what it lacks, in
+/// Cryptoki's terms, and what would provide it. Permanent for this module and configuration, so
+/// no retry helps; an operator reads it in `hsm status` and in every refusal it causes.
+public struct CapabilityGap: Sendable, Hashable, CustomStringConvertible {
+    public enum Operation: String, Sendable, Hashable, CaseIterable {
+        /// EC_v1: ECDH on P-256 followed by the one-step KDF.
+        case ecdhP256 = "ECDH on P-256"
+        /// RSA_v1: RSA-OAEP with SHA-256.
+        case rsaOAEPSHA256 = "RSA-OAEP-SHA256 decryption"
+    }
+
+    public let operation: Operation
+    /// The paths the probe tried, none of which works here.
+    public let missing: String
+    /// The HSM feature, or the setting, that would provide a path.
+    public let remedy: String
+
+    public var description: String { "the HSM cannot run \(operation.rawValue): \(missing); no retry helps: \(remedy)" }
+
+    /// The gap for `operation` given what the probe found, or nil when a path is in use.
+    static func find(_ operation: Operation, in capabilities: Capabilities, configuration: HSMConfiguration) -> CapabilityGap? {
+        guard capabilities.isProbed else { return nil }
+        switch operation {
+        case .ecdhP256:
+            guard capabilities.ecdhPath == nil else { return nil }
+            let extractable = configuration.allowExtractableSharedSecret
+            return CapabilityGap(
+                operation: operation,
+                missing: "it runs neither CKM_ECDH1_DERIVE with CKD_SHA256_KDF_SP800 nor CKM_ECDH1_DERIVE with CKD_NULL into a "
+                    + "sensitive secret digested by C_DigestKey\(extractable ? " nor into an extractable secret" : "")",
+                remedy: "an HSM, or a PKCS#11 client library, that runs CKM_ECDH1_DERIVE on P-256 with one of these would"
+                    + (extractable
+                        ? ""
+                        : ", or PAYWARDEN_HSM_ALLOW_EXTRACTABLE_ECDH=true where the module derives an extractable secret "
+                            + "(the shared secret then leaves the HSM)"))
+        case .rsaOAEPSHA256:
+            guard capabilities.rsaDecryptionPath == nil else { return nil }
+            let software = configuration.allowSoftwareOAEPDecoding
+            return CapabilityGap(
+                operation: operation,
+                missing: "it runs neither C_UnwrapKey nor C_Decrypt with CKM_RSA_PKCS_OAEP and SHA-256"
+                    + (software ? " nor CKM_RSA_X_509" : ""),
+                remedy: "an HSM that decrypts RSA-OAEP with SHA-256 would"
+                    + (software
+                        ? ""
+                        : ", or PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP=true where the module decrypts raw RSA (CKM_RSA_X_509)"))
+        }
+    }
+}
