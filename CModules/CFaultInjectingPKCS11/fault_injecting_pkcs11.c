@@ -347,13 +347,6 @@ static void pwf_end_verify(CK_SESSION_HANDLE session)
     X(C_SetAttributeValue, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE b, CK_ATTRIBUTE_PTR c, CK_ULONG d), (a, b, c, d)) \
     X(C_FindObjectsInit, (CK_SESSION_HANDLE a, CK_ATTRIBUTE_PTR b, CK_ULONG c), (a, b, c))                         \
     X(C_FindObjects, (CK_SESSION_HANDLE a, CK_OBJECT_HANDLE_PTR b, CK_ULONG c, CK_ULONG_PTR d), (a, b, c, d))      \
-    X(C_EncryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                     \
-    X(C_DecryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                     \
-    X(C_DigestInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b), (a, b))                                             \
-    X(C_SignInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                        \
-    X(C_SignRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                 \
-    X(C_VerifyInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                      \
-    X(C_VerifyRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))               \
     X(C_DigestEncryptUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e),      \
       (a, b, c, d, e))                                                                                             \
     X(C_DecryptDigestUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e),      \
@@ -362,19 +355,6 @@ static void pwf_end_verify(CK_SESSION_HANDLE session)
       (a, b, c, d, e))                                                                                             \
     X(C_DecryptVerifyUpdate, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c, CK_BYTE_PTR d, CK_ULONG_PTR e),      \
       (a, b, c, d, e))                                                                                             \
-    X(C_GenerateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_OBJECT_HANDLE_PTR e), \
-      (a, b, c, d, e))                                                                                             \
-    X(C_GenerateKeyPair,                                                                                           \
-      (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_ATTRIBUTE_PTR e, CK_ULONG f,    \
-       CK_OBJECT_HANDLE_PTR g, CK_OBJECT_HANDLE_PTR h),                                                            \
-      (a, b, c, d, e, f, g, h))                                                                                    \
-    X(C_WrapKey,                                                                                                   \
-      (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_OBJECT_HANDLE d, CK_BYTE_PTR e, CK_ULONG_PTR f), \
-      (a, b, c, d, e, f))                                                                                          \
-    X(C_UnwrapKey,                                                                                                 \
-      (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d, CK_ULONG e, CK_ATTRIBUTE_PTR f,  \
-       CK_ULONG g, CK_OBJECT_HANDLE_PTR h),                                                                        \
-      (a, b, c, d, e, f, g, h))                                                                                    \
     X(C_SeedRandom, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c))                                   \
     X(C_GenerateRandom, (CK_SESSION_HANDLE a, CK_BYTE_PTR b, CK_ULONG c), (a, b, c))                               \
     X(C_GetFunctionStatus, (CK_SESSION_HANDLE a), (a))                                                             \
@@ -389,6 +369,68 @@ static void pwf_end_verify(CK_SESSION_HANDLE session)
     }
 PWF_PLAIN(PWF_DEFINE_PLAIN)
 
+/* ---- Calls that take a mechanism, which the device may not have ---- */
+
+/* Mechanisms the device answers CKR_MECHANISM_INVALID for, in every call that takes one, as a
+ * module without them would (the mechanism list is left as it is: modules' lists are claims). */
+#define PWF_MAX_REFUSED 16
+static CK_MECHANISM_TYPE pwf_refused_mechanisms[PWF_MAX_REFUSED];
+static int pwf_refused_count;
+
+static int pwf_refuses(CK_MECHANISM_PTR mechanism)
+{
+    if (mechanism == NULL) return 0;
+    pthread_mutex_lock(&pwf_lock);
+    int refused = 0;
+    for (int i = 0; i < pwf_refused_count; i++) refused |= pwf_refused_mechanisms[i] == mechanism->mechanism;
+    pthread_mutex_unlock(&pwf_lock);
+    return refused;
+}
+
+PWF_EXPORT int pwfault_refuse_mechanism(unsigned long mechanism)
+{
+    pthread_mutex_lock(&pwf_lock);
+    int added = pwf_refused_count < PWF_MAX_REFUSED;
+    if (added) pwf_refused_mechanisms[pwf_refused_count++] = mechanism;
+    pthread_mutex_unlock(&pwf_lock);
+    return added ? 0 : -1;
+}
+
+#define PWF_WITH_MECHANISM(X)                                                                                      \
+    X(C_EncryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                     \
+    X(C_DecryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                     \
+    X(C_DigestInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b), (a, b))                                             \
+    X(C_SignInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                        \
+    X(C_SignRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                 \
+    X(C_VerifyInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                      \
+    X(C_VerifyRecoverInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))               \
+    X(C_GenerateKey, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_OBJECT_HANDLE_PTR e), \
+      (a, b, c, d, e))                                                                                             \
+    X(C_GenerateKeyPair,                                                                                           \
+      (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_ATTRIBUTE_PTR c, CK_ULONG d, CK_ATTRIBUTE_PTR e, CK_ULONG f,    \
+       CK_OBJECT_HANDLE_PTR g, CK_OBJECT_HANDLE_PTR h),                                                            \
+      (a, b, c, d, e, f, g, h))                                                                                    \
+    X(C_WrapKey,                                                                                                   \
+      (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_OBJECT_HANDLE d, CK_BYTE_PTR e, CK_ULONG_PTR f), \
+      (a, b, c, d, e, f))                                                                                          \
+    X(C_UnwrapKey,                                                                                                 \
+      (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c, CK_BYTE_PTR d, CK_ULONG e, CK_ATTRIBUTE_PTR f, \
+       CK_ULONG g, CK_OBJECT_HANDLE_PTR h),                                                                        \
+      (a, b, c, d, e, f, g, h))
+
+#define PWF_DEFINE_WITH_MECHANISM(name, parameters, arguments) \
+    static CK_RV pwf_##name parameters                         \
+    {                                                          \
+        CK_RV rv = pwf_gate(PWF_##name);                       \
+        if (rv != CKR_OK) return rv;                           \
+        if (pwf_refuses(b)) {                                  \
+            pwf_done();                                        \
+            return CKR_MECHANISM_INVALID;                      \
+        }                                                      \
+        PWF_FORWARD(name, arguments);                          \
+    }
+PWF_WITH_MECHANISM(PWF_DEFINE_WITH_MECHANISM)
+
 /* ---- C_DeriveKey, whose ECDH key derivation function may be rewritten ---- */
 
 /* CK_ECDH1_DERIVE_PARAMS.kdf values: ECDH derives naming `pwf_kdf_from` reach the target naming
@@ -402,6 +444,10 @@ static CK_RV pwf_C_DeriveKey(CK_SESSION_HANDLE session, CK_MECHANISM_PTR mechani
 {
     CK_RV rv = pwf_gate(PWF_C_DeriveKey);
     if (rv != CKR_OK) return rv;
+    if (pwf_refuses(mechanism)) {
+        pwf_done();
+        return CKR_MECHANISM_INVALID;
+    }
     unsigned long from = atomic_load(&pwf_kdf_from), to = atomic_load(&pwf_kdf_to);
     CK_MECHANISM rewritten;
     CK_ECDH1_DERIVE_PARAMS parameters;
@@ -842,6 +888,7 @@ PWF_EXPORT void pwfault_clear(void)
     pthread_mutex_lock(&pwf_lock);
     pwf_release_locked(PWF_ANY);
     for (int i = 0; i <= PWF_ANY; i++) pwf_faults[i] = (pwf_fault){0};
+    pwf_refused_count = 0;
     pthread_mutex_unlock(&pwf_lock);
 }
 
@@ -880,6 +927,7 @@ static const struct {
     const char *name;
     CK_RV value;
 } pwf_return_values[] = {
+    {"CKR_MECHANISM_INVALID", CKR_MECHANISM_INVALID},
     {"CKR_GENERAL_ERROR", CKR_GENERAL_ERROR},
     {"CKR_FUNCTION_FAILED", CKR_FUNCTION_FAILED},
     {"CKR_DEVICE_ERROR", CKR_DEVICE_ERROR},

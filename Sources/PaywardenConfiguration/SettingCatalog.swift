@@ -59,8 +59,8 @@ public enum SettingCatalog {
         "where HSM calls run: on the request's own thread (inline), on the HSM worker threads (pool), or inline when the module "
             + "answers a round trip within hsm_inline_threshold_us (auto: SoftHSM and NSS softokn inline, a network HSM on the pool)")
     public static let hsmInlineThresholdMicroseconds = Setting(
-        "hsm_inline_threshold_us", .integer(1...100_000), default: .value("50"),
-        "the module round trip (median of 9 C_GenerateRandom, measured at start) within which auto dispatch runs calls inline")
+        "hsm_inline_threshold_us", .integer(1...100_000), default: .value("10"),
+        "the module's fastest round trip (of 15 C_GenerateRandom, measured at start) within which auto dispatch runs calls inline")
     public static let hsmRecycleEvery = Setting(
         "hsm_recycle_every", .integer(0...100_000_000), default: .value("10000"),
         "decryptions between module recycles (0: never); SoftHSM leaks about 241 B per derive until then")

@@ -42,6 +42,7 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
         case unknownFunction(String)
         case invalidSpecification(entry: Int)
         case notHung(function: String, calls: Int)
+        case tooManyRefusals
 
         public var description: String {
             switch self {
@@ -52,6 +53,7 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
             case .unknownFunction(let name): "\"\(name)\" is not a PKCS#11 function name (C_Login, C_Sign, ... or *)"
             case .invalidSpecification(let entry): "fault specification entry \(entry) is not understood"
             case .notHung(let function, let calls): "\(function) did not have \(calls) call(s) hanging in time"
+            case .tooManyRefusals: "at most 16 mechanisms can be refused"
             }
         }
     }
@@ -189,7 +191,14 @@ public final class FaultInjectingPKCS11: @unchecked Sendable {
         controls.rewriteECDHKDF(from, to)
     }
 
-    /// Restores the device, releases every hang, and clears every error, latency and KDF rewrite. Counts stay.
+    /// Every call that takes `mechanism` (`C_SignInit`, `C_DeriveKey`, `C_GenerateKeyPair`, ...)
+    /// answers `CKR_MECHANISM_INVALID`, as on a module without it. ``clear()`` ends it.
+    public func refuse(_ mechanism: MechanismType) throws {
+        guard controls.refuseMechanism(mechanism.rawValue) == 0 else { throw ControlError.tooManyRefusals }
+    }
+
+    /// Restores the device, releases every hang, and clears every error, latency, KDF rewrite and
+    /// mechanism refusal. Counts stay.
     public func clear() {
         controls.clear()
     }
@@ -238,6 +247,7 @@ extension FaultInjectingPKCS11 {
         let restoreDevice: @convention(c) () -> Void
         let clear: @convention(c) () -> Void
         let rewriteECDHKDF: @convention(c) (UInt, UInt) -> Void
+        let refuseMechanism: @convention(c) (UInt) -> Int32
         let calls: @convention(c) (Name) -> Int
         let resetCalls: @convention(c) () -> Void
         let openSessions: @convention(c) () -> Int
@@ -263,6 +273,7 @@ extension FaultInjectingPKCS11 {
             restoreDevice = try symbol("pwfault_restore_device")
             clear = try symbol("pwfault_clear")
             rewriteECDHKDF = try symbol("pwfault_rewrite_ecdh_kdf")
+            refuseMechanism = try symbol("pwfault_refuse_mechanism")
             calls = try symbol("pwfault_calls")
             resetCalls = try symbol("pwfault_reset_calls")
             openSessions = try symbol("pwfault_open_sessions")

@@ -17,7 +17,8 @@ struct InlineDispatchTests {
         #expect(local.dispatchChoice.chosen == .inline, "\(local.dispatchChoice.summary)")
         #expect(local.dispatchChoice.roundTrip < local.dispatchChoice.threshold)
         #expect(local.dispatch == .inline)
-        #expect(local.dispatchChoice.summary.hasPrefix("inline (auto: the module answers a round trip in"))
+        #expect(local.dispatchChoice.summary.hasPrefix("inline (auto: the module's fastest round trip of 15 took"))
+        #expect(local.dispatchChoice.samples.count == 15 && local.dispatchChoice.samples.first == local.dispatchChoice.roundTrip)
 
         // A module whose every call waits 1 ms, as across a network.
         let device = try FaultInjectingPKCS11.make()

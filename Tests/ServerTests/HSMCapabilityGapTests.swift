@@ -1,9 +1,11 @@
+import Crypto
 import Foundation
 import PKCS11
 import PaywardenServer
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
+import _CryptoExtras
 
 /// A module without ECDH (as p11-kit's 0.24 client or Google's kmsp11): the fault-injecting module
 /// answers `CKR_MECHANISM_INVALID` to every `C_DeriveKey`, so the capability probe finds no ECDH
@@ -41,5 +43,79 @@ struct HSMCapabilityGapTests {
             #expect(metrics.contains(#"outcome="hsm_capability_missing""#))
             #expect(server.logs.text.contains("this HSM cannot decrypt EC_v1 tokens"))
         }
+    }
+
+    /// `keys create` and `keys import` refuse a key this HSM could not use, before anything is
+    /// made (exit status 3, what is missing named), and make it with a warning when asked to.
+    @Test func keysTheHSMCannotUseAreRefusedUnlessAllowed() async throws {
+        let env = try await AdminTestEnvironment.make(backend: .softHSM)
+        var withoutECDH = FaultInjectingPKCS11.environment(faults: "C_DeriveKey=error:CKR_MECHANISM_INVALID")
+        withoutECDH["PAYWARDEN_PKCS11_MODULE"] = FaultInjectingPKCS11.builtLibrary
+        let merchant = "merchant.com.example.gap"
+
+        let refused = try env.paywarden("keys", "create", "--merchant-id", merchant, "--type", "ec", environment: withoutECDH)
+        #expect(refused.status == 3, "\(refused.stderr)")
+        #expect(refused.stderr.contains("refused: this HSM cannot use an EC processing key"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("CKM_ECDH1_DERIVE") && refused.stderr.contains("nothing was made"))
+        #expect(refused.stderr.contains("--allow-unusable"))
+        let keyPath = try env.write(Array(P256.KeyAgreement.PrivateKey().pemRepresentation.utf8), named: "ec-key.pem")
+        let importRefused = try env.paywarden("keys", "import", "--key", keyPath, "--merchant-id", merchant, environment: withoutECDH)
+        #expect(importRefused.status == 3 && importRefused.stderr.contains("cannot use an EC processing key"), "\(importRefused.stderr)")
+        #expect(try env.listedKeys().isEmpty, "nothing was made")
+
+        // RSA processing keys are of use there; an EC key is made on request, with a warning.
+        let rsa = try env.paywarden("keys", "create", "--merchant-id", merchant, "--type", "rsa", environment: withoutECDH)
+        #expect(rsa.status == 0, "\(rsa.stderr)")
+        #expect(!rsa.stderr.contains("warning"))
+        let prepared = try env.paywarden(
+            "keys", "create", "--merchant-id", merchant, "--type", "ec", "--allow-unusable", environment: withoutECDH)
+        #expect(prepared.status == 0, "\(prepared.stderr)")
+        #expect(prepared.stderr.contains("warning: this HSM cannot use an EC processing key yet"), "\(prepared.stderr)")
+        #expect(try env.listedKeys().map(\.type).sorted() == ["ec", "rsa"])
+
+        // Without signing, no identity key of either type.
+        var withoutSigning = FaultInjectingPKCS11.environment(faults: "C_SignInit=error:CKR_MECHANISM_INVALID")
+        withoutSigning["PAYWARDEN_PKCS11_MODULE"] = FaultInjectingPKCS11.builtLibrary
+        for type in ["rsa", "ec"] {
+            let identity = try env.paywarden(
+                "keys", "create", "--merchant-id", merchant, "--purpose", "identity", "--type", type, environment: withoutSigning)
+            #expect(identity.status == 3, "\(identity.stderr)")
+            #expect(identity.stderr.contains("cannot use an \(type.uppercased()) identity key"), "\(identity.stderr)")
+        }
+    }
+
+    /// A module that signs but does not hash (no `CKM_SHA256_RSA_PKCS`, as some tokens and TPMs):
+    /// SHA-256 is computed in software and the DigestInfo signed with `CKM_RSA_PKCS`, the same
+    /// signature byte for byte, since RSASSA-PKCS1-v1_5 is deterministic. Without `CKM_RSA_PKCS`
+    /// either, RSA signing is a capability gap, named.
+    @Test func rsaSignaturesAreHashedInSoftwareWhereTheModuleOnlySigns() async throws {
+        let token = try await SoftHSMTestToken.make()
+        let device = try FaultInjectingPKCS11.make()
+        try device.refuse(.sha256RSAPKCS)
+        let hsm = try await device.open(token)
+        #expect(hsm.capabilities.rsaSigningPath == .softwareDigest, "\(hsm.capabilities.report)")
+        #expect(hsm.capabilities.report.contains("RSA signing: sha256-rsa-pkcs: unsupported (CKR_MECHANISM_INVALID)"))
+        let key = try await hsm.generateKeyPair(KeySpecification(label: "signer", algorithm: .rsa2048, usage: [.sign]))
+        let message = Array("certification request info".utf8)
+        let signature = try await hsm.signRSAPKCS1SHA256(key.id, message: message)
+        let direct = try await token.open()
+        #expect(direct.capabilities.rsaSigningPath == .hashAndSign)
+        #expect(try await direct.signRSAPKCS1SHA256(key.id, message: message) == signature)
+        guard case .rsa(let modulus, let exponent) = key.publicKey else {
+            Issue.record("not an RSA key")
+            return
+        }
+        #expect(
+            try _RSA.Signing.PublicKey(n: modulus, e: exponent).isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: message, padding: .insecurePKCS1v1_5))
+
+        let neither = try FaultInjectingPKCS11.make()
+        try neither.refuse(.sha256RSAPKCS)
+        try neither.refuse(.rsaPKCS)
+        let unsigning = try await neither.open(token)
+        #expect(unsigning.capabilities.rsaSigningPath == nil)
+        await #expect(throws: PKCS11Error.self) { try await unsigning.signRSAPKCS1SHA256(key.id, message: message) }
+        let reason = try #require(try await unsigning.unusableReason(of: .rsa2048, for: .signing))
+        #expect(reason.contains("neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS"), "\(reason)")
     }
 }

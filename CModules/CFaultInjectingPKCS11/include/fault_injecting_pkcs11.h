@@ -62,7 +62,12 @@ void pwfault_restore_device(void);
  * with `to` instead, so the token computes another KDF than the one asked for (0, 0: none). */
 void pwfault_rewrite_ecdh_kdf(unsigned long from, unsigned long to);
 
-/* Restores the device, releases every hang and clears every error, latency and KDF rewrite. Counts stay. */
+/* Every call that takes `mechanism` (C_SignInit, C_DeriveKey, C_GenerateKeyPair...) returns
+ * CKR_MECHANISM_INVALID without reaching the target, as on a module without it. Returns -1 when
+ * 16 are refused already. */
+int pwfault_refuse_mechanism(unsigned long mechanism);
+
+/* Restores the device, releases every hang and clears every error, latency, KDF rewrite and mechanism refusal. Counts stay. */
 void pwfault_clear(void);
 
 /* Calls of `function` ("*" or NULL: of all) since load or the last reset, faulted ones included. */

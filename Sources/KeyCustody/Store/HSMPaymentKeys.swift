@@ -93,7 +93,7 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
     }
 
     public func missingCapability(for version: PaymentTokenVersion) -> String? {
-        hsm.capabilityGap(version == .ecV1 ? .ecdhP256 : .rsaOAEPSHA256)?.description
+        hsm.capabilityGaps.first { Self.version(of: $0.operation) == version }?.description
     }
 
     /// The token version whose decryption needs `operation`.

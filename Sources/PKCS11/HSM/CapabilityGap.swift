@@ -21,8 +21,16 @@ public struct CapabilityGap: Sendable, Hashable, CustomStringConvertible {
     static func find(_ operation: Operation, in capabilities: Capabilities, configuration: HSMConfiguration) -> CapabilityGap? {
         guard capabilities.isProbed else { return nil }
         switch operation {
+        case .ecdhP256: guard capabilities.ecdhPath == nil else { return nil }
+        case .rsaOAEPSHA256: guard capabilities.rsaDecryptionPath == nil else { return nil }
+        }
+        return missing(operation, configuration: configuration)
+    }
+
+    /// The gap for `operation` when no path for it passed the probe.
+    static func missing(_ operation: Operation, configuration: HSMConfiguration) -> CapabilityGap {
+        switch operation {
         case .ecdhP256:
-            guard capabilities.ecdhPath == nil else { return nil }
             let extractable = configuration.allowExtractableSharedSecret
             return CapabilityGap(
                 operation: operation,
@@ -34,7 +42,6 @@ public struct CapabilityGap: Sendable, Hashable, CustomStringConvertible {
                         : ", or PAYWARDEN_HSM_ALLOW_EXTRACTABLE_ECDH=true where the module derives an extractable secret "
                             + "(the shared secret then leaves the HSM)"))
         case .rsaOAEPSHA256:
-            guard capabilities.rsaDecryptionPath == nil else { return nil }
             let software = configuration.allowSoftwareOAEPDecoding
             return CapabilityGap(
                 operation: operation,

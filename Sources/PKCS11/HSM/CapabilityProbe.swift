@@ -10,7 +10,7 @@ enum CapabilityProbe {
     static func run(session: Session, mechanisms: Set<MechanismType>, configuration: HSMConfiguration) -> Capabilities {
         var report: [String] = []
         let ecdh = probeECDH(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
-        let (rsa, pss) = probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
+        let (rsa, pss, rsaSigning) = probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
         let aesGCM = probeAESGCM(session: session, report: &report)
         let wrap = probeDataKeyWrap(session: session, aesGCM: aesGCM, report: &report)
         let hmac = probeHMAC(session: session, report: &report)
@@ -18,11 +18,11 @@ enum CapabilityProbe {
         let p384 = probeP384ECDH(session: session, configuration: configuration, report: &report)
         return Capabilities(
             ecdhPath: ecdh, rsaDecryptionPath: rsa, dataKeyWrapPath: wrap, aesGCM: aesGCM, hmacSHA256: hmac, rsaPSS: pss,
-            unknownAttributes: unknown, mechanisms: mechanisms, report: report, p384ECDHPath: p384
+            rsaSigningPath: rsaSigning, unknownAttributes: unknown, mechanisms: mechanisms, report: report, p384ECDHPath: p384
         )
     }
 
-    private static func probeECDH(
+    static func probeECDH(
         session: Session, mechanisms: Set<MechanismType>, configuration: HSMConfiguration, report: inout [String]
     ) -> ECDHPath? {
         // A mechanism list is a claim, not a fact: what is missing from it is tried all the same.
@@ -30,10 +30,10 @@ enum CapabilityProbe {
             report.append("ECDH: the token does not list CKM_ECDH1_DERIVE and CKM_EC_KEY_PAIR_GEN; probed all the same")
         }
         do {
-            let (publicHandle, privateHandle) = try session.generateKeyPair(
-                .ecKeyPairGeneration,
-                publicKey: [.bool(.token, false), Attribute(.ecParams, bytes: KeyAlgorithm.p256Parameters)],
-                privateKey: [.bool(.token, false), .bool(.sensitive, true), .bool(.extractable, false), .bool(.derive, true)]
+            let (publicHandle, privateHandle) = try throwAwayKeyPair(
+                session, .ecKeyPairGeneration, report: &report,
+                publicKey: [Attribute(.ecParams, bytes: KeyAlgorithm.p256Parameters)],
+                privateKey: [.bool(.sensitive, true), .bool(.extractable, false), .bool(.derive, true)]
             )
             defer {
                 try? session.destroyObject(privateHandle)
@@ -67,22 +67,21 @@ enum CapabilityProbe {
         return nil
     }
 
-    private static func probeRSA(
+    static func probeRSA(
         session: Session, mechanisms: Set<MechanismType>, configuration: HSMConfiguration, report: inout [String]
-    ) -> (RSADecryptionPath?, pss: Bool) {
+    ) -> (RSADecryptionPath?, pss: Bool, signing: RSASigningPath?) {
         if !mechanisms.contains(.rsaKeyPairGeneration) {
             report.append("RSA: the token does not list CKM_RSA_PKCS_KEY_PAIR_GEN; probed all the same")
         }
         do {
-            let (publicHandle, privateHandle) = try session.generateKeyPair(
-                .rsaKeyPairGeneration,
+            let (publicHandle, privateHandle) = try throwAwayKeyPair(
+                session, .rsaKeyPairGeneration, report: &report,
                 publicKey: [
-                    .bool(.token, false), .ulong(.modulusBits, 2048), Attribute(.publicExponent, bytes: [1, 0, 1]),
+                    .ulong(.modulusBits, 2048), Attribute(.publicExponent, bytes: [1, 0, 1]),
                     .bool(.encrypt, true), .bool(.wrap, true), .bool(.verify, true),
                 ],
                 privateKey: [
-                    .bool(.token, false), .bool(.sensitive, true), .bool(.extractable, false),
-                    .bool(.decrypt, true), .bool(.unwrap, true), .bool(.sign, true),
+                    .bool(.sensitive, true), .bool(.extractable, false), .bool(.decrypt, true), .bool(.unwrap, true), .bool(.sign, true),
                 ]
             )
             defer {
@@ -93,8 +92,9 @@ enum CapabilityProbe {
                 case .rsa(let modulus, let exponent) = try PublicKey(
                     keyType: .rsa, attributes: session.attributes(of: publicHandle, [.modulus, .publicExponent])
                 )
-            else { return (nil, false) }
+            else { return (nil, false, nil) }
             let pss = probePSS(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
+            let signing = probeRSASigningPath(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
             let secret = Array(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
             let ciphertext = Array(
                 try _RSA.Encryption.PublicKey(n: modulus, e: exponent)
@@ -110,11 +110,27 @@ enum CapabilityProbe {
                 )
                 return plaintext == secret ? nil : "wrong plaintext"
             }
-            return (path, pss)
+            return (path, pss, signing)
         } catch {
-            report.append("RSA: probe failed: \(reason(error)); RSA_v1 and RSA-PSS are unavailable")
+            report.append("RSA: probe failed: \(reason(error)); RSA_v1 and RSA signing are unavailable")
         }
-        return (nil, false)
+        return (nil, false, nil)
+    }
+
+    /// RSASSA-PKCS1-v1_5 with SHA-256, hashed in the HSM or, where the module lacks
+    /// `CKM_SHA256_RSA_PKCS`, in software with `CKM_RSA_PKCS` over the DigestInfo: the first whose
+    /// signature verifies in software.
+    static func probeRSASigningPath(
+        session: Session, privateKey: ObjectHandle, modulus: [UInt8], exponent: [UInt8], report: inout [String]
+    ) -> RSASigningPath? {
+        let message = Array("capability probe: RSA signing".utf8)
+        return firstWorking("RSA signing", report: &report, refusal: { _ in nil }) { (path: RSASigningPath) in
+            let signature = try session.signRSAPKCS1SHA256(path: path, privateKey: privateKey, message: message)
+            let key = try _RSA.Signing.PublicKey(n: modulus, e: exponent)
+            let valid = key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: message, padding: .insecurePKCS1v1_5)
+            return valid ? nil : "the token's signature does not verify"
+        }
     }
 
     /// RSASSA-PSS (SHA-256, MGF1-SHA-256, 32-byte salt): randomised, so the token's signature is
@@ -131,6 +147,23 @@ enum CapabilityProbe {
             let key = try _RSA.Signing.PublicKey(n: modulus, e: exponent)
             let valid = key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: message, padding: .PSS)
             return valid ? nil : "the token's signature does not verify"
+        }
+    }
+
+    /// A key pair for one probe, which the caller destroys: session objects, or token objects on a
+    /// module that refuses session objects (tpm2-pkcs11), which the report says.
+    static func throwAwayKeyPair(
+        _ session: Session, _ mechanism: Mechanism, report: inout [String], publicKey: [Attribute], privateKey: [Attribute]
+    ) throws(PKCS11Error) -> (publicKey: ObjectHandle, privateKey: ObjectHandle) {
+        do {
+            return try session.generateKeyPair(
+                mechanism, publicKey: [.bool(.token, false)] + publicKey, privateKey: [.bool(.token, false)] + privateKey)
+        } catch where error.returnValue != .mechanismInvalid && error.category != .relogin {
+            let pair = try session.generateKeyPair(
+                mechanism, publicKey: [.bool(.token, true)] + publicKey, privateKey: [.bool(.token, true)] + privateKey)
+            report.append(
+                "probe keys: the token refused session objects (\(reason(error))); probed with token objects, destroyed afterwards")
+            return pair
         }
     }
 

@@ -136,11 +136,29 @@ extension HSM {
         }
     }
 
-    /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`.
+    /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`, by the path the probe found (the HSM's
+    /// own hash-and-sign, else a software hash signed with `CKM_RSA_PKCS`). Unprobed (the admin
+    /// commands), each path in turn while the module answers `CKR_MECHANISM_INVALID`.
     public func signRSAPKCS1SHA256(_ id: KeyIdentifier, message: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
-        try await withPrivateKey(id, operation: "rsa-pkcs1-sign") { (session, key) throws(PKCS11Error) in
+        let paths: ArraySlice<RSASigningPath>
+        switch (capabilities.isProbed, capabilities.rsaSigningPath) {
+        case (false, _): paths = RSASigningPath.allCases[...]
+        case (true, let probed?): paths = [probed]
+        case (true, nil):
+            throw .mechanismUnsupported(
+                "the HSM cannot make RSA signatures: neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS works (see the capability probe)")
+        }
+        return try await withPrivateKey(id, operation: "rsa-pkcs1-sign") { (session, key) throws(PKCS11Error) in
             guard key.algorithm == .rsa2048 else { throw .invalidInput("key \(id) is not RSA") }
-            return try session.signRSAPKCS1SHA256(privateKey: key.handle, message: message)
+            var remaining = paths
+            while true {
+                let path = remaining.removeFirst()
+                do throws(PKCS11Error) {
+                    return try session.signRSAPKCS1SHA256(path: path, privateKey: key.handle, message: message)
+                } catch where error.returnValue == .mechanismInvalid && !remaining.isEmpty {
+                    continue
+                }
+            }
         }
     }
 

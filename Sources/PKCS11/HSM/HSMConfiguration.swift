@@ -42,10 +42,10 @@ public struct HSMConfiguration: Sendable {
     /// Where HSM calls run: on the caller's thread, on the worker threads, or chosen by the
     /// module's measured round trip (``HSMDispatch``).
     public var dispatch = HSMDispatch.auto
-    /// The round trip within which `auto` runs calls inline. SoftHSM and NSS softokn answer in
-    /// about a microsecond; a module across a network, loopback included, in tens of microseconds
-    /// at least, and an HSM's LAN in hundreds.
-    public var inlineThreshold: Duration = .microseconds(50)
+    /// The fastest round trip within which `auto` runs calls inline. SoftHSM and NSS softokn
+    /// answer in 1–3 µs; a module behind a socket (p11-kit remoting, tpm2-abrmd) in 15 µs or more,
+    /// and an HSM across a LAN in hundreds.
+    public var inlineThreshold: Duration = .microseconds(10)
 
     /// Whether decryption works on session copies of the token keys.
     public enum SessionKeyCopies: String, Sendable, Hashable, CaseIterable {

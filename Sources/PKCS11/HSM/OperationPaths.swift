@@ -11,6 +11,18 @@ public enum ECDHPath: String, Sendable, Hashable, CaseIterable, CustomStringConv
     public var description: String { rawValue }
 }
 
+/// How the HSM makes an RSASSA-PKCS1-v1_5 signature with SHA-256 (CSRs, TLS 1.2 client
+/// authentication), strongest first.
+public enum RSASigningPath: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// `CKM_SHA256_RSA_PKCS`: the HSM hashes and signs.
+    case hashAndSign = "sha256-rsa-pkcs"
+    /// SHA-256 in software, then `CKM_RSA_PKCS` over the DigestInfo (RFC 8017 section 9.2): the
+    /// same signature, for modules that sign but do not hash (some tokens and TPMs).
+    case softwareDigest = "sha256-in-software+rsa-pkcs"
+
+    public var description: String { rawValue }
+}
+
 /// How the HSM removes RSA-OAEP (SHA-256, MGF1-SHA-256) from a wrapped key, strongest first.
 public enum RSADecryptionPath: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// `C_UnwrapKey` with OAEP-SHA256.

@@ -11,6 +11,8 @@ public enum Mechanism: Sendable {
     /// ECDSA over a digest the caller computed; the module returns raw r‖s.
     case ecdsa
     case sha256RSAPKCS
+    /// RSASSA-PKCS1-v1_5 over a DigestInfo the caller built (the hash computed in software).
+    case rsaPKCS
     /// RSASSA-PSS over the message with SHA-256, MGF1-SHA-256 and a 32-byte salt: the
     /// `rsa_pss_rsae_sha256` signatures of TLS 1.3.
     case sha256RSAPKCSPSS
@@ -48,6 +50,7 @@ public enum Mechanism: Sendable {
         case .ecdh1Derive: .ecdh1Derive
         case .ecdsa: .ecdsa
         case .sha256RSAPKCS: .sha256RSAPKCS
+        case .rsaPKCS: .rsaPKCS
         case .sha256RSAPKCSPSS: .sha256RSAPKCSPSS
         case .rsaOAEPSHA256: .rsaPKCSOAEP
         case .rsaX509: .rsaX509

@@ -10,6 +10,7 @@ public struct MechanismType: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let ecdh1Derive = MechanismType(rawValue: UInt(CKM_ECDH1_DERIVE))
     public static let ecdsa = MechanismType(rawValue: UInt(CKM_ECDSA))
     public static let sha256RSAPKCS = MechanismType(rawValue: UInt(CKM_SHA256_RSA_PKCS))
+    public static let rsaPKCS = MechanismType(rawValue: UInt(CKM_RSA_PKCS))
     public static let rsaPKCSOAEP = MechanismType(rawValue: UInt(CKM_RSA_PKCS_OAEP))
     public static let rsaX509 = MechanismType(rawValue: UInt(CKM_RSA_X_509))
     public static let sha256 = MechanismType(rawValue: UInt(CKM_SHA256))
@@ -28,6 +29,7 @@ public struct MechanismType: RawRepresentable, Hashable, Sendable, CustomStringC
         case .ecdh1Derive: "CKM_ECDH1_DERIVE"
         case .ecdsa: "CKM_ECDSA"
         case .sha256RSAPKCS: "CKM_SHA256_RSA_PKCS"
+        case .rsaPKCS: "CKM_RSA_PKCS"
         case .rsaPKCSOAEP: "CKM_RSA_PKCS_OAEP"
         case .rsaX509: "CKM_RSA_X_509"
         case .sha256: "CKM_SHA256"

@@ -103,10 +103,23 @@ extension Session {
         try sign(.ecdsa, key: privateKey, data: digest)
     }
 
-    /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`.
-    public func signRSAPKCS1SHA256(privateKey: ObjectHandle, message: [UInt8]) throws(PKCS11Error) -> [UInt8] {
-        try sign(.sha256RSAPKCS, key: privateKey, data: message)
+    /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`, by `path`.
+    public func signRSAPKCS1SHA256(
+        path: RSASigningPath = .hashAndSign, privateKey: ObjectHandle, message: [UInt8]
+    ) throws(PKCS11Error) -> [UInt8] {
+        switch path {
+        case .hashAndSign:
+            return try sign(.sha256RSAPKCS, key: privateKey, data: message)
+        case .softwareDigest:
+            return try sign(.rsaPKCS, key: privateKey, data: Self.sha256DigestInfoPrefix + SHA256.hash(data: message))
+        }
     }
+
+    /// DER of DigestInfo's algorithm identifier for SHA-256 and its digest's OCTET STRING header
+    /// (RFC 8017 section 9.2, note 1): the 32-byte digest follows.
+    static let sha256DigestInfoPrefix: [UInt8] = [
+        0x30, 0x31, 0x30, 0x0D, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20,
+    ]
 
     /// RSASSA-PSS with SHA-256, MGF1-SHA-256 and a 32-byte salt over `message`.
     public func signRSAPSSSHA256(privateKey: ObjectHandle, message: [UInt8]) throws(PKCS11Error) -> [UInt8] {

@@ -37,7 +37,9 @@ struct HSMStatus: AsyncParsableCommand {
                     configured: hsm.dispatchChoice.configured.rawValue, chosen: hsm.dispatchChoice.chosen.rawValue,
                     roundTripMicroseconds: hsm.dispatchChoice.roundTripMicroseconds,
                     thresholdMicroseconds: hsm.dispatchChoice.thresholdMicroseconds,
+                    sampleMicroseconds: hsm.dispatchChoice.sampleMicroseconds,
                     summary: hsm.dispatchChoice.summary),
+                rsaSigningPath: hsm.capabilities.rsaSigningPath?.rawValue,
                 dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
                 hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,
                 identityTLS: hsm.capabilities.rsaPSS ? ["TLS 1.2", "TLS 1.3"] : ["TLS 1.2"],
@@ -71,6 +73,9 @@ struct HSMStatus: AsyncParsableCommand {
                     status.sessionKeyCopies ? "decryption uses session copies of the token keys" : "off: decryption uses the token keys"
                 print("key copies: \(copies)")
                 print("dispatch:   \(status.dispatch.summary)")
+                let samples = status.dispatch.sampleMicroseconds.map { String(format: "%.1f", $0) }.joined(separator: " ")
+                print("            round trips (µs, fastest first): \(samples)")
+                print("RSA signs:  \(status.rsaSigningPath ?? "none: no RSA identity or upstream client key can be used")")
                 print("data keys:  \(status.dataKeyWrapPath ?? "none: neither AES key wrap with padding nor AES-GCM")")
                 let secretOperations = [("AES-GCM", status.aesGCM), ("HMAC-SHA256", status.hmacSHA256), ("RSA-PSS", status.rsaPSS)]
                 print("operations: " + secretOperations.map { "\($0.0) \($0.1 ? "yes" : "no")" }.joined(separator: ", "))
@@ -104,6 +109,8 @@ struct HSMStatus: AsyncParsableCommand {
         struct Dispatch: Encodable {
             let configured, chosen: String
             let roundTripMicroseconds, thresholdMicroseconds: Double
+            /// Every round trip measured, fastest first.
+            let sampleMicroseconds: [Double]
             let summary: String
         }
         let module: String
@@ -116,6 +123,8 @@ struct HSMStatus: AsyncParsableCommand {
         let sessionKeyCopies: Bool
         /// Where `serve` would run HSM calls with these settings (``HSMDispatch``), and why.
         let dispatch: Dispatch
+        /// How RSA CSRs and TLS 1.2 handshakes are signed (``RSASigningPath``), nil when they cannot be.
+        let rsaSigningPath: String?
         let dataKeyWrapPath: String?
         let aesGCM, hmacSHA256, rsaPSS: Bool
         /// The TLS versions a merchant identity key in this HSM can authenticate with.

@@ -27,13 +27,20 @@ struct KeysCreate: AsyncParsableCommand {
         name: .customLong("csr-out"), help: "Where to write the PEM CSR (default: MERCHANT-KEYID.csr in the Paywarden home; - for stdout).")
     var csrOut: String?
 
+    @Flag(
+        name: .customLong("allow-unusable"),
+        help: "Make the key even though this HSM cannot use it for its purpose (to prepare keys before an HSM upgrade); warns.")
+    var allowUnusable = false
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
         try await AdminAction("keys.create", merchantID: merchantID).run(hsm: hsmOptions) { store, action in
-            let (key, csr) = try await store.create(merchantID: merchantID, purpose: purpose, algorithm: type ?? purpose.defaultAlgorithm)
+            let algorithm = type ?? purpose.defaultAlgorithm
+            try await UnusableKeyRefusal.check(store.hsm, algorithm: algorithm, purpose: purpose, allowUnusable: allowUnusable)
+            let (key, csr) = try await store.create(merchantID: merchantID, purpose: purpose, algorithm: algorithm)
             action.concerns(key)
             let path = try CSRFile.write(csr, to: csrOut, home: action.home, merchantID: merchantID, key: key)
             report(

@@ -36,6 +36,11 @@ struct KeysImport: AsyncParsableCommand {
     @Flag(name: .customLong("allow-expired-certificate"), help: "Accept an expired certificate (to decrypt old tokens, e.g. for disputes).")
     var allowExpiredCertificate = false
 
+    @Flag(
+        name: .customLong("allow-unusable"),
+        help: "Import the key even though this HSM cannot use it for its purpose (to prepare keys before an HSM upgrade); warns.")
+    var allowUnusable = false
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
@@ -54,6 +59,8 @@ struct KeysImport: AsyncParsableCommand {
             } else {
                 software = try SoftwarePrivateKey(pemOrDER: InputFile.read(source, what: "key"))
             }
+            try await UnusableKeyRefusal.check(
+                store.hsm, algorithm: software.algorithm == .ecP256 ? .ec : .rsa, purpose: purpose, allowUnusable: allowUnusable)
             let merchantCertificate = try certificate.map { try MerchantCertificate(bytes: InputFile.read($0, what: "certificate")) }
             let imported = try await store.importKey(
                 software, certificate: merchantCertificate, merchantID: merchantID, purpose: purpose,

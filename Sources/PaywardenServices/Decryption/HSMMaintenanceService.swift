@@ -16,6 +16,8 @@ public final class HSMMaintenanceService: Service, Sendable {
     let logger: Logger
     /// Whether the HSM can be used: decided here only, read by the decrypt path too.
     let hsmReadiness: HSMReadiness
+    /// The token versions this HSM can never decrypt (its probe's gaps, fixed for its life).
+    private let cannotDecrypt: [String]
     /// The keys reported unreadable at the last listing, to log each once.
     private let unreadable = Mutex<Set<String>>([])
     /// When the last successful health check began: faults from before it are already answered.
@@ -31,6 +33,7 @@ public final class HSMMaintenanceService: Service, Sendable {
     public init(decryption: DecryptionService, metrics: ServerMetrics, refreshInterval: Duration, logger: Logger) {
         self.decryption = decryption
         self.hsmReadiness = decryption.readiness
+        self.cannotDecrypt = HSMPaymentKeys.decryptableVersions(decryption.hsm).filter { !$0.value }.map(\.key.rawValue).sorted()
         self.metrics = metrics
         self.refreshInterval = refreshInterval
         self.logger = logger
@@ -51,7 +54,7 @@ public final class HSMMaintenanceService: Service, Sendable {
             ready: isReady && database, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
             rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", database: decryption.database.database.driver,
             reason: !isReady ? hsmReason : database ? nil : "database_unavailable",
-            cannotDecrypt: HSMPaymentKeys.decryptableVersions(decryption.hsm).filter { !$0.value }.map(\.key.rawValue).sorted()
+            cannotDecrypt: cannotDecrypt
         )
     }
 

@@ -1,0 +1,93 @@
+import Crypto
+import Foundation
+import _CryptoExtras
+
+/// What a new key must do in the HSM to be of use: decrypt payment tokens (a processing key), or
+/// sign (an identity or upstream key's TLS handshakes and CSRs).
+public enum IntendedKeyUse: String, Sendable, Hashable {
+    case decryption
+    case signing
+}
+
+extension HSM {
+    /// Why a key of `algorithm` could not do `use` in this HSM, found now on throw-away keys as the
+    /// capability probe would, or nil when it can. Asked before a key is made, so that a key the
+    /// HSM cannot use is refused at the first command that would need it.
+    public func unusableReason(of algorithm: KeyAlgorithm, for use: IntendedKeyUse) async throws(PKCS11Error) -> String? {
+        let configuration = self.configuration
+        let mechanisms = capabilities.mechanisms
+        return try await withSession { session throws(PKCS11Error) -> String? in
+            var report: [String] = []
+            switch (algorithm, use) {
+            case (.ecP256, .decryption):
+                guard CapabilityProbe.probeECDH(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
+                    == nil
+                else { return nil }
+                return CapabilityGap.missing(.ecdhP256, configuration: configuration).description
+            case (.rsa2048, .decryption):
+                guard CapabilityProbe.probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report).0
+                    == nil
+                else { return nil }
+                return CapabilityGap.missing(.rsaOAEPSHA256, configuration: configuration).description
+            case (.rsa2048, .signing):
+                return CapabilityProbe.probeRSASigning(session: session, report: &report)
+            case (.ecP256, .signing):
+                return CapabilityProbe.probeECDSASigning(session: session, report: &report)
+            }
+        }
+    }
+}
+
+extension CapabilityProbe {
+    /// RSASSA-PKCS1-v1_5 with SHA-256 (CSRs, TLS 1.2 client authentication) on a throw-away key,
+    /// by either path, verified in software: nil when it works, else why not.
+    static func probeRSASigning(session: Session, report: inout [String]) -> String? {
+        do {
+            let (publicHandle, privateHandle) = try throwAwayKeyPair(
+                session, .rsaKeyPairGeneration, report: &report,
+                publicKey: [.ulong(.modulusBits, 2048), Attribute(.publicExponent, bytes: [1, 0, 1]), .bool(.verify, true)],
+                privateKey: [.bool(.sensitive, true), .bool(.extractable, false), .bool(.sign, true)]
+            )
+            defer {
+                try? session.destroyObject(privateHandle)
+                try? session.destroyObject(publicHandle)
+            }
+            guard case .rsa(let modulus, let exponent) = try PublicKey(
+                keyType: .rsa, attributes: session.attributes(of: publicHandle, [.modulus, .publicExponent]))
+            else { return "the token's RSA public key could not be read" }
+            guard probeRSASigningPath(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
+                == nil
+            else { return nil }
+            return "the HSM cannot sign with RSA: neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS over a software digest works ("
+                + report.filter { $0.hasPrefix("RSA signing") }.joined(separator: "; ") + ")"
+        } catch {
+            return "the HSM cannot sign with RSA: an RSA-2048 signing key could not be made (\(reason(error)))"
+        }
+    }
+
+    /// ECDSA P-256 over a SHA-256 digest on a throw-away key, verified in software: nil when it
+    /// works, else why not.
+    static func probeECDSASigning(session: Session, report: inout [String]) -> String? {
+        let message = Array("capability probe: ECDSA".utf8)
+        let digest = Array(SHA256.hash(data: message))
+        do {
+            let (publicHandle, privateHandle) = try throwAwayKeyPair(
+                session, .ecKeyPairGeneration, report: &report,
+                publicKey: [Attribute(.ecParams, bytes: KeyAlgorithm.p256Parameters), .bool(.verify, true)],
+                privateKey: [.bool(.sensitive, true), .bool(.extractable, false), .bool(.sign, true)]
+            )
+            defer {
+                try? session.destroyObject(privateHandle)
+                try? session.destroyObject(publicHandle)
+            }
+            guard case .ecP256(let point) = try PublicKey(keyType: .ec, attributes: session.attributes(of: publicHandle, [.ecPoint]))
+            else { return "the token's EC public key could not be read" }
+            let raw = try session.signECDSA(privateKey: privateHandle, digest: digest)
+            let key = try P256.Signing.PublicKey(x963Representation: point)
+            let valid = key.isValidSignature(try P256.Signing.ECDSASignature(rawRepresentation: raw), for: message)
+            return valid ? nil : "the HSM cannot sign with ECDSA: its CKM_ECDSA signature does not verify"
+        } catch {
+            return "the HSM cannot sign with ECDSA: CKM_ECDSA on a P-256 key failed (\(reason(error)))"
+        }
+    }
+}
