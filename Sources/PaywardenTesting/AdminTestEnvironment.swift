@@ -42,6 +42,14 @@ public struct AdminTestEnvironment: Sendable {
     public func paywarden(
         _ arguments: String..., input: Data? = nil, environment: [String: String] = [:]
     ) throws -> PaywardenProcess.Output {
+        try paywarden(arguments, input: input, environment: environment)
+    }
+
+    /// Runs `paywarden ARGUMENTS`, with `environment` added to (or overriding) the operator's.
+    @discardableResult
+    public func paywarden(
+        _ arguments: [String], input: Data? = nil, environment: [String: String] = [:]
+    ) throws -> PaywardenProcess.Output {
         var cli = cli
         cli.environment.merge(environment) { $1 }
         return try cli.run(arguments, input: input)

@@ -3,10 +3,6 @@ import Foundation
 import NIOCore
 import PaywardenPrimitives
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Debian's HAProxy in front of `paywarden serve` instances, as an operator puts it there: HTTP
 /// mode, health-checking `GET /readyz` every `checkInterval`, a backend down after two failed
 /// checks and up after two good ones. It never retries a request (`retries 0`): a refused or
@@ -16,7 +12,7 @@ import PaywardenPrimitives
 public final class HAProxyBalancer: @unchecked Sendable {
     public static let executable = "/usr/sbin/haproxy"
 
-    let process: Process
+    let process: DaemonProcess
     public let port: Int
     let statisticsPort: Int
     let directory: String
@@ -59,27 +55,11 @@ public final class HAProxyBalancer: @unchecked Sendable {
             """
         let path = directory + "/haproxy.cfg"
         try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-db", "-f", path]
-        let log = FileManager.default.createFile(atPath: directory + "/haproxy.log", contents: nil)
-        precondition(log)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/haproxy.log"))
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? output.close()
-        TestResources.track(cleanup: { [process] in
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        })
+        let process = try DaemonProcess(executable, ["-db", "-f", path], logPath: directory + "/haproxy.log")
         return HAProxyBalancer(process: process, port: port, statisticsPort: statisticsPort, directory: directory)
     }
 
-    init(process: Process, port: Int, statisticsPort: Int, directory: String) {
+    init(process: DaemonProcess, port: Int, statisticsPort: Int, directory: String) {
         self.process = process
         self.port = port
         self.statisticsPort = statisticsPort
@@ -87,7 +67,7 @@ public final class HAProxyBalancer: @unchecked Sendable {
     }
 
     /// What HAProxy wrote.
-    public var log: String { (try? String(contentsOfFile: directory + "/haproxy.log", encoding: .utf8)) ?? "" }
+    public var log: String { process.log }
 
     /// Each backend's state as HAProxy's statistics report it (`UP`, `DOWN`, `UP 1/2`, …), by
     /// its position in `backends`.
@@ -120,8 +100,7 @@ public final class HAProxyBalancer: @unchecked Sendable {
 
     /// Stops HAProxy.
     public func stop() {
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        process.stop()
     }
 
     public struct HAProxyFailure: Error, CustomStringConvertible {

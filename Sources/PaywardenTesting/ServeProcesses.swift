@@ -144,31 +144,9 @@ public struct ServeProcesses: Sendable {
         database: [String: String], settings: [String: String] = [:], port: Int? = nil, recordingKeys: Bool = true
     ) async throws -> ServeProcess {
         let port = try port ?? TestPostgres.freePort()
-        var environment = environment.merging(database) { $1 }.merging(settings) { $1 }
+        let environment = environment.merging(database) { $1 }.merging(settings) { $1 }
         if recordingKeys { try await recordKeys(environment) }
-        environment[SettingCatalog.listen.environmentName] = "127.0.0.1:\(port)"
-        let log = admin.home + "/serve-\(port).log"
-        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
-        // Appended to: a restart on the same port keeps the log of the run before.
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try output.seekToEnd()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: PaywardenProcess.executable)
-        process.arguments = ["serve"]
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        try? output.close()
-        let serve = ServeProcess(process: process, port: port, apiKey: apiKey, log: log)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline, process.isRunning {
-            if (try? await serve.send(.GET, "/readyz"))?.status == 200 { return serve }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        serve.kill(SIGKILL)
-        throw TestServerStartError(reason: "paywarden serve did not become ready: \(serve.log.suffix(3000))")
+        return try await ServeProcess.launch(environment: environment, port: port, apiKey: apiKey, log: admin.home + "/serve-\(port).log")
     }
 
     /// Writes the merchant key's record into the database `environment` names (migrated first).
@@ -201,6 +179,34 @@ public final class ServeProcess: @unchecked Sendable {
                 process.waitUntilExit()
             }
         })
+    }
+
+    /// Starts `paywarden serve` with `environment` on loopback `port`, its output appended to `log`
+    /// (a restart on the same port keeps the log of the run before), and waits until `/readyz`
+    /// answers 200.
+    static func launch(environment: [String: String], port: Int, apiKey: String, log: String) async throws -> ServeProcess {
+        var environment = environment
+        environment[SettingCatalog.listen.environmentName] = "127.0.0.1:\(port)"
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try output.seekToEnd()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: PaywardenProcess.executable)
+        process.arguments = ["serve"]
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        try? output.close()
+        let serve = ServeProcess(process: process, port: port, apiKey: apiKey, log: log)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, process.isRunning {
+            if (try? await serve.send(.GET, "/readyz"))?.status == 200 { return serve }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        serve.kill(SIGKILL)
+        throw TestServerStartError(reason: "paywarden serve did not become ready: \(serve.log.suffix(3000))")
     }
 
     /// What the process wrote so far.

@@ -1,0 +1,107 @@
+import Crypto
+import Foundation
+import PaywardenSandbox
+import PaywardenTestTraits
+import PaywardenTesting
+import SwiftASN1
+import Testing
+import X509
+import _CryptoExtras
+
+/// SoftHSM behind p11-kit's remoting (Debian's p11-kit 0.24: `p11-kit server` on a unix socket,
+/// Paywarden on `p11-kit-client.so`), driven as an operator would, through the CLI and a served
+/// `paywarden serve`. The client carries no ECDH parameters, so what the module can do works (RSA
+/// key custody, RSA_v1 over HTTP) and EC_v1 is refused at the first command that would need it,
+/// with a permanent answer: `keys create` exit 3, `token decrypt` exit 3, HTTP 501
+/// `hsm_capability_missing` without Retry-After while `/readyz` stays ready.
+@Suite(.serialized, .releasesTestResources)
+struct P11KitRemotingTests {
+    @Test func rsaKeysAndRSA_v1WorkThroughTheSocketAndEC_v1IsRefusedForGood() async throws {
+        try #require(P11KitRemotedToken.isInstalled, "p11-kit and p11-kit-modules are not installed (`make test` installs them)")
+        let ca = try TestCertificateAuthority()
+        let env = try await AdminTestEnvironment.make(trusting: ca, backend: .softHSM)
+        let remoted = try await P11KitRemotedToken.start(env.token)
+        let through = remoted.environment
+        let merchant = "merchant.com.example.remoted"
+
+        let status = try env.paywarden("hsm", "status", "--json", environment: through)
+        #expect(status.status == 0, "\(status.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        #expect(report["module"] as? String == P11KitRemotedToken.clientModulePath)
+        #expect(report["ecdhPath"] == nil || report["ecdhPath"] is NSNull, "\(report)")
+        #expect(report["rsaDecryptionPath"] as? String == "rsa-x509+openssl-oaep-decode")
+        #expect(report["rsaSigningPath"] as? String == "sha256-rsa-pkcs")
+        let gaps = report["cannotDecrypt"] as? [[String: Any]] ?? []
+        #expect(gaps.map { $0["version"] as? String } == ["EC_v1"], "\(gaps)")
+        // Every call crosses the socket: the pool, on every start.
+        let dispatch = try #require(report["dispatch"] as? [String: Any])
+        #expect(dispatch["chosen"] as? String == "pool", "\(dispatch)")
+        for _ in 0..<3 {
+            let again = try env.paywarden("hsm", "status", "--json", environment: through)
+            let object = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
+            #expect((object?["dispatch"] as? [String: Any])?["chosen"] as? String == "pool", "\(again.stdout)")
+        }
+
+        // EC processing: refused at the first command, nothing made.
+        let ecRefused = try env.paywarden("keys", "create", "--merchant-id", merchant, "--type", "ec", environment: through)
+        #expect(ecRefused.status == 3, "\(ecRefused.stderr)")
+        #expect(ecRefused.stderr.contains("refused: this HSM cannot use an EC processing key"), "\(ecRefused.stderr)")
+        #expect(ecRefused.stderr.contains("CKM_ECDH1_DERIVE") && ecRefused.stderr.contains("no retry helps"))
+        #expect(try env.listedKeys().isEmpty)
+
+        // RSA custody through the socket: a key made in the HSM, its CSR signed there, certified.
+        let rsa = try certifiedKey(env, ca, merchant, type: "rsa", through)
+        // An EC key prepared for an HSM upgrade, with a warning.
+        let ec = try certifiedKey(env, ca, merchant, type: "ec", through, "--allow-unusable")
+        #expect(try env.listedKeys().map(\.state) == ["active", "active"])
+
+        let forge = TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
+        let pan = "4111111111111111"
+        let rsaToken = try forge.rsaV1(payload: PaymentPayloads.emv(pan: pan), merchant: _RSA.Encryption.PublicKey(derRepresentation: rsa))
+            .withPublicKeyHash(Data(SHA256.hash(data: rsa)).base64EncodedString())
+        let ecToken = try forge.ecV1(
+            payload: PaymentPayloads.threeDSecure(), merchant: P256.KeyAgreement.PublicKey(derRepresentation: ec),
+            merchantIdentifierHash: TokenForge.merchantIdentifierHash(merchant)
+        ).withPublicKeyHash(Data(SHA256.hash(data: ec)).base64EncodedString())
+
+        let roots = ["PAYWARDEN_TRUST_ROOTS": try DecryptionTestEnvironment.sharedPKI.writeRoot(to: env.home)]
+        let ecPath = try env.write(ecToken, named: "ec-token.json")
+        let cliRefused = try env.paywarden("token", "decrypt", ecPath, environment: through.merging(roots) { $1 })
+        #expect(cliRefused.status == 3, "\(cliRefused.stderr)")
+        #expect(cliRefused.stderr.contains("hsm_capability_missing") && cliRefused.stderr.contains("no retry helps"), "\(cliRefused.stderr)")
+
+        let serve = try await env.serve(through)
+        let ready = try await serve.send(.GET, "/readyz")
+        #expect(ready.status == 200 && ready.text.contains(#""cannotDecrypt":["EC_v1"]"#), "\(ready.text)")
+        let decrypted = try await serve.decrypt(rsaToken)
+        #expect(decrypted.status == 200, "\(decrypted.text)")
+        #expect(decrypted.text.contains(pan))
+        let refused = try await serve.decrypt(ecToken)
+        #expect(refused.status == 501 && refused.errorCode == "hsm_capability_missing", "\(refused.text)")
+        #expect(refused.header("Retry-After") == nil)
+        #expect(refused.text.contains("CKM_ECDH1_DERIVE") && refused.text.contains("no retry helps"), "\(refused.text)")
+        #expect(try await serve.send(.GET, "/readyz").status == 200, "a capability gap is not an outage")
+        #expect(serve.log.contains("this HSM cannot decrypt EC_v1 tokens"))
+        serve.stop()
+    }
+
+    /// `keys create` through `environment` (and `options`), the CSR certified by `ca` and imported:
+    /// the key's SubjectPublicKeyInfo.
+    private func certifiedKey(
+        _ env: AdminTestEnvironment, _ ca: TestCertificateAuthority, _ merchant: String, type: String,
+        _ environment: [String: String], _ options: String...
+    ) throws -> Data {
+        let csrPath = env.home + "/\(type).csr"
+        let created = try env.paywarden(
+            ["keys", "create", "--merchant-id", merchant, "--type", type, "--csr-out", csrPath] + options, environment: environment)
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(created.stderr.contains("warning") == !options.isEmpty, "\(created.stderr)")
+        let csr = try String(contentsOfFile: csrPath, encoding: .utf8)
+        let certificate = try env.write(try ca.issue(csrPEM: csr, merchantID: merchant, purpose: .processing), named: "\(type).cer")
+        let imported = try env.paywarden("keys", "import-certificate", certificate, environment: environment)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        var serializer = DER.Serializer()
+        try serializer.serialize(try CertificateSigningRequest(pemEncoded: csr).publicKey)
+        return Data(serializer.serializedBytes)
+    }
+}
