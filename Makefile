@@ -13,8 +13,10 @@ RAW_PKCS11_BENCH := $(CURDIR)/.build/raw-pkcs11-bench/raw_pkcs11_bench
 
 .PHONY: deps deps-test install-packages build build-tour run try test promtool-test contract-test bench loadtest image image-test soak fuzz format lint clean
 
-# The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user).
-TEST_PACKAGES := postgresql haproxy
+# The tests also start a throw-away PostgreSQL cluster (as the unprivileged postgres user), HAProxy,
+# p11-kit's remoting in front of SoftHSM, and tpm2-pkcs11 on a software TPM.
+TEST_PACKAGES := postgresql haproxy p11-kit p11-kit-modules \
+  libtpm2-pkcs11-1 libtpm2-pkcs11-tools swtpm swtpm-tools tpm2-abrmd libtss2-tcti-tabrmd0 tpm2-tools dbus
 
 # Installs what is missing; does nothing (and needs no network) when all is there.
 deps:
@@ -72,7 +74,7 @@ try: build-tour
 # take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM, and
 # the rolling restart behind HAProxy, whose subject is the process's lifecycle, not the HSM.
 NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
-SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|HSMCapabilityGapTests|StuckHSMCallTests|GracefulShutdownTests|P11KitRemotingTests
+SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|HSMCapabilityGapTests|StuckHSMCallTests|GracefulShutdownTests|P11KitRemotingTests|TPM2PKCS11Tests
 
 test: deps-test
 	swift build --build-tests

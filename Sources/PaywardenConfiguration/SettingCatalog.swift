@@ -56,8 +56,9 @@ public enum SettingCatalog {
         "decrypt with per-session copies of the token keys (auto: on for SoftHSM)")
     public static let hsmDispatch = Setting(
         "hsm_dispatch", .choice(["auto", "inline", "pool"]), default: .value("auto"),
-        "where HSM calls run: on the request's own thread (inline), on the HSM worker threads (pool), or inline when the module "
-            + "answers a round trip within hsm_inline_threshold_us (auto: SoftHSM and NSS softokn inline, a network HSM on the pool)")
+        "where HSM calls run: on the request's own thread (inline), on the HSM worker threads (pool), or inline when the module's "
+            + "fastest round trip is within hsm_inline_threshold_us (auto: SoftHSM and NSS softokn inline, a module behind a socket "
+            + "or a network on the pool)")
     public static let hsmInlineThresholdMicroseconds = Setting(
         "hsm_inline_threshold_us", .integer(1...100_000), default: .value("10"),
         "the module's fastest round trip (of 15 C_GenerateRandom, measured at start) within which auto dispatch runs calls inline")

@@ -3,9 +3,7 @@ import Foundation
 import PaywardenSandbox
 import PaywardenTestTraits
 import PaywardenTesting
-import SwiftASN1
 import Testing
-import X509
 import _CryptoExtras
 
 /// SoftHSM behind p11-kit's remoting (Debian's p11-kit 0.24: `p11-kit server` on a unix socket,
@@ -50,9 +48,11 @@ struct P11KitRemotingTests {
         #expect(try env.listedKeys().isEmpty)
 
         // RSA custody through the socket: a key made in the HSM, its CSR signed there, certified.
-        let rsa = try certifiedKey(env, ca, merchant, type: "rsa", through)
+        let rsa = try env.certifiedProcessingKey(merchant, type: "rsa", by: ca, environment: through).subjectPublicKeyInfo
         // An EC key prepared for an HSM upgrade, with a warning.
-        let ec = try certifiedKey(env, ca, merchant, type: "ec", through, "--allow-unusable")
+        let prepared = try env.certifiedProcessingKey(merchant, type: "ec", by: ca, environment: through, options: ["--allow-unusable"])
+        #expect(prepared.creationStderr.contains("warning: this HSM cannot use an EC processing key yet"), "\(prepared.creationStderr)")
+        let ec = prepared.subjectPublicKeyInfo
         #expect(try env.listedKeys().map(\.state) == ["active", "active"])
 
         let forge = TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
@@ -83,25 +83,5 @@ struct P11KitRemotingTests {
         #expect(try await serve.send(.GET, "/readyz").status == 200, "a capability gap is not an outage")
         #expect(serve.log.contains("this HSM cannot decrypt EC_v1 tokens"))
         serve.stop()
-    }
-
-    /// `keys create` through `environment` (and `options`), the CSR certified by `ca` and imported:
-    /// the key's SubjectPublicKeyInfo.
-    private func certifiedKey(
-        _ env: AdminTestEnvironment, _ ca: TestCertificateAuthority, _ merchant: String, type: String,
-        _ environment: [String: String], _ options: String...
-    ) throws -> Data {
-        let csrPath = env.home + "/\(type).csr"
-        let created = try env.paywarden(
-            ["keys", "create", "--merchant-id", merchant, "--type", type, "--csr-out", csrPath] + options, environment: environment)
-        #expect(created.status == 0, "\(created.stderr)")
-        #expect(created.stderr.contains("warning") == !options.isEmpty, "\(created.stderr)")
-        let csr = try String(contentsOfFile: csrPath, encoding: .utf8)
-        let certificate = try env.write(try ca.issue(csrPEM: csr, merchantID: merchant, purpose: .processing), named: "\(type).cer")
-        let imported = try env.paywarden("keys", "import-certificate", certificate, environment: environment)
-        #expect(imported.status == 0, "\(imported.stderr)")
-        var serializer = DER.Serializer()
-        try serializer.serialize(try CertificateSigningRequest(pemEncoded: csr).publicKey)
-        return Data(serializer.serializedBytes)
     }
 }

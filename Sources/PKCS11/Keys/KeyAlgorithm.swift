@@ -17,9 +17,16 @@ public enum KeyAlgorithm: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// What a private key may do inside the HSM. Each purpose gets only the usages it needs.
-public struct KeyUsage: OptionSet, Sendable, Hashable {
+public struct KeyUsage: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// The attributes set, in Cryptoki's names: `CKA_SIGN, CKA_DECRYPT`, or `none`.
+    public var description: String {
+        let names = [(Self.derive, "CKA_DERIVE"), (.sign, "CKA_SIGN"), (.decrypt, "CKA_DECRYPT"), (.unwrap, "CKA_UNWRAP")]
+        let set = names.filter { contains($0.0) }.map(\.1)
+        return set.isEmpty ? "none" : set.joined(separator: ", ")
+    }
 
     /// ECDH (`CKA_DERIVE`).
     public static let derive = KeyUsage(rawValue: 1 << 0)
@@ -56,12 +63,17 @@ public struct KeySpecification: Sendable, Hashable {
         ]
     }
 
-    var publicKeyTemplate: [Attribute] {
+    var publicKeyTemplate: [Attribute] { publicKeyTemplate(statingUsages: true) }
+
+    /// The public-key template; without `CKA_VERIFY`, `CKA_ENCRYPT` and `CKA_WRAP` for a module
+    /// that sets them by its own rules.
+    func publicKeyTemplate(statingUsages: Bool) -> [Attribute] {
         var attributes: [Attribute] = [
-            .objectClass(.publicKey), .keyType(algorithm.keyType), .id(id), .label(label),
-            .bool(.token, true), .bool(.private, false), .bool(.verify, usage.contains(.sign)),
-            .bool(.encrypt, usage.contains(.decrypt)), .bool(.wrap, usage.contains(.unwrap)),
+            .objectClass(.publicKey), .keyType(algorithm.keyType), .id(id), .label(label), .bool(.token, true), .bool(.private, false),
         ]
+        if statingUsages {
+            attributes += [.bool(.verify, usage.contains(.sign)), .bool(.encrypt, usage.contains(.decrypt)), .bool(.wrap, usage.contains(.unwrap))]
+        }
         switch algorithm {
         case .ecP256: attributes.append(Attribute(.ecParams, bytes: KeyAlgorithm.p256Parameters))
         case .rsa2048:

@@ -1,20 +1,65 @@
 extension Session {
     /// Generates a key pair inside the HSM: token objects, the private half sensitive and never
-    /// extractable.
+    /// extractable, with exactly the usages specified (read back, or nothing is kept).
     public func generateKeyPair(_ specification: KeySpecification) throws(PKCS11Error) -> KeyObject {
+        try generateKeyPairAdapting(specification).key
+    }
+
+    /// ``generateKeyPair(_:)``, and how the template was adapted to the module, or nil when it took
+    /// the template as specified.
+    ///
+    /// Some modules give the public key usages of their own, derived from the private key's, and
+    /// refuse a template that states others: tpm2-pkcs11 1.9 ties the public `CKA_VERIFY` to the
+    /// private `CKA_DECRYPT` and `CKA_ENCRYPT` to `CKA_SIGN` (a TPM key's sign and decrypt
+    /// attributes), and answers a sign-only template `CKR_GENERAL_ERROR`. The public key's usages
+    /// guard nothing (anyone holding it can verify or encrypt in software), so such a refusal is
+    /// retried with them left to the module; the private key's, which are the key's privileges,
+    /// stay as specified and are checked once it is made.
+    func generateKeyPairAdapting(_ specification: KeySpecification) throws(PKCS11Error) -> (key: KeyObject, adaptation: String?) {
         try requireUnusedKeyPairID(specification.id)
         let mechanism: Mechanism = specification.algorithm == .ecP256 ? .ecKeyPairGeneration : .rsaKeyPairGeneration
-        let (publicHandle, privateHandle) = try generateKeyPair(
-            mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate
-        )
+        let handles: (publicKey: ObjectHandle, privateKey: ObjectHandle)
+        var adaptation: String?
         do {
-            return try keyObject(privateHandle)
+            handles = try generateKeyPair(mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate)
+        } catch where Self.mayBeTemplateRule(error) {
+            let refusal = error
+            do {
+                handles = try generateKeyPair(
+                    mechanism, publicKey: specification.publicKeyTemplate(statingUsages: false), privateKey: specification.privateKeyTemplate)
+            } catch where error.returnValue == refusal.returnValue {
+                throw PKCS11Error(
+                    code: error.code, category: .misconfiguration, function: error.function,
+                    message: "the module refused the \(specification.algorithm.rawValue.uppercased()) key's template twice, as specified "
+                        + "and with the public key's usages left to it: a rule of the module's, not a transient fault (its own log "
+                        + "names the attribute)")
+            }
+            adaptation =
+                "public-key usages left to the module: it refused them as specified (\(refusal.returnValue?.name ?? refusal.message)); "
+                + "the private key's usages are as specified"
+        }
+        do throws(PKCS11Error) {
+            let key = try keyObject(handles.privateKey)
+            guard key.usage == specification.usage else {
+                throw PKCS11Error(
+                    code: .returnValue(.templateInconsistent), category: .misconfiguration, function: "C_GenerateKeyPair",
+                    message: "the module made a private key with usages \(key.usage) where \(specification.usage) were specified: "
+                        + "a key with more privileges than its purpose needs is not kept")
+            }
+            return (key, adaptation)
         } catch {
             // Leave nothing half-made in the token.
-            try? destroyObject(privateHandle)
-            try? destroyObject(publicHandle)
+            try? destroyObject(handles.privateKey)
+            try? destroyObject(handles.publicKey)
             throw error
         }
+    }
+
+    /// A refusal that a template rule of the module's may explain: the codes modules answer an
+    /// attribute combination they do not accept with.
+    private static func mayBeTemplateRule(_ error: PKCS11Error) -> Bool {
+        guard let value = error.returnValue else { return false }
+        return [.generalError, .functionFailed, .templateInconsistent, .attributeValueInvalid].contains(value)
     }
 
     /// Creates a token private key (and its public key object) from software material. The new
@@ -39,8 +84,18 @@ extension Session {
         try requireUnusedKeyPairID(specification.id)
         let publicHandle = try createObject(publicTemplate)
         var privateHandle: ObjectHandle?
-        do {
-            let handle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
+        do throws(PKCS11Error) {
+            let handle: ObjectHandle
+            do throws(PKCS11Error) {
+                handle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
+            } catch where Self.mayBeTemplateRule(error) {
+                // The key was checked in software first: its values are not what the module refuses.
+                throw PKCS11Error(
+                    code: error.code, category: .misconfiguration, function: error.function,
+                    message: "the module refuses to create \(specification.algorithm.rawValue.uppercased()) private keys from their values "
+                        + "(\(error.returnValue?.name ?? error.message)): it cannot import keys (tpm2-pkcs11 cannot, for one). Make the key "
+                        + "in the HSM instead (`paywarden keys create`, with a new CSR to Apple), or import into an HSM that can")
+            }
             privateHandle = handle
             return try keyObject(handle)
         } catch {

@@ -19,6 +19,12 @@ struct HSMStatus: AsyncParsableCommand {
             let hsm = try await HSM.open(hsmOptions.configuration(settings))
             let keys = try await hsm.keys()
             let secretKeys = try await hsm.secretKeys()
+            let keyTemplates: String
+            do {
+                keyTemplates = try await hsm.keyTemplateAdaptation() ?? "as specified"
+            } catch let error as PKCS11Error {
+                keyTemplates = "refused: an RSA signing key could not be made (\(error.message)); no identity key can be made here"
+            }
             let info = try hsm.module.info()
             await hsm.close()
             let status = Status(
@@ -43,7 +49,7 @@ struct HSMStatus: AsyncParsableCommand {
                 dataKeyWrapPath: hsm.capabilities.dataKeyWrapPath?.rawValue, aesGCM: hsm.capabilities.aesGCM,
                 hmacSHA256: hsm.capabilities.hmacSHA256, rsaPSS: hsm.capabilities.rsaPSS,
                 identityTLS: hsm.capabilities.rsaPSS ? ["TLS 1.2", "TLS 1.3"] : ["TLS 1.2"],
-                unknownAttributes: hsm.capabilities.unknownAttributes.map(\.description).sorted(),
+                unknownAttributes: hsm.capabilities.unknownAttributes.map(\.description).sorted(), keyTemplates: keyTemplates,
                 probe: hsm.capabilities.report,
                 p384ECDHPath: hsm.capabilities.p384ECDHPath?.rawValue,
                 usageInformationSenderKey: SenderKeyCustody.forNewKeys(hsm.capabilities).map { "\($0)" },
@@ -85,6 +91,7 @@ struct HSMStatus: AsyncParsableCommand {
                 if !status.unknownAttributes.isEmpty {
                     print("attributes: unknown to the token, left out of templates: \(status.unknownAttributes.joined(separator: ", "))")
                 }
+                print("templates:  \(status.keyTemplates)")
                 let senderKey =
                     status.usageInformationSenderKey.map { "new P-384 keys \($0)" } ?? "unavailable (no P-384 ECDH, no data-key wrapping)"
                 print("usage info: sender key \(senderKey)")
@@ -131,6 +138,8 @@ struct HSMStatus: AsyncParsableCommand {
         let identityTLS: [String]
         /// Optional attributes the token does not know, which Paywarden's templates leave out.
         let unknownAttributes: [String]
+        /// How the module takes key templates (`as specified`, or the adaptation to its rules).
+        let keyTemplates: String
         let probe: [String]
         /// The P-384 ECDH path for usage information's HPKE sender keys, when the token has one.
         let p384ECDHPath: String?
