@@ -92,9 +92,9 @@ extension Session {
                 // The key was checked in software first: its values are not what the module refuses.
                 throw PKCS11Error(
                     code: error.code, category: .misconfiguration, function: error.function,
-                    message: "the module refuses to create \(specification.algorithm.rawValue.uppercased()) private keys from their values "
-                        + "(\(error.returnValue?.name ?? error.message)): it cannot import keys (tpm2-pkcs11 cannot, for one). Make the key "
-                        + "in the HSM instead (`paywarden keys create`, with a new CSR to Apple), or import into an HSM that can")
+                    message: "the module refuses to create \(specification.algorithm.rawValue.uppercased()) private keys from their values: "
+                        + "it cannot import keys (tpm2-pkcs11 cannot, for one). Make the key in the HSM instead (`paywarden keys create`, "
+                        + "with a new CSR to Apple), or import into an HSM that can")
             }
             privateHandle = handle
             return try keyObject(handle)
