@@ -15,7 +15,8 @@ public struct SoftwareTPMToken: Sendable {
 
     public static let modulePath = "/usr/lib/x86_64-linux-gnu/pkcs11/libtpm2_pkcs11.so"
     static let programs = [
-        "/usr/bin/swtpm", "/usr/sbin/tpm2-abrmd", "/usr/bin/tpm2_ptool", "/usr/bin/tpm2_startup", "/usr/bin/tpm2_getrandom", "/usr/bin/dbus-daemon",
+        "/usr/bin/swtpm", "/usr/sbin/tpm2-abrmd", "/usr/bin/tpm2_ptool", "/usr/bin/tpm2_startup", "/usr/bin/tpm2_getrandom",
+        "/usr/bin/dbus-daemon",
     ]
 
     /// Whether the module, the software TPM and its tools are installed (`make test` installs them).

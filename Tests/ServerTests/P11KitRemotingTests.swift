@@ -68,7 +68,8 @@ struct P11KitRemotingTests {
         let ecPath = try env.write(ecToken, named: "ec-token.json")
         let cliRefused = try env.paywarden("token", "decrypt", ecPath, environment: through.merging(roots) { $1 })
         #expect(cliRefused.status == 3, "\(cliRefused.stderr)")
-        #expect(cliRefused.stderr.contains("hsm_capability_missing") && cliRefused.stderr.contains("no retry helps"), "\(cliRefused.stderr)")
+        #expect(
+            cliRefused.stderr.contains("hsm_capability_missing") && cliRefused.stderr.contains("no retry helps"), "\(cliRefused.stderr)")
 
         let serve = try await env.serve(through)
         let ready = try await serve.send(.GET, "/readyz")

@@ -94,7 +94,8 @@ enum CapabilityProbe {
                 )
             else { return (nil, false, nil) }
             let pss = probePSS(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
-            let signing = probeRSASigningPath(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
+            let signing = probeRSASigningPath(
+                session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
             let secret = Array(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) })
             let ciphertext = Array(
                 try _RSA.Encryption.PublicKey(n: modulus, e: exponent)

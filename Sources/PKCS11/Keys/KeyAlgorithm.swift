@@ -72,7 +72,9 @@ public struct KeySpecification: Sendable, Hashable {
             .objectClass(.publicKey), .keyType(algorithm.keyType), .id(id), .label(label), .bool(.token, true), .bool(.private, false),
         ]
         if statingUsages {
-            attributes += [.bool(.verify, usage.contains(.sign)), .bool(.encrypt, usage.contains(.decrypt)), .bool(.wrap, usage.contains(.unwrap))]
+            attributes += [
+                .bool(.verify, usage.contains(.sign)), .bool(.encrypt, usage.contains(.decrypt)), .bool(.wrap, usage.contains(.unwrap)),
+            ]
         }
         switch algorithm {
         case .ecP256: attributes.append(Attribute(.ecParams, bytes: KeyAlgorithm.p256Parameters))

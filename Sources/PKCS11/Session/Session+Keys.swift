@@ -21,12 +21,14 @@ extension Session {
         let handles: (publicKey: ObjectHandle, privateKey: ObjectHandle)
         var adaptation: String?
         do {
-            handles = try generateKeyPair(mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate)
+            handles = try generateKeyPair(
+                mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate)
         } catch where Self.mayBeTemplateRule(error) {
             let refusal = error
             do {
                 handles = try generateKeyPair(
-                    mechanism, publicKey: specification.publicKeyTemplate(statingUsages: false), privateKey: specification.privateKeyTemplate)
+                    mechanism, publicKey: specification.publicKeyTemplate(statingUsages: false),
+                    privateKey: specification.privateKeyTemplate)
             } catch where error.returnValue == refusal.returnValue {
                 throw PKCS11Error(
                     code: error.code, category: .misconfiguration, function: error.function,
@@ -92,9 +94,9 @@ extension Session {
                 // The key was checked in software first: its values are not what the module refuses.
                 throw PKCS11Error(
                     code: error.code, category: .misconfiguration, function: error.function,
-                    message: "the module refuses to create \(specification.algorithm.rawValue.uppercased()) private keys from their values: "
-                        + "it cannot import keys (tpm2-pkcs11 cannot, for one). Make the key in the HSM instead (`paywarden keys create`, "
-                        + "with a new CSR to Apple), or import into an HSM that can")
+                    message: "the module refuses to create \(specification.algorithm.rawValue.uppercased()) private keys from their "
+                        + "values: it cannot import keys (tpm2-pkcs11 cannot, for one). Make the key in the HSM instead "
+                        + "(`paywarden keys create`, with a new CSR to Apple), or import into an HSM that can")
             }
             privateHandle = handle
             return try keyObject(handle)
