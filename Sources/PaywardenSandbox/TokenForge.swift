@@ -28,6 +28,9 @@ public struct TokenForge: Sendable {
         public var twoSigners = false
         /// Replace the ephemeral public key (SPKI DER) after encryption, and sign it.
         public var ephemeralPublicKeyOverride: [UInt8]?
+        /// RSA_v1: this wrapped key in place of the real one (bytes that are no OAEP encryption,
+        /// say), signed like any other, so that only the key's unwrapping can fail.
+        public var wrappedKeyOverride: [UInt8]?
         public var version = "EC_v1"
         /// Zero octets put before the signer's serial number in the SignerInfo (which the signature
         /// does not cover): an INTEGER encoding X.690 forbids, as an attacker re-encoding a token would.
@@ -56,7 +59,7 @@ public struct TokenForge: Sendable {
         let data = try Self.seal(payload, key: key)
         var options = options
         if options.version == "EC_v1" { options.version = "RSA_v1" }
-        return try token(keyField: ("wrappedKey", wrapped), data: data, leaf: options.leaf ?? pki.rsaLeaf, options: options)
+        return try token(keyField: ("wrappedKey", options.wrappedKeyOverride ?? wrapped), data: data, leaf: options.leaf ?? pki.rsaLeaf, options: options)
     }
 
     /// `publicKeyHash` of a merchant certificate or key: SHA-256 of its SubjectPublicKeyInfo.
@@ -117,5 +120,15 @@ extension Array where Element == UInt8 {
             container[field] = Data(bytes).base64EncodedString()
             if inHeader { object["header"] = container } else { object = container }
         }
+    }
+}
+
+extension TokenForge.Options {
+    /// An RSA_v1 wrapped key of 256 random bytes under any 2048-bit modulus (the first is 0): RSA
+    /// decrypts it, and its OAEP decoding fails.
+    public static var badWrappedKey: TokenForge.Options {
+        var options = TokenForge.Options()
+        options.wrappedKeyOverride = [0] + (1..<256).map { _ in UInt8.random(in: 0...255) }
+        return options
     }
 }

@@ -77,6 +77,10 @@ struct P11KitRemotingTests {
         let decrypted = try await serve.decrypt(rsaToken)
         #expect(decrypted.status == 200, "\(decrypted.text)")
         #expect(decrypted.text.contains(pan))
+        let badToken = try forge.rsaV1(
+            payload: PaymentPayloads.emv(), merchant: _RSA.Encryption.PublicKey(derRepresentation: rsa), options: .badWrappedKey
+        ).withPublicKeyHash(Data(SHA256.hash(data: rsa)).base64EncodedString())
+        #expect(try await serve.decrypt(badToken).errorCode == "decryption_failed")
         let refused = try await serve.decrypt(ecToken)
         #expect(refused.status == 501 && refused.errorCode == "hsm_capability_missing", "\(refused.text)")
         #expect(refused.header("Retry-After") == nil)

@@ -53,14 +53,23 @@ struct TPM2PKCS11Tests {
 
         let rsa = try env.certifiedProcessingKey(merchant, type: "rsa", by: ca, environment: on).subjectPublicKeyInfo
         let pan = "4111111111111111"
-        let token = try TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
-            .rsaV1(payload: PaymentPayloads.emv(pan: pan), merchant: _RSA.Encryption.PublicKey(derRepresentation: rsa))
-            .withPublicKeyHash(Data(SHA256.hash(data: rsa)).base64EncodedString())
+        let rsaToken = { (options: TokenForge.Options) in
+            try TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
+                .rsaV1(payload: PaymentPayloads.emv(pan: pan), merchant: _RSA.Encryption.PublicKey(derRepresentation: rsa), options: options)
+                .withPublicKeyHash(Data(SHA256.hash(data: rsa)).base64EncodedString())
+        }
         let serve = try await env.serve(on)
         let ready = try await serve.send(.GET, "/readyz")
         #expect(ready.status == 200 && ready.text.contains(#""cannotDecrypt":["EC_v1"]"#), "\(ready.text)")
-        let decrypted = try await serve.decrypt(token)
+        let decrypted = try await serve.decrypt(try rsaToken(.init()))
         #expect(decrypted.status == 200 && decrypted.text.contains(pan), "\(decrypted.text)")
+        // A wrapped key that is no OAEP encryption: the module answers CKR_GENERAL_ERROR and (against
+        // the standard) keeps the decryption active; the token is at fault, not the HSM, and the
+        // session serves the next token.
+        let refused = try await serve.decrypt(try rsaToken(.badWrappedKey))
+        #expect(refused.errorCode == "decryption_failed", "\(refused.status) \(refused.text)")
+        #expect(try await serve.send(.GET, "/readyz").status == 200)
+        #expect(try await serve.decrypt(try rsaToken(.init())).status == 200)
         serve.stop()
     }
 }

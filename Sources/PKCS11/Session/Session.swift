@@ -306,10 +306,27 @@ public final class Session {
         return try mechanism.withUnsafeMechanism { (mechanism) throws(PKCS11Error) in
             try check("C_DecryptInit", functions.C_DecryptInit(raw, mechanism, key.rawValue))
             var data = data
-            return try output("C_Decrypt", capacity: max(data.count, 512), generalErrorIs: generalErrorCategory) { out, length in
-                data.withUnsafeMutableBufferPointer { functions.C_Decrypt(raw, $0.baseAddress, CK_ULONG($0.count), out, length) }
+            do throws(PKCS11Error) {
+                return try output("C_Decrypt", capacity: max(data.count, 512), generalErrorIs: generalErrorCategory) { out, length in
+                    data.withUnsafeMutableBufferPointer { functions.C_Decrypt(raw, $0.baseAddress, CK_ULONG($0.count), out, length) }
+                }
+            } catch {
+                endDecryptionLeftActive()
+                throw error
             }
         }
+    }
+
+    /// After a failed single-part call, ends the operation where the module left it active. The
+    /// standard says the error ends it; tpm2-pkcs11 1.9 keeps a failed `C_Decrypt` active, and
+    /// every later operation on the session is `CKR_OPERATION_ACTIVE`. The final call ends it
+    /// there, and is `CKR_OPERATION_NOT_INITIALIZED`, harmlessly, on a module that keeps the rule.
+    private func endDecryptionLeftActive() {
+        // Whatever the final call writes is wiped: the module decided it was no answer.
+        var scratch = [CK_BYTE](repeating: 0, count: 512)
+        var length = CK_ULONG(scratch.count)
+        _ = scratch.withUnsafeMutableBufferPointer { functions.C_DecryptFinal(raw, $0.baseAddress, &length) }
+        for index in scratch.indices { scratch[index] = 0 }
     }
 
     /// Runs a single-part call that writes into a caller buffer, growing it once when the module
