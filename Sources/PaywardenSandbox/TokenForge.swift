@@ -59,7 +59,8 @@ public struct TokenForge: Sendable {
         let data = try Self.seal(payload, key: key)
         var options = options
         if options.version == "EC_v1" { options.version = "RSA_v1" }
-        return try token(keyField: ("wrappedKey", options.wrappedKeyOverride ?? wrapped), data: data, leaf: options.leaf ?? pki.rsaLeaf, options: options)
+        let keyField = ("wrappedKey", options.wrappedKeyOverride ?? wrapped)
+        return try token(keyField: keyField, data: data, leaf: options.leaf ?? pki.rsaLeaf, options: options)
     }
 
     /// `publicKeyHash` of a merchant certificate or key: SHA-256 of its SubjectPublicKeyInfo.

@@ -53,9 +53,10 @@ struct TPM2PKCS11Tests {
 
         let rsa = try env.certifiedProcessingKey(merchant, type: "rsa", by: ca, environment: on).subjectPublicKeyInfo
         let pan = "4111111111111111"
+        let merchantKey = try _RSA.Encryption.PublicKey(derRepresentation: rsa)
         let rsaToken = { (options: TokenForge.Options) in
             try TokenForge(pki: DecryptionTestEnvironment.sharedPKI)
-                .rsaV1(payload: PaymentPayloads.emv(pan: pan), merchant: _RSA.Encryption.PublicKey(derRepresentation: rsa), options: options)
+                .rsaV1(payload: PaymentPayloads.emv(pan: pan), merchant: merchantKey, options: options)
                 .withPublicKeyHash(Data(SHA256.hash(data: rsa)).base64EncodedString())
         }
         let serve = try await env.serve(on)
