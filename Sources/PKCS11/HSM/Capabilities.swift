@@ -14,7 +14,7 @@ public struct Capabilities: Sendable, Hashable {
     /// `CKM_SHA256_RSA_PKCS_PSS` signing: TLS 1.3 client authentication with an RSA key needs it.
     public let rsaPSS: Bool
     /// How RSASSA-PKCS1-v1_5 SHA-256 signatures are made (CSRs, TLS 1.2 client authentication),
-    /// or nil when neither path works; unprobed, the HSM hashes and signs.
+    /// or nil when no path passed the probe (signing then tries each in turn).
     public var rsaSigningPath: RSASigningPath? = nil
     /// Optional attributes the token does not know, which templates leave out (NSS softokn:
     /// `CKA_COPYABLE`). Asked of the token, never assumed.

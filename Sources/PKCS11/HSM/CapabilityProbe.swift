@@ -156,12 +156,14 @@ enum CapabilityProbe {
     static func throwAwayKeyPair(
         _ session: Session, _ mechanism: Mechanism, report: inout [String], publicKey: [Attribute], privateKey: [Attribute]
     ) throws(PKCS11Error) -> (publicKey: ObjectHandle, privateKey: ObjectHandle) {
+        let label = Attribute.label("paywarden-capability-probe")
         do {
             return try session.generateKeyPair(
-                mechanism, publicKey: [.bool(.token, false)] + publicKey, privateKey: [.bool(.token, false)] + privateKey)
-        } catch where error.returnValue != .mechanismInvalid && error.category != .relogin {
+                mechanism, publicKey: [.bool(.token, false), label] + publicKey, privateKey: [.bool(.token, false), label] + privateKey)
+        } catch where [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue) {
+            // Only a refusal of the template: a device fault must not leave keys in the token.
             let pair = try session.generateKeyPair(
-                mechanism, publicKey: [.bool(.token, true)] + publicKey, privateKey: [.bool(.token, true)] + privateKey)
+                mechanism, publicKey: [.bool(.token, true), label] + publicKey, privateKey: [.bool(.token, true), label] + privateKey)
             report.append(
                 "probe keys: the token refused session objects (\(reason(error))); probed with token objects, destroyed afterwards")
             return pair

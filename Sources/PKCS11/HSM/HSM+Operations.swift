@@ -137,17 +137,11 @@ extension HSM {
     }
 
     /// RSASSA-PKCS1-v1_5 with SHA-256 over `message`, by the path the probe found (the HSM's
-    /// own hash-and-sign, else a software hash signed with `CKM_RSA_PKCS`). Unprobed (the admin
-    /// commands), each path in turn while the module answers `CKR_MECHANISM_INVALID`.
+    /// own hash-and-sign, else a software hash signed with `CKM_RSA_PKCS`). Without one (the admin
+    /// commands do not probe), each path in turn while the module answers `CKR_MECHANISM_INVALID`.
     public func signRSAPKCS1SHA256(_ id: KeyIdentifier, message: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
-        let paths: ArraySlice<RSASigningPath>
-        switch (capabilities.isProbed, capabilities.rsaSigningPath) {
-        case (false, _): paths = RSASigningPath.allCases[...]
-        case (true, let probed?): paths = [probed]
-        case (true, nil):
-            throw .mechanismUnsupported(
-                "the HSM cannot make RSA signatures: neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS works (see the capability probe)")
-        }
+        // No probed path (unprobed, or the probe's RSA key could not be made): each in turn.
+        let paths = capabilities.rsaSigningPath.map { [$0][...] } ?? RSASigningPath.allCases[...]
         return try await withPrivateKey(id, operation: "rsa-pkcs1-sign") { (session, key) throws(PKCS11Error) in
             guard key.algorithm == .rsa2048 else { throw .invalidInput("key \(id) is not RSA") }
             var remaining = paths

@@ -29,7 +29,9 @@ extension Session {
                 handles = try generateKeyPair(
                     mechanism, publicKey: specification.publicKeyTemplate(statingUsages: false),
                     privateKey: specification.privateKeyTemplate)
-            } catch where error.returnValue == refusal.returnValue {
+            } catch where error.returnValue == refusal.returnValue
+                && [.templateInconsistent, .attributeValueInvalid].contains(error.returnValue)
+            {
                 throw PKCS11Error(
                     code: error.code, category: .misconfiguration, function: error.function,
                     message: "the module refused the \(specification.algorithm.rawValue.uppercased()) key's template twice, as specified "

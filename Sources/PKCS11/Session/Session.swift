@@ -311,7 +311,7 @@ public final class Session {
                     data.withUnsafeMutableBufferPointer { functions.C_Decrypt(raw, $0.baseAddress, CK_ULONG($0.count), out, length) }
                 }
             } catch {
-                endDecryptionLeftActive()
+                endDecryptionLeftActive(inputLength: data.count)
                 throw error
             }
         }
@@ -321,9 +321,9 @@ public final class Session {
     /// standard says the error ends it; tpm2-pkcs11 1.9 keeps a failed `C_Decrypt` active, and
     /// every later operation on the session is `CKR_OPERATION_ACTIVE`. The final call ends it
     /// there, and is `CKR_OPERATION_NOT_INITIALIZED`, harmlessly, on a module that keeps the rule.
-    private func endDecryptionLeftActive() {
+    private func endDecryptionLeftActive(inputLength: Int) {
         // Whatever the final call writes is wiped: the module decided it was no answer.
-        var scratch = [CK_BYTE](repeating: 0, count: 512)
+        var scratch = [CK_BYTE](repeating: 0, count: max(inputLength, 512))
         var length = CK_ULONG(scratch.count)
         _ = scratch.withUnsafeMutableBufferPointer { functions.C_DecryptFinal(raw, $0.baseAddress, &length) }
         for index in scratch.indices { scratch[index] = 0 }

@@ -13,7 +13,7 @@ enum UnusableKeyRefusal {
         let what = "an \(algorithm.rawValue.uppercased()) \(purpose.rawValue) key"
         if allowUnusable {
             FileHandle.standardError.write(
-                Data("paywarden: warning: this HSM cannot use \(what) yet (\(reason)); made anyway, as --allow-unusable asks\n".utf8))
+                Data("paywarden: warning: this HSM cannot use \(what) yet (\(reason)); making it anyway, as --allow-unusable asks\n".utf8))
             return
         }
         throw CommandFailure(
