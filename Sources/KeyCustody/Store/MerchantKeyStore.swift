@@ -269,7 +269,7 @@ public final class MerchantKeyStore: Sendable {
             throw CustodyError(
                 .invalidArgument,
                 "key \(object.id) may not do what a \(purpose.rawValue) key does in the HSM "
-                    + "(it lacks \(Self.attributes(needed.subtracting(object.usage)))): give the purpose it was made for")
+                    + "(it lacks \(needed.subtracting(object.usage))): give the purpose it was made for")
         }
         let record = KeyRecord(
             purpose: purpose, merchantID: merchantID, merchantIdentifierHash: Self.merchantIdentifierHash(merchantID),
@@ -621,13 +621,6 @@ public final class MerchantKeyStore: Sendable {
     }
 
     /// The PKCS#11 attributes that grant `usage`, as an admin reads them.
-    static func attributes(_ usage: KeyUsage) -> String {
-        let names: [(KeyUsage, String)] = [
-            (.derive, "CKA_DERIVE"), (.sign, "CKA_SIGN"), (.decrypt, "CKA_DECRYPT"), (.unwrap, "CKA_UNWRAP"),
-        ]
-        return names.filter { usage.contains($0.0) }.map(\.1).joined(separator: ", ")
-    }
-
     static func validate(merchantID: String) throws(CustodyError) {
         guard !merchantID.isEmpty, merchantID.count <= 255,
             merchantID.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F })
