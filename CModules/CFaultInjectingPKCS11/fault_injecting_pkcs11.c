@@ -987,6 +987,13 @@ static int pwf_parse_entry(char *entry, int apply)
         if (apply) pwfault_remove_device(!keep);
         return 0;
     }
+    /* `mechanism=refused:0x1087`: every call naming the mechanism fails as a module without it would. */
+    if (strcmp(name, "mechanism") == 0) {
+        unsigned long mechanism = 0;
+        if (strcmp(action, "refused") != 0 || second != NULL || pwf_parse_number(first, &mechanism) != 0) return -1;
+        if (apply && pwfault_refuse_mechanism(mechanism) != 0) return -1;
+        return 0;
+    }
     if (pwf_index(name) < 0) return -1;
     if (strcmp(action, "error") == 0) {
         unsigned long rv = 0;

@@ -1,7 +1,8 @@
 import PaywardenTesting
 import Testing
 
-/// Releases what each test opened (HSMs, SoftHSM tokens) when it ends, passed or failed.
+/// Releases what each test opened (HSMs, SoftHSM tokens) when it ends, passed or failed: only
+/// what that test opened, so suites running in parallel do not release each other's.
 public struct ReleasesTestResources: TestTrait, SuiteTrait, TestScoping {
     public var isRecursive: Bool { true }
 
@@ -10,13 +11,7 @@ public struct ReleasesTestResources: TestTrait, SuiteTrait, TestScoping {
     ) async throws {
         // A suite's own scope wraps its tests; only the innermost (a test) releases.
         guard !test.isSuite else { return try await function() }
-        do {
-            try await function()
-        } catch {
-            await TestResources.releaseAll()
-            throw error
-        }
-        await TestResources.releaseAll()
+        try await TestResources.withScope(function)
     }
 }
 

@@ -205,8 +205,9 @@ public final class ServeProcess: @unchecked Sendable {
             if (try? await serve.send(.GET, "/readyz"))?.status == 200 { return serve }
             try await Task.sleep(for: .milliseconds(100))
         }
+        let exited = process.isRunning ? "" : " (it exited with status \(process.terminationStatus))"
         serve.kill(SIGKILL)
-        throw TestServerStartError(reason: "paywarden serve did not become ready: \(serve.log.suffix(3000))")
+        throw TestServerStartError(reason: "paywarden serve did not become ready\(exited): \(serve.log.suffix(3000))")
     }
 
     /// What the process wrote so far.

@@ -48,7 +48,7 @@ public final class CardVault: Sendable {
         do {
             return try await keyring.hsm.hmacSHA256(key.id, data: data)
         } catch {
-            throw VaultError(.hsmUnavailable, "the HSM could not compute a keyed hash with key \(key.id.hex): \(error)")
+            throw .hsm(error, "the HSM could not compute a keyed hash with key \(key.id.hex)")
         }
     }
 
@@ -71,6 +71,12 @@ public final class CardVault: Sendable {
             throw VaultError(.recordUnreadable, "a record is sealed under \(purpose.rawValue) key \(id), which the HSM no longer has")
         }
         return key
+    }
+
+    /// Fails, for good, on an HSM that lacks part of what the vault needs: checked before every
+    /// vault operation, so that each is refused alike whatever the records hold.
+    public func requireCapabilities() throws(VaultError) {
+        guard keyring.capabilityGaps.isEmpty else { throw .capabilityMissing(keyring.capabilityGaps) }
     }
 
     /// Fails unless every vault key is there: checked before a token is decrypted, so a vault that

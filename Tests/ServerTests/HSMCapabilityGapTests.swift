@@ -1,10 +1,12 @@
 import Crypto
 import Foundation
 import PKCS11
+import PaywardenSandbox
 import PaywardenServer
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
+import Vault
 import _CryptoExtras
 
 /// A module without ECDH (as p11-kit's 0.24 client or Google's kmsp11): the fault-injecting module
@@ -42,6 +44,62 @@ struct HSMCapabilityGapTests {
             #expect(metrics.contains(#"paywarden_hsm_token_version_decryptable{version="RSA_v1"} 1"#))
             #expect(metrics.contains(#"outcome="hsm_capability_missing""#))
             #expect(server.logs.text.contains("this HSM cannot decrypt EC_v1 tokens"))
+        }
+    }
+
+    /// A module without AES key wrap and AES-GCM (p11-kit's 0.24 client, tpm2-pkcs11): the vault can
+    /// never protect data keys there. `hsm status` names what is missing, `paypages create` exits 3
+    /// having made nothing, the vault's routes answer 501 `hsm_capability_missing` without
+    /// Retry-After, `/readyz` stays ready and names `vault`, `/metrics` says 0, and decryption works.
+    @Test func theVaultOnAnHSMThatCannotProtectDataKeysIsRefusedForGood() async throws {
+        let refusals = [MechanismType.aesKeyWrapPad, .aesGCM].map { "mechanism=refused:\($0.rawValue)" }.joined(separator: "; ")
+        let env = try await AdminTestEnvironment.make(backend: .softHSM)
+        var withoutWrapping = FaultInjectingPKCS11.environment(faults: refusals)
+        withoutWrapping["PAYWARDEN_PKCS11_MODULE"] = FaultInjectingPKCS11.builtLibrary
+        let status = try env.paywarden("hsm", "status", environment: withoutWrapping)
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(
+            status.stdout.contains("vault:      cannot run: AES key wrap or AES-GCM for data keys: it wraps with neither"),
+            "\(status.stdout)")
+        #expect(status.stdout.contains("CKM_AES_KEY_WRAP_PAD") && status.stdout.contains("no retry helps"))
+        let created = try env.paywarden(
+            "paypages", "create", "--paypage-id", "gapPaypage", "--organization", "gap", "--merchant-id", "merchant.com.example.gap",
+            environment: withoutWrapping)
+        #expect(created.status == 3, "\(created.stderr)")
+        #expect(
+            created.stderr.contains("the vault cannot run on this HSM") && created.stderr.contains("no retry helps"), "\(created.stderr)")
+        let vaultStatus = try env.paywarden("vault", "status", environment: withoutWrapping)
+        #expect(vaultStatus.status == 0 && vaultStatus.stdout.contains("the vault cannot run on this HSM"), "\(vaultStatus.stdout)")
+        #expect(!vaultStatus.stdout.contains("rotate-key"), "no advice to run a command that cannot succeed here")
+        let secretKeys = try env.paywarden("hsm", "status", "--json")
+        let report = try JSONSerialization.jsonObject(with: Data(secretKeys.stdout.utf8)) as? [String: Any]
+        #expect((report?["secretKeys"] as? [Any])?.isEmpty == true, "no vault key was made: \(secretKeys.stdout)")
+        let listed = try env.paywarden("paypages", "list", "--json")
+        #expect(listed.status == 0 && !listed.stdout.contains("gapPaypage"), "no paypage was made: \(listed.stdout)")
+
+        let device = try FaultInjectingPKCS11.make()
+        try device.refuse(.aesKeyWrapPad)
+        try device.refuse(.aesGCM)
+        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+            #expect(try await server.waitForReadiness(200))
+            let ready = try await server.operations("/readyz")
+            #expect(ready.status == 200 && ready.text.contains(#""cannotRun":["vault"]"#), "\(ready.text)")
+            let registered = try await server.send(
+                .POST, "/eProtect/paypage",
+                body: try EProtectForms.form(token: try server.ecToken(), paypageID: TestServer.examplePaypage, reportGroup: "mobile"),
+                apiKey: .some(nil), contentType: "application/x-www-form-urlencoded")
+            #expect(registered.text.contains(#""paywardenCode":"hsm_capability_missing""#), "\(registered.text)")
+            let someID = RegistrationID.generate().value
+            let redeemed = try await server.send(.POST, "/v1/registrations/\(someID)/redeem", apiKey: server.vaultKey)
+            #expect(redeemed.status == 501 && redeemed.errorCode == "hsm_capability_missing", "\(redeemed.text)")
+            #expect(redeemed.header("Retry-After") == nil)
+            #expect(redeemed.text.contains("CKM_AES_KEY_WRAP_PAD") && redeemed.text.contains("no retry helps"), "\(redeemed.text)")
+
+            #expect(try await server.send(body: try server.ecToken()).status == 200, "decryption does not need the vault")
+            #expect(try await server.operations("/readyz").status == 200, "a capability gap is not an outage")
+            let metrics = try await server.operations("/metrics").text
+            #expect(metrics.contains("paywarden_hsm_vault_usable 0"), "\(metrics)")
+            #expect(server.logs.text.contains("the vault cannot run on this HSM"))
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import PKCS11
 import PaywardenConfiguration
 import PaywardenPrimitives
 import PaywardenServer
@@ -251,6 +252,23 @@ struct OpenAPIVaultTests {
             }
             let undocumented = routes.subtracting(documentedPaths).subtracting(["unmatched"])
             #expect(undocumented.isEmpty, "routes the document lacks: \(undocumented.sorted())")
+        }
+
+        // An HSM that cannot protect data keys (no AES key wrap, no AES-GCM): every vault route is
+        // refused for good, before any record is looked at.
+        let device = try FaultInjectingPKCS11.make()
+        try device.refuse(.aesKeyWrapPad)
+        try device.refuse(.aesGCM)
+        try await withServer({ $0.hsm.modulePath = device.modulePath }) { server in
+            let client = Client(server: server, record: record, document: document)
+            let (id, token, vault) = (RegistrationID.generate().value, "4111110000001111", server.vaultKey)
+            #expect(CardVault.isWellFormedToken(token))
+            let missing = "hsm_capability_missing"
+            try await client.expect(Self.redeem, "/v1/registrations/\(id)/redeem", key: vault, 501, missing, eProtect: "889")
+            try await client.expect(Self.endRegistration, "/v1/registrations/\(id)", key: vault, 501, missing, eProtect: "889")
+            try await client.expect(Self.detokenize, "/v1/tokens/\(token)/detokenize", key: vault, 501, missing, eProtect: "889")
+            try await client.expect(Self.deleteToken, "/v1/tokens/\(token)", key: vault, 501, missing, eProtect: "889")
+            try await client.register(try server.ecToken(), "889", missing)
         }
 
         for operation in Self.newOperations {

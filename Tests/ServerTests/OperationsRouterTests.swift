@@ -14,7 +14,7 @@ struct OperationsRouterTests {
     static func readiness(_ ready: Bool) -> Readiness {
         Readiness(
             ready: ready, keys: ready ? 2 : 0, ecdhPath: "derive", rsaPath: "unwrap", database: "sqlite",
-            reason: ready ? nil : "hsm_unavailable", cannotDecrypt: [])
+            reason: ready ? nil : "hsm_unavailable", cannotDecrypt: [], cannotRun: [])
     }
 
     @Test func healthReadinessAndMetricsAnswerWithoutAKey() async throws {

@@ -11,7 +11,8 @@ import _CryptoExtras
 /// `paywarden serve`. The client carries no ECDH parameters, so what the module can do works (RSA
 /// key custody, RSA_v1 over HTTP) and EC_v1 is refused at the first command that would need it,
 /// with a permanent answer: `keys create` exit 3, `token decrypt` exit 3, HTTP 501
-/// `hsm_capability_missing` without Retry-After while `/readyz` stays ready.
+/// `hsm_capability_missing` without Retry-After while `/readyz` stays ready; so is the vault, which
+/// needs AES key wrap or AES-GCM (`paypages create` exit 3, `/readyz` naming it).
 @Suite(.serialized, .releasesTestResources)
 struct P11KitRemotingTests {
     @Test func rsaKeysAndRSA_v1WorkThroughTheSocketAndEC_v1IsRefusedForGood() async throws {
@@ -31,6 +32,14 @@ struct P11KitRemotingTests {
         #expect(report["rsaSigningPath"] as? String == "sha256-rsa-pkcs")
         let gaps = report["cannotDecrypt"] as? [[String: Any]] ?? []
         #expect(gaps.map { $0["version"] as? String } == ["EC_v1"], "\(gaps)")
+        // Nor AES key wrap or AES-GCM: no vault, said at the first vault command, with nothing made.
+        let vaultGaps = report["vaultGaps"] as? [[String: Any]] ?? []
+        #expect(vaultGaps.map { $0["operation"] as? String } == ["AES key wrap or AES-GCM for data keys"], "\(vaultGaps)")
+        let paypage = try env.paywarden(
+            "paypages", "create", "--paypage-id", "remotedPaypage", "--organization", "remoted", "--merchant-id", merchant,
+            environment: through)
+        #expect(paypage.status == 3 && paypage.stderr.contains("the vault cannot run on this HSM"), "\(paypage.stderr)")
+        #expect(paypage.stderr.contains("CKM_AES_KEY_WRAP_PAD") && paypage.stderr.contains("p11-kit"))
         // Every call crosses the socket: the pool, on every start.
         let dispatch = try #require(report["dispatch"] as? [String: Any])
         #expect(dispatch["chosen"] as? String == "pool", "\(dispatch)")
@@ -74,6 +83,7 @@ struct P11KitRemotingTests {
         let serve = try await env.serve(through)
         let ready = try await serve.send(.GET, "/readyz")
         #expect(ready.status == 200 && ready.text.contains(#""cannotDecrypt":["EC_v1"]"#), "\(ready.text)")
+        #expect(ready.text.contains(#""cannotRun":["vault"]"#), "\(ready.text)")
         let decrypted = try await serve.decrypt(rsaToken)
         #expect(decrypted.status == 200, "\(decrypted.text)")
         #expect(decrypted.text.contains(pan))

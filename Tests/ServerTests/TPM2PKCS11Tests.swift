@@ -30,6 +30,8 @@ struct TPM2PKCS11Tests {
         #expect(report["ecdhPath"] == nil || report["ecdhPath"] is NSNull, "\(report)")
         #expect(report["rsaDecryptionPath"] as? String == "rsa-oaep-sha256-decrypt", "\(report)")
         #expect((report["cannotDecrypt"] as? [[String: Any]])?.map { $0["version"] as? String } == ["EC_v1"])
+        let vaultGaps = (report["vaultGaps"] as? [[String: Any]] ?? []).compactMap { $0["operation"] as? String }
+        #expect(vaultGaps.contains("AES key wrap or AES-GCM for data keys"), "\(vaultGaps)")
         let probe = report["probe"] as? [String] ?? []
         #expect(probe.contains { $0.hasPrefix("probe keys: the token refused session objects") }, "\(probe)")
         #expect((report["keyTemplates"] as? String)?.hasPrefix("public-key usages left to the module") == true, "\(report)")
@@ -62,8 +64,9 @@ struct TPM2PKCS11Tests {
         let serve = try await env.serve(on)
         let ready = try await serve.send(.GET, "/readyz")
         #expect(ready.status == 200 && ready.text.contains(#""cannotDecrypt":["EC_v1"]"#), "\(ready.text)")
+        #expect(ready.text.contains(#""cannotRun":["vault"]"#), "\(ready.text)")
         let decrypted = try await serve.decrypt(try rsaToken(.init()))
-        #expect(decrypted.status == 200 && decrypted.text.contains(pan), "\(decrypted.text)")
+        #expect(decrypted.status == 200 && decrypted.text.contains(pan), "\(decrypted.text) \(serve.log)")
         // A wrapped key that is no OAEP encryption: the module answers CKR_GENERAL_ERROR and (against
         // the standard) keeps the decryption active; the token is at fault, not the HSM, and the
         // session serves the next token.

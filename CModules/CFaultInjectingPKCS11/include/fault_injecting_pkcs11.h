@@ -80,8 +80,9 @@ long pwfault_open_sessions(void);
 /*
  * Applies a fault specification (what PWFAULT_FAULTS holds at load, for a module in a child
  * process): entries separated by ';' or newlines, each `FUNCTION=error:RV[:TIMES]`,
- * `FUNCTION=hang[:TIMEOUT_MS[:TIMES]]`, `FUNCTION=latency:MICROSECONDS`, `device=removed`
- * or `device=removed:keep-sessions`. RV is a number (0x32) or a name (CKR_DEVICE_REMOVED).
+ * `FUNCTION=hang[:TIMEOUT_MS[:TIMES]]`, `FUNCTION=latency:MICROSECONDS`, `device=removed`,
+ * `device=removed:keep-sessions` or `mechanism=refused:CKM` (as pwfault_refuse_mechanism; CKM a
+ * number, 0x1087). RV is a number (0x32) or a name (CKR_DEVICE_REMOVED).
  * Returns 0, or the 1-based index of the first entry it could not read (nothing is applied then).
  * When PWFAULT_CONTROL names a file, the module clears its faults and applies the
  * file's specification whenever the file changes (write a new file and rename it over).

@@ -93,20 +93,26 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
     }
 
     public func missingCapability(for version: PaymentTokenVersion) -> String? {
-        hsm.capabilityGaps.first { Self.version(of: $0.operation) == version }?.description
+        Self.undecryptableVersions(hsm).first { $0.version == version }?.gap.description
     }
 
-    /// The token version whose decryption needs `operation`.
-    public static func version(of operation: CapabilityGap.Operation) -> PaymentTokenVersion {
+    /// The token versions `hsm` can never decrypt, each with what it lacks.
+    public static func undecryptableVersions(_ hsm: HSM) -> [(version: PaymentTokenVersion, gap: CapabilityGap)] {
+        hsm.capabilityGaps.compactMap { gap in version(of: gap.operation).map { ($0, gap) } }
+    }
+
+    /// The token version whose decryption needs `operation`; nil for operations no token needs.
+    public static func version(of operation: CapabilityGap.Operation) -> PaymentTokenVersion? {
         switch operation {
         case .ecdhP256: .ecV1
         case .rsaOAEPSHA256: .rsaV1
+        case .dataKeyProtection, .hmacSHA256: nil
         }
     }
 
     /// Whether `hsm` can decrypt each token version, as its capability probe found.
     public static func decryptableVersions(_ hsm: HSM) -> [PaymentTokenVersion: Bool] {
-        let missing = Set(hsm.capabilityGaps.map { version(of: $0.operation) })
+        let missing = Set(undecryptableVersions(hsm).map(\.version))
         return [.ecV1: !missing.contains(.ecV1), .rsaV1: !missing.contains(.rsaV1)]
     }
 

@@ -1,12 +1,21 @@
-/// A private-key operation payment tokens need that this HSM cannot run: what it lacks, in
-/// Cryptoki's terms, and what would provide it. Permanent for this module and configuration, so
-/// no retry helps; an operator reads it in `hsm status` and in every refusal it causes.
+/// An operation Paywarden needs that this HSM cannot run: what it lacks, in Cryptoki's terms, and
+/// what would provide it. Permanent for this module and configuration, so no retry helps; an
+/// operator reads it in `hsm status` and in every refusal it causes.
 public struct CapabilityGap: Sendable, Hashable, CustomStringConvertible {
     public enum Operation: String, Sendable, Hashable, CaseIterable {
         /// EC_v1: ECDH on P-256 followed by the one-step KDF.
         case ecdhP256 = "ECDH on P-256"
         /// RSA_v1: RSA-OAEP with SHA-256.
         case rsaOAEPSHA256 = "RSA-OAEP-SHA256 decryption"
+        /// Protecting data keys under a key-encrypting key: RFC 5649 key wrap, or AES-GCM.
+        case dataKeyProtection = "AES key wrap or AES-GCM for data keys"
+        /// Keyed hashes computed in the HSM.
+        case hmacSHA256 = "HMAC-SHA256"
+
+        /// What decrypting payment tokens needs, one operation per token version.
+        public static let tokenDecryption: [Operation] = [.ecdhP256, .rsaOAEPSHA256]
+        /// What keeping data sealed under HSM keys needs (envelope encryption and keyed look-ups).
+        public static let dataProtection: [Operation] = [.dataKeyProtection, .hmacSHA256]
     }
 
     public let operation: Operation
@@ -23,6 +32,8 @@ public struct CapabilityGap: Sendable, Hashable, CustomStringConvertible {
         switch operation {
         case .ecdhP256: guard capabilities.ecdhPath == nil else { return nil }
         case .rsaOAEPSHA256: guard capabilities.rsaDecryptionPath == nil else { return nil }
+        case .dataKeyProtection: guard capabilities.dataKeyWrapPath == nil else { return nil }
+        case .hmacSHA256: guard !capabilities.hmacSHA256 else { return nil }
         }
         return missing(operation, configuration: configuration)
     }
@@ -51,6 +62,16 @@ public struct CapabilityGap: Sendable, Hashable, CustomStringConvertible {
                     + (software
                         ? ""
                         : ", or PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP=true where the module decrypts raw RSA (CKM_RSA_X_509)"))
+        case .dataKeyProtection:
+            return CapabilityGap(
+                operation: operation,
+                missing: "it wraps with neither CKM_AES_KEY_WRAP_PAD (RFC 5649) nor CKM_AES_GCM under an AES-256 key",
+                remedy: "an HSM, or a PKCS#11 client library, that runs either with AES-256 keys would (p11-kit's client carries "
+                    + "AES-GCM and key-wrap parameters from 0.25)")
+        case .hmacSHA256:
+            return CapabilityGap(
+                operation: operation, missing: "it does not run CKM_SHA256_HMAC with a generic secret key",
+                remedy: "an HSM that computes HMAC-SHA256 with a generic secret key would")
         }
     }
 }

@@ -35,7 +35,10 @@ extension HSM {
     }
 
     /// Every operation payment tokens need that this HSM cannot run.
-    public var capabilityGaps: [CapabilityGap] { CapabilityGap.Operation.allCases.compactMap(capabilityGap) }
+    public var capabilityGaps: [CapabilityGap] { CapabilityGap.Operation.tokenDecryption.compactMap(capabilityGap) }
+
+    /// Every operation sealing data under HSM keys needs that this HSM cannot run.
+    public var dataProtectionGaps: [CapabilityGap] { CapabilityGap.Operation.dataProtection.compactMap(capabilityGap) }
 
     /// ECDH between the key `id` and `peerPoint` (an uncompressed P-256 point), then the one-step
     /// KDF of NIST SP 800-56A with SHA-256, counter first, over `otherInfo`, on the strongest
@@ -91,7 +94,7 @@ extension HSM {
     ) throws(PKCS11Error) -> R {
         do {
             return try operation()
-        } catch where error.returnValue == .functionFailed || error.returnValue == .generalError {
+        } catch  where error.returnValue == .functionFailed || error.returnValue == .generalError {
             guard knownAnswer() else {
                 throw PKCS11Error(code: error.code, category: .retry, function: error.function, message: error.message)
             }
@@ -149,7 +152,7 @@ extension HSM {
                 let path = remaining.removeFirst()
                 do throws(PKCS11Error) {
                     return try session.signRSAPKCS1SHA256(path: path, privateKey: key.handle, message: message)
-                } catch where error.returnValue == .mechanismInvalid && !remaining.isEmpty {
+                } catch  where error.returnValue == .mechanismInvalid && !remaining.isEmpty {
                     continue
                 }
             }

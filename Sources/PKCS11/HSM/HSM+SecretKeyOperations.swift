@@ -74,9 +74,11 @@ extension HSM {
     /// key does not open.
     public func wrapDataKey(_ id: KeyIdentifier, dataKey: [UInt8]) async throws(PKCS11Error) -> WrappedDataKey {
         let (keyWrapPasses, gcmPasses) = (capabilities.dataKeyWrapPath == .aesKeyWrapPad, capabilities.aesGCM)
+        let gap = capabilityGap(.dataKeyProtection)
         return try await withSecretKey(id, operation: "aes-key-wrap") { (session, key) throws(PKCS11Error) in
             let path = try Self.dataKeyPath(for: key)
             guard path == .aesKeyWrapPad ? keyWrapPasses : gcmPasses else {
+                if let gap { throw .capabilityMissing(gap) }
                 throw .mechanismUnsupported("the token failed the \(path) probe; key \(id) cannot protect data keys here")
             }
             let bytes = try session.wrapDataKey(path: path, kek: key.handle, dataKey: dataKey, context: Self.dataKeyContext(id))
@@ -108,6 +110,7 @@ extension HSM {
 
     /// HMAC-SHA256 of `data` under the secret key `id`, computed in the HSM.
     public func hmacSHA256(_ id: KeyIdentifier, data: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        if let gap = capabilityGap(.hmacSHA256) { throw .capabilityMissing(gap) }
         try requireCapability(capabilities.hmacSHA256, "HMAC-SHA256")
         return try await withSecretKey(id, operation: "hmac-sha256") { (session, key) throws(PKCS11Error) in
             try Self.require(key, .hmacSHA256)

@@ -12,21 +12,31 @@ public enum IntendedKeyUse: String, Sendable, Hashable {
 extension HSM {
     /// Why a key of `algorithm` could not do `use` in this HSM, found now on throw-away keys as the
     /// capability probe would, or nil when it can. Asked before a key is made, so that a key the
-    /// HSM cannot use is refused at the first command that would need it.
+    /// HSM cannot use is refused at the first command that would need it. A refusal is only
+    /// reported when the HSM passes its health check afterwards: a token that went away mid-probe
+    /// is an outage (thrown), not a missing capability.
     public func unusableReason(of algorithm: KeyAlgorithm, for use: IntendedKeyUse) async throws(PKCS11Error) -> String? {
+        guard let reason = try await probeKeyUse(of: algorithm, for: use) else { return nil }
+        try await checkHealth()
+        return reason
+    }
+
+    private func probeKeyUse(of algorithm: KeyAlgorithm, for use: IntendedKeyUse) async throws(PKCS11Error) -> String? {
         let configuration = self.configuration
         let mechanisms = capabilities.mechanisms
         return try await withSession { session throws(PKCS11Error) -> String? in
             var report: [String] = []
             switch (algorithm, use) {
             case (.ecP256, .decryption):
-                guard CapabilityProbe.probeECDH(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
-                    == nil
+                guard
+                    CapabilityProbe.probeECDH(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
+                        == nil
                 else { return nil }
                 return CapabilityGap.missing(.ecdhP256, configuration: configuration).description
             case (.rsa2048, .decryption):
-                guard CapabilityProbe.probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report).0
-                    == nil
+                guard
+                    CapabilityProbe.probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report).0
+                        == nil
                 else { return nil }
                 return CapabilityGap.missing(.rsaOAEPSHA256, configuration: configuration).description
             case (.rsa2048, .signing):
@@ -52,11 +62,13 @@ extension CapabilityProbe {
                 try? session.destroyObject(privateHandle)
                 try? session.destroyObject(publicHandle)
             }
-            guard case .rsa(let modulus, let exponent) = try PublicKey(
-                keyType: .rsa, attributes: session.attributes(of: publicHandle, [.modulus, .publicExponent]))
+            guard
+                case .rsa(let modulus, let exponent) = try PublicKey(
+                    keyType: .rsa, attributes: session.attributes(of: publicHandle, [.modulus, .publicExponent]))
             else { return "the token's RSA public key could not be read" }
-            guard probeRSASigningPath(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
-                == nil
+            guard
+                probeRSASigningPath(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
+                    == nil
             else { return nil }
             return "the HSM cannot sign with RSA: neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS over a software digest works ("
                 + report.filter { $0.hasPrefix("RSA signing") }.joined(separator: "; ") + ")"

@@ -33,10 +33,12 @@ struct HSMStatus: AsyncParsableCommand {
                     "\(info.manufacturer) \(info.libraryDescription) \(info.libraryVersion) (Cryptoki \(info.cryptokiVersion))",
                 token: hsm.token.label, serial: hsm.token.serialNumber,
                 ecdhPath: hsm.capabilities.ecdhPath?.rawValue, rsaDecryptionPath: hsm.capabilities.rsaDecryptionPath?.rawValue,
-                cannotDecrypt: hsm.capabilityGaps.map {
+                cannotDecrypt: HSMPaymentKeys.undecryptableVersions(hsm).map {
                     Status.Gap(
-                        version: HSMPaymentKeys.version(of: $0.operation).rawValue, operation: $0.operation.rawValue, missing: $0.missing,
-                        remedy: $0.remedy)
+                        version: $0.version.rawValue, operation: $0.gap.operation.rawValue, missing: $0.gap.missing, remedy: $0.gap.remedy)
+                },
+                vaultGaps: hsm.dataProtectionGaps.map {
+                    Status.VaultGap(operation: $0.operation.rawValue, missing: $0.missing, remedy: $0.remedy)
                 },
                 sessionKeyCopies: hsm.usesSessionKeyCopies,
                 dispatch: Status.Dispatch(
@@ -83,6 +85,9 @@ struct HSMStatus: AsyncParsableCommand {
                 print("            round trips (µs, fastest first): \(samples)")
                 print("RSA signs:  \(status.rsaSigningPath ?? "none: no RSA identity or upstream client key can be used")")
                 print("data keys:  \(status.dataKeyWrapPath ?? "none: neither AES key wrap with padding nor AES-GCM")")
+                for gap in status.vaultGaps {
+                    print("vault:      cannot run: \(gap.operation): \(gap.missing); no retry helps: \(gap.remedy)")
+                }
                 let secretOperations = [("AES-GCM", status.aesGCM), ("HMAC-SHA256", status.hmacSHA256), ("RSA-PSS", status.rsaPSS)]
                 print("operations: " + secretOperations.map { "\($0.0) \($0.1 ? "yes" : "no")" }.joined(separator: ", "))
                 let tls = status.identityTLS.joined(separator: " and ")
@@ -113,6 +118,10 @@ struct HSMStatus: AsyncParsableCommand {
         struct Gap: Encodable {
             let version, operation, missing, remedy: String
         }
+        /// An operation the vault needs that this HSM can never run, and what would provide it.
+        struct VaultGap: Encodable {
+            let operation, missing, remedy: String
+        }
         struct Dispatch: Encodable {
             let configured, chosen: String
             let roundTripMicroseconds, thresholdMicroseconds: Double
@@ -127,6 +136,9 @@ struct HSMStatus: AsyncParsableCommand {
         let ecdhPath, rsaDecryptionPath: String?
         /// Token versions refused as `hsm_capability_missing` on this HSM.
         let cannotDecrypt: [Gap]
+        /// What the vault needs and this HSM lacks; the vault's commands and routes are then refused
+        /// as `hsm_capability_missing`.
+        let vaultGaps: [VaultGap]
         let sessionKeyCopies: Bool
         /// Where `serve` would run HSM calls with these settings (``HSMDispatch``), and why.
         let dispatch: Dispatch

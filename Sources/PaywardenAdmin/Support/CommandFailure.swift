@@ -80,7 +80,8 @@ public struct CommandFailure: Error, CustomStringConvertible {
         let status: Status =
             switch error.code {
             case .hsmUnavailable, .databaseUnavailable: .unavailable
-            case .recordUnreadable: .misconfiguration
+            // Another HSM or client library is the answer, as for a token version it cannot decrypt.
+            case .recordUnreadable, .hsmCapabilityMissing: .misconfiguration
             default: .refused
             }
         self.init(status, error.message)

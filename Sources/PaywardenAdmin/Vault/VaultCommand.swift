@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PKCS11
 import PaywardenConfiguration
 import Vault
 
@@ -39,8 +40,11 @@ struct VaultStatusView: Encodable {
     }
 
     let purposes: [Purpose]
+    /// What this HSM lacks of what the vault needs (no key can be made here); empty where it can run.
+    let cannotRun: [String]
 
-    init(_ status: VaultStatus) {
+    init(_ status: VaultStatus, gaps: [CapabilityGap]) {
+        cannotRun = gaps.map(\.description)
         purposes = status.purposes.map { purpose in
             Purpose(
                 purpose: purpose.purpose, pending: purpose.pending,
@@ -53,19 +57,21 @@ struct VaultStatusView: Encodable {
     }
 
     var lines: [String] {
-        purposes.flatMap { purpose -> [String] in
-            guard !purpose.keys.isEmpty else {
-                return ["\(purpose.purpose): no key; `paywarden vault rotate-key --purpose \(purpose.purpose)` creates it"]
-            }
-            let pending = purpose.pending == 0 ? "nothing pending" : "\(purpose.pending) rows pending on rotated-out keys"
-            return ["\(purpose.purpose): \(pending)"]
-                + purpose.keys.map { key in
-                    var line = "  \(key.id)  \(key.kind)  created \(ISO8601DateFormatter().string(from: key.createdAt))  \(key.state)  "
-                    line += "\(key.rows) rows"
-                    if let waiting = key.registrationsBeforeSuccessor { line += ", \(waiting) registrations made before its successor" }
-                    return line
+        cannotRun.map { "the vault cannot run on this HSM: \($0)" }
+            + purposes.flatMap { purpose -> [String] in
+                guard !purpose.keys.isEmpty else {
+                    guard cannotRun.isEmpty else { return ["\(purpose.purpose): no key"] }
+                    return ["\(purpose.purpose): no key; `paywarden vault rotate-key --purpose \(purpose.purpose)` creates it"]
                 }
-        }
+                let pending = purpose.pending == 0 ? "nothing pending" : "\(purpose.pending) rows pending on rotated-out keys"
+                return ["\(purpose.purpose): \(pending)"]
+                    + purpose.keys.map { key in
+                        var line = "  \(key.id)  \(key.kind)  created \(ISO8601DateFormatter().string(from: key.createdAt))  \(key.state)  "
+                        line += "\(key.rows) rows"
+                        if let waiting = key.registrationsBeforeSuccessor { line += ", \(waiting) registrations made before its successor" }
+                        return line
+                    }
+            }
     }
 }
 
@@ -88,7 +94,7 @@ struct VaultStatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await VaultAdmin("vault.status", mutates: false).run(hsm: hsmOptions) { vault, _, audit in
-            let view = VaultStatusView(try await vault.status())
+            let view = VaultStatusView(try await vault.status(), gaps: vault.keyring.capabilityGaps)
             audit.note(view.purposes.map { "\($0.purpose) \($0.keys.count) keys, \($0.pending) rows pending" }.joined(separator: ", "))
             if output.json {
                 try printJSON(view)

@@ -100,8 +100,9 @@ public struct PaywardenServer: Sendable {
         metrics.setPaths(ecdh: hsm.capabilities.ecdhPath?.rawValue, rsa: hsm.capabilities.rsaDecryptionPath?.rawValue)
         metrics.setDispatch(hsm.dispatch.rawValue)
         metrics.setDecryptableVersions(HSMPaymentKeys.decryptableVersions(hsm))
-        for gap in hsm.capabilityGaps {
-            logger.warning("this HSM cannot decrypt \(HSMPaymentKeys.version(of: gap.operation).rawValue) tokens: \(gap)")
+        metrics.setVaultUsable(hsm.dataProtectionGaps.isEmpty)
+        for (version, gap) in HSMPaymentKeys.undecryptableVersions(hsm) {
+            logger.warning("this HSM cannot decrypt \(version.rawValue) tokens: \(gap)")
         }
         let databaseHealth = DatabaseHealthService(database: database.database, metrics: metrics, logger: logger)
         let keys = MerchantKeyStore(hsm: hsm, records: database.keyRecords, certificateIssuers: configuration.certificateIssuers)
@@ -190,7 +191,8 @@ public struct PaywardenServer: Sendable {
 
     /// The vault's keys: read from the HSM, and the first of each purpose generated when the HSM
     /// has none (a new deployment), which the audit log records. Without them the vault routes
-    /// answer 503 and the log says why; decryption does not need them.
+    /// answer 503 (501 `hsm_capability_missing` on an HSM that can never hold them) and the log
+    /// says why; decryption does not need them.
     private func prepareVaultKeys() async {
         let keyring = vault.keyring
         do {
@@ -201,6 +203,10 @@ public struct PaywardenServer: Sendable {
                         time: Date(), user: AuditLog.currentUser, action: "vault-key-create", keyID: key.id.hex, merchantID: nil,
                         result: "ok", detail: "first \(key.purpose.rawValue) key, generated at start-up"))
             }
+        } catch  where error.code == .hsmCapabilityMissing {
+            logger.warning(
+                "the vault cannot run on this HSM; its routes answer 501 hsm_capability_missing and decryption is unaffected",
+                metadata: ["error": "\(error.message)"])
         } catch {
             logger.error("the vault keys are not usable; vault routes answer 503 until they are", metadata: ["error": "\(error)"])
         }

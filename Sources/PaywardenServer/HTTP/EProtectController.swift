@@ -74,7 +74,7 @@ struct EProtectController {
         case .decryptionFailed: "the token could not be decrypted"
         case .invalidAccountNumber: "the token carries no usable account number"
         case .authenticationResponsesInvalid: "the token's multi-merchant authentication responses are not usable"
-        case .hsmCapabilityMissing: "Paywarden cannot decrypt tokens of this version; retrying will not help"
+        case .hsmCapabilityMissing: "Paywarden's HSM cannot process this token; retrying will not help"
         // Registration asks nothing else of the caller: the rest is Paywarden's (or its HSM's or
         // database's) to fix, and the anonymous caller is told only to retry.
         case .unauthorized, .forbidden, .payloadTooLarge, .invalidRequest, .rateLimited, .requestTimeout, .registrationNotFound,

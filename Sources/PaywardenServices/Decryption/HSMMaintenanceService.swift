@@ -18,6 +18,8 @@ public final class HSMMaintenanceService: Service, Sendable {
     let hsmReadiness: HSMReadiness
     /// The token versions this HSM can never decrypt (its probe's gaps, fixed for its life).
     private let cannotDecrypt: [String]
+    /// The features this HSM can never serve (its probe's gaps, fixed for its life).
+    private let cannotRun: [String]
     /// The keys reported unreadable at the last listing, to log each once.
     private let unreadable = Mutex<Set<String>>([])
     /// When the last successful health check began: faults from before it are already answered.
@@ -34,6 +36,7 @@ public final class HSMMaintenanceService: Service, Sendable {
         self.decryption = decryption
         self.hsmReadiness = decryption.readiness
         self.cannotDecrypt = HSMPaymentKeys.decryptableVersions(decryption.hsm).filter { !$0.value }.map(\.key.rawValue).sorted()
+        self.cannotRun = decryption.hsm.dataProtectionGaps.isEmpty ? [] : ["vault"]
         self.metrics = metrics
         self.refreshInterval = refreshInterval
         self.logger = logger
@@ -54,7 +57,7 @@ public final class HSMMaintenanceService: Service, Sendable {
             ready: isReady && database, keys: decryption.keys.count, ecdhPath: capabilities.ecdhPath?.rawValue ?? "none",
             rsaPath: capabilities.rsaDecryptionPath?.rawValue ?? "none", database: decryption.database.database.driver,
             reason: !isReady ? hsmReason : database ? nil : "database_unavailable",
-            cannotDecrypt: cannotDecrypt
+            cannotDecrypt: cannotDecrypt, cannotRun: cannotRun
         )
     }
 

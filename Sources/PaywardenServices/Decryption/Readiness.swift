@@ -11,6 +11,9 @@ public struct Readiness: Encodable, Sendable, Equatable {
     /// The token versions the HSM can never decrypt (no path passed its capability probe): the
     /// service stays ready for the others, and `hsm status` says what is missing.
     let cannotDecrypt: [String]
+    /// The features this HSM can never serve (`vault` when it lacks data-key wrapping or HMAC):
+    /// their routes answer `hsm_capability_missing`, and the service stays ready for the rest.
+    let cannotRun: [String]
 }
 
 extension Readiness {
@@ -19,6 +22,6 @@ extension Readiness {
     public func shuttingDown() -> Readiness {
         Readiness(
             ready: false, keys: keys, ecdhPath: ecdhPath, rsaPath: rsaPath, database: database, reason: "shutting_down",
-            cannotDecrypt: cannotDecrypt)
+            cannotDecrypt: cannotDecrypt, cannotRun: cannotRun)
     }
 }

@@ -143,6 +143,7 @@ public enum StableCode: String, Sendable, Hashable, CaseIterable {
             case .invalidRequest: .invalidRequest
             case .databaseUnavailable: .databaseUnavailable
             case .hsmUnavailable: .hsmUnavailable
+            case .hsmCapabilityMissing: .hsmCapabilityMissing
             case .recordUnreadable: .internalError
             }
     }

@@ -205,6 +205,16 @@ public final class ServerMetrics: Sendable {
         }
     }
 
+    /// 1 when the HSM runs everything the vault needs (data-key wrapping and HMAC), 0 when it lacks
+    /// part of it: registrations, redemptions and stored tokens are then refused as `hsm_capability_missing`.
+    public func setVaultUsable(_ usable: Bool) {
+        registry.makeGauge(
+            descriptor: Self.name(
+                "hsm_vault_usable", unit: "", "1 when the HSM runs what the vault needs, 0 when it lacks part of it (see hsm status)"),
+            labels: []
+        ).set(to: usable ? 1 : 0)
+    }
+
     /// The module failed a key operation on a token's bytes and then ran it correctly on bytes of
     /// its own: the token was refused as `decryption_failed`, and the HSM kept in service.
     public func hsmFailureOnInput(operation: String) {

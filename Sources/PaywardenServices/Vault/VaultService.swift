@@ -39,7 +39,8 @@ public final class VaultService: Sendable {
 
     /// The organisation's token format and merchants (its enabled paypages).
     public func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy {
-        try await vaulted { () async throws(VaultError) in try await vault.organizationPolicy(organization) }
+        // Paypages are plain rows, read by decryption too: no vault key is needed for them.
+        try await vaulted(needsVaultKeys: false) { () async throws(VaultError) in try await vault.organizationPolicy(organization) }
     }
 
     /// eProtect registration: the paypage checked, the token decrypted, a registration ID issued.
@@ -245,8 +246,13 @@ public final class VaultService: Sendable {
         }
     }
 
-    private func vaulted<Value>(_ body: () async throws(VaultError) -> Value) async throws(VaultFailure) -> Value {
+    /// Runs a vault operation, its errors the caller's; one that `needsVaultKeys` is refused for good
+    /// first on an HSM that can never run the vault, whatever the records hold.
+    private func vaulted<Value>(needsVaultKeys: Bool = true, _ body: () async throws(VaultError) -> Value) async throws(VaultFailure)
+        -> Value
+    {
         do {
+            if needsVaultKeys { try vault.requireCapabilities() }
             return try await body()
         } catch {
             if error.category == .corrupt { logger.error("vault record unreadable", metadata: ["reason": "\(error.message)"]) }

@@ -10,8 +10,13 @@ public final class VaultKeyring: Sendable {
     private let keys = Mutex<[VaultKeyPurpose: [VaultKey]]>([:])
     private let lastRefresh = Mutex<ContinuousClock.Instant?>(nil)
 
+    /// What this HSM lacks of what the vault needs, fixed by its capability probe; empty where the
+    /// vault can run.
+    public let capabilityGaps: [CapabilityGap]
+
     public init(hsm: HSM) {
         self.hsm = hsm
+        self.capabilityGaps = hsm.dataProtectionGaps
     }
 
     /// Re-reads the vault keys from the HSM.
@@ -44,6 +49,8 @@ public final class VaultKeyring: Sendable {
     /// The key new records of `purpose` use.
     public func current(_ purpose: VaultKeyPurpose) throws(VaultError) -> VaultKey {
         guard let key = keys(purpose).first else {
+            let gaps = capabilityGaps
+            if !gaps.isEmpty { throw .capabilityMissing(gaps) }
             throw VaultError(
                 .hsmUnavailable, "the HSM has no \(purpose.rawValue) vault key; an admin creates it with paywarden vault rotate-key")
         }
@@ -58,10 +65,11 @@ public final class VaultKeyring: Sendable {
     /// Generates a new key for `purpose` in the HSM; it becomes current.
     @discardableResult
     public func create(_ purpose: VaultKeyPurpose, now: Date = Date()) async throws(VaultError) -> VaultKey {
-        guard let kind = purpose.kind(on: hsm) else {
-            throw VaultError(
-                .hsmUnavailable,
-                "the token offers neither AES key wrap nor AES-GCM (see paywarden hsm status), so it cannot protect data keys")
+        let gaps = capabilityGaps
+        guard gaps.isEmpty, let kind = purpose.kind(on: hsm) else {
+            throw gaps.isEmpty
+                ? VaultError(.hsmUnavailable, "the token's capabilities were not probed, so no vault key can be made")
+                : .capabilityMissing(gaps)
         }
         // Strictly newer than the current key, whatever the clocks of the instances that made them.
         let created = max(now, keys(purpose).first.map { $0.createdAt.addingTimeInterval(0.001) } ?? now)
@@ -69,16 +77,19 @@ public final class VaultKeyring: Sendable {
         do {
             _ = try await hsm.generateSecretKey(specification)
         } catch {
-            throw VaultError(.hsmUnavailable, "the \(purpose.rawValue) vault key could not be generated: \(error)")
+            throw .hsm(error, "the \(purpose.rawValue) vault key could not be generated")
         }
         let key = VaultKey(id: specification.id, purpose: purpose, createdAt: created, kind: kind)
         keys.withLock { $0[purpose, default: []].insert(key, at: 0) }
         return key
     }
 
-    /// Creates the first key of every purpose that has none; returns those created.
+    /// Creates the first key of every purpose that has none; returns those created. On an HSM that
+    /// lacks part of what the vault needs, nothing is made.
     public func createMissing(now: Date = Date()) async throws(VaultError) -> [VaultKey] {
         try await refresh()
+        let gaps = capabilityGaps
+        guard gaps.isEmpty || VaultKeyPurpose.allCases.allSatisfy({ !keys($0).isEmpty }) else { throw .capabilityMissing(gaps) }
         var created: [VaultKey] = []
         for purpose in VaultKeyPurpose.allCases where keys(purpose).isEmpty {
             created.append(try await create(purpose, now: now))

@@ -1,3 +1,5 @@
+import PKCS11
+
 /// Why the vault refused or failed, with one of Paywarden's stable codes. Messages never hold an
 /// account number, a cryptogram, a registration ID or a token value.
 public struct VaultError: Error, Sendable, CustomStringConvertible {
@@ -28,6 +30,9 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case databaseUnavailable = "database_unavailable"
         /// The HSM cannot serve the vault's keys now, or they are missing.
         case hsmUnavailable = "hsm_unavailable"
+        /// This HSM can never run what the vault needs (AES key wrap or AES-GCM, HMAC-SHA256): no
+        /// retry helps, only another HSM or client library. The message names what is missing.
+        case hsmCapabilityMissing = "hsm_capability_missing"
         /// A stored record does not open: altered, moved between rows, or its key destroyed. No
         /// request's fault; the server answers 500 and logs it.
         case recordUnreadable = "internal_error"
@@ -47,6 +52,8 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         switch code {
         case .databaseUnavailable, .hsmUnavailable: .unavailable
         case .recordUnreadable: .corrupt
+        // Nobody's request is at fault, but no retry helps either: only the operator can.
+        case .hsmCapabilityMissing: .refused
         case .registrationNotFound, .registrationExpired, .tokenNotFound, .tokenUnlinked, .tokenNotRecurringEligible, .cryptogramRequired,
             .submerchantRequired, .submerchantNotFound, .merchantNotAuthorized, .reportGroupInvalid, .invalidAccountNumber, .invalidRequest:
             .refused
@@ -62,4 +69,16 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
+
+    /// An HSM failure while `doing` something: permanent when the HSM lacks the operation, else
+    /// an outage the caller may retry.
+    static func hsm(_ error: PKCS11Error, _ doing: String) -> VaultError {
+        if case .capabilityMissing = error.code { return VaultError(.hsmCapabilityMissing, error.message) }
+        return VaultError(.hsmUnavailable, "\(doing): \(error)")
+    }
+
+    /// The refusal for `gaps`, which are what this HSM lacks of the vault's needs.
+    static func capabilityMissing(_ gaps: [CapabilityGap]) -> VaultError {
+        VaultError(.hsmCapabilityMissing, "the vault cannot run on this HSM: " + gaps.map(\.description).joined(separator: "; "))
+    }
 }

@@ -56,7 +56,7 @@ struct EnvelopeSealer: Sendable {
         do {
             return try await hsm.wrapDataKey(key.id, dataKey: dataKey)
         } catch {
-            throw VaultError(.hsmUnavailable, "the HSM could not wrap a data key under \(key.purpose.rawValue) key \(key.id.hex): \(error)")
+            throw .hsm(error, "the HSM could not wrap a data key under \(key.purpose.rawValue) key \(key.id.hex)")
         }
     }
 
@@ -71,8 +71,7 @@ struct EnvelopeSealer: Sendable {
             // The HSM refused the wrapped key itself (altered, or wrapped under another key): no retry helps.
             throw VaultError(.recordUnreadable, "a sealed record's data key does not unwrap under its own key (altered or moved)")
         } catch {
-            throw VaultError(
-                .hsmUnavailable, "the HSM could not unwrap a data key with \(key.purpose.rawValue) key \(key.id.hex): \(error)")
+            throw .hsm(error, "the HSM could not unwrap a data key with \(key.purpose.rawValue) key \(key.id.hex)")
         }
     }
 }
