@@ -390,11 +390,17 @@ static int pwf_refuses(CK_MECHANISM_PTR mechanism)
 PWF_EXPORT int pwfault_refuse_mechanism(unsigned long mechanism)
 {
     pthread_mutex_lock(&pwf_lock);
-    int added = pwf_refused_count < PWF_MAX_REFUSED;
-    if (added) pwf_refused_mechanisms[pwf_refused_count++] = mechanism;
+    int present = 0;
+    for (int i = 0; i < pwf_refused_count; i++) present |= pwf_refused_mechanisms[i] == mechanism;
+    int added = present || pwf_refused_count < PWF_MAX_REFUSED;
+    if (added && !present) pwf_refused_mechanisms[pwf_refused_count++] = mechanism;
     pthread_mutex_unlock(&pwf_lock);
     return added ? 0 : -1;
 }
+
+/* Refusals a specification being checked would add: counted so that one that would not fit is
+ * rejected before any of it is applied. */
+static int pwf_refusals_checked;
 
 #define PWF_WITH_MECHANISM(X)                                                                                      \
     X(C_EncryptInit, (CK_SESSION_HANDLE a, CK_MECHANISM_PTR b, CK_OBJECT_HANDLE c), (a, b, c))                     \
@@ -990,9 +996,13 @@ static int pwf_parse_entry(char *entry, int apply)
     /* `mechanism=refused:0x1087`: every call naming the mechanism fails as a module without it would. */
     if (strcmp(name, "mechanism") == 0) {
         unsigned long mechanism = 0;
-        if (strcmp(action, "refused") != 0 || second != NULL || pwf_parse_number(first, &mechanism) != 0) return -1;
-        if (apply && pwfault_refuse_mechanism(mechanism) != 0) return -1;
-        return 0;
+        if (strcmp(action, "refused") != 0 || second != NULL || first == NULL || first[0] == '-') return -1;
+        if (pwf_parse_number(first, &mechanism) != 0) return -1;
+        if (apply) return pwfault_refuse_mechanism(mechanism) == 0 ? 0 : -1;
+        pthread_mutex_lock(&pwf_lock);
+        int room = pwf_refused_count + ++pwf_refusals_checked <= PWF_MAX_REFUSED;
+        pthread_mutex_unlock(&pwf_lock);
+        return room ? 0 : -1;
     }
     if (pwf_index(name) < 0) return -1;
     if (strcmp(action, "error") == 0) {
@@ -1051,6 +1061,7 @@ static int pwf_parse_specification(const char *specification, int apply)
 PWF_EXPORT int pwfault_apply(const char *specification)
 {
     if (specification == NULL) return 0;
+    pwf_refusals_checked = 0;
     int bad = pwf_parse_specification(specification, 0);
     if (bad != 0) return bad;
     return pwf_parse_specification(specification, 1);

@@ -26,11 +26,35 @@ public final class AppleGatewayClient: Sendable {
     /// How long a chosen credential is reused before the key store is read again.
     static let credentialCacheLifetime: Duration = .seconds(30)
 
-    public init(hsm: HSM, keys: MerchantKeyStore, configuration: AppleGatewayConfiguration, logger: Logger) {
+    /// Told each call's operation and outcome (``Outcome``): the server counts them.
+    private let requestObserver: (@Sendable (_ operation: String, _ outcome: Outcome) -> Void)?
+
+    /// How one call to Apple ended, as counted: whatever the caller then makes of Apple's body.
+    public enum Outcome: String, Sendable, CaseIterable {
+        /// Apple answered with a status the call expects.
+        case ok
+        case http4xx = "http_4xx"
+        case http5xx = "http_5xx"
+        /// No answer: no connection, a timeout, or an answer cut short.
+        case unreachable
+        /// An answer too large, or with a status that is neither success nor error.
+        case invalidResponse = "invalid_response"
+        /// The HSM could not sign the TLS handshake with the identity key.
+        case hsmUnavailable = "hsm_unavailable"
+    }
+
+    /// Every operation's name, as calls are counted and traced.
+    public static let operations: [String] = Operation.allCases.map(\.rawValue)
+
+    public init(
+        hsm: HSM, keys: MerchantKeyStore, configuration: AppleGatewayConfiguration, logger: Logger,
+        requestObserver: (@Sendable (_ operation: String, _ outcome: Outcome) -> Void)? = nil
+    ) {
         self.hsm = hsm
         self.keys = keys
         self.configuration = configuration
         self.logger = logger
+        self.requestObserver = requestObserver
         self.connections = IdentityConnections(hsm: hsm, configuration: configuration, logger: logger)
     }
 
@@ -175,7 +199,7 @@ public final class AppleGatewayClient: Sendable {
 
     // MARK: Sending
 
-    enum Operation: String {
+    enum Operation: String, CaseIterable {
         case eventFetch = "merchant-token-event"
         case unlink = "merchant-token-unlink"
         case updateMetadata = "merchant-token-update-metadata"
@@ -239,6 +263,8 @@ public final class AppleGatewayClient: Sendable {
         logMetadata["request-id"] = "\(requestID)"
         let start = ContinuousClock.now
         func elapsed() -> Logger.MetadataValue { "\((start.duration(to: .now) / .milliseconds(1)).rounded())" }
+        var outcome = Outcome.unreachable
+        defer { requestObserver?(operation.rawValue, outcome) }
 
         let response: HTTPClientResponse
         do {
@@ -247,6 +273,7 @@ public final class AppleGatewayClient: Sendable {
             span.setStatus(SpanStatus(code: .error))
             logMetadata["duration-ms"] = elapsed()
             if let hsmError = entry.signingKey.signingFailure(since: start) {
+                outcome = .hsmUnavailable
                 logger.warning("Apple gateway call failed: the HSM could not sign the handshake", metadata: logMetadata)
                 throw AppleGatewayError(
                     .hsmUnavailable, "the HSM could not sign the TLS handshake with identity key \(credential.keyID): \(hsmError)")
@@ -264,6 +291,7 @@ public final class AppleGatewayClient: Sendable {
         do {
             bytes = Array((try await response.body.collect(upTo: configuration.maxResponseBytes)).readableBytesView)
         } catch is NIOTooManyBytesError {
+            outcome = .invalidResponse
             logMetadata["duration-ms"] = elapsed()
             logger.warning("Apple gateway answer too large", metadata: logMetadata)
             throw AppleGatewayError(
@@ -276,6 +304,9 @@ public final class AppleGatewayClient: Sendable {
                 .upstreamUnavailable, "Apple's answer was cut short: \(Self.describe(error))", appleStatus: status)
         }
         logMetadata["duration-ms"] = elapsed()
+        outcome =
+            expecting.contains(status)
+            ? .ok : (400..<500).contains(status) ? .http4xx : (500..<600).contains(status) ? .http5xx : .invalidResponse
 
         if expecting.contains(status) {
             logger.info("Apple gateway call", metadata: logMetadata)

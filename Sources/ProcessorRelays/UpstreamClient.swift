@@ -32,6 +32,7 @@ public final class UpstreamClient: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        metrics.prepareUpstreams([configuration.format.rawValue])
         var tls = Self.baseTLS(configuration)
         if let key = configuration.clientKey, !configuration.clientCertificateChain.isEmpty {
             tls.certificateChain = configuration.clientCertificateChain.map { .certificate($0) }

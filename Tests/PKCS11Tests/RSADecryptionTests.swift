@@ -54,7 +54,7 @@ extension HSMTests {
             #expect(error?.code == .capabilityMissing(.rsaOAEPSHA256))
             #expect(error?.category == .misconfiguration)
             #expect(error?.message.contains("PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP=true") == true, "\(String(describing: error))")
-            #expect(hsm.capabilityGaps.map(\.operation) == [.rsaOAEPSHA256])
+            #expect(hsm.tokenDecryptionGaps.map(\.operation) == [.rsaOAEPSHA256])
             await hsm.close()
         }
     }

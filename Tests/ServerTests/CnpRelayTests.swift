@@ -1,5 +1,6 @@
 import Foundation
 import NIOSSL
+import PKCS11
 import PaywardenConfiguration
 import PaywardenServer
 import PaywardenTestTraits
@@ -386,6 +387,28 @@ struct CnpRelayTests {
             #expect(upstream.received.isEmpty)
             #expect(try await server.waitForReadiness(200), "readiness must come back with the token")
             #expect(!down.text.contains("4457119922390131") && !down.text.contains(device.token))
+        }
+    }
+
+    /// On an HSM that can never run the vault (no AES key wrap, no AES-GCM), a processor's own stored
+    /// token still passes through: telling it from a Paywarden token reads a row, not a vault key.
+    @Test func theUpstreamsOwnTokenPassesThroughOnAnHSMThatCannotRunTheVault() async throws {
+        let device = try FaultInjectingPKCS11.make()
+        try device.refuse(.aesKeyWrapPad)
+        try device.refuse(.aesGCM)
+        try await RelayFixture.with { base in
+            var relay = base
+            relay.credentials = .init(user: "upstream-user", password: "upstream-secret")
+            return RelayConfiguration(cnp: relay, cnpMerchantIDs: ["example": ["01234"]])
+        } adjust: {
+            $0.hsm.modulePath = device.modulePath
+        } _: { fixture in
+            let (server, upstream) = (fixture.server, fixture.upstream)
+            #expect(server.server.vault.keyring.capabilityGaps.map(\.operation) == [.dataKeyProtection])
+            let upstreamToken = "1111000276870123"
+            let own = try await post(server, envelope(.cnp, password: server.vaultKey, tokenTransaction(upstreamToken)))
+            #expect(own.status == 200 && element("response", in: own.text) == "000", "\(own.text)")
+            #expect(upstream.received.last?.text.contains(">\(upstreamToken)</cnpToken>") == true)
         }
     }
 

@@ -98,7 +98,7 @@ public final class HSMPaymentKeys: MerchantKeyDirectory, MerchantKeyOperations {
 
     /// The token versions `hsm` can never decrypt, each with what it lacks.
     public static func undecryptableVersions(_ hsm: HSM) -> [(version: PaymentTokenVersion, gap: CapabilityGap)] {
-        hsm.capabilityGaps.compactMap { gap in version(of: gap.operation).map { ($0, gap) } }
+        hsm.tokenDecryptionGaps.compactMap { gap in version(of: gap.operation).map { ($0, gap) } }
     }
 
     /// The token version whose decryption needs `operation`; nil for operations no token needs.

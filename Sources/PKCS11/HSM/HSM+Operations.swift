@@ -35,7 +35,7 @@ extension HSM {
     }
 
     /// Every operation payment tokens need that this HSM cannot run.
-    public var capabilityGaps: [CapabilityGap] { CapabilityGap.Operation.tokenDecryption.compactMap(capabilityGap) }
+    public var tokenDecryptionGaps: [CapabilityGap] { CapabilityGap.Operation.tokenDecryption.compactMap(capabilityGap) }
 
     /// Every operation sealing data under HSM keys needs that this HSM cannot run.
     public var dataProtectionGaps: [CapabilityGap] { CapabilityGap.Operation.dataProtection.compactMap(capabilityGap) }

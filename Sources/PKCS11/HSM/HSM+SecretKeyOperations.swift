@@ -73,12 +73,12 @@ extension HSM {
     /// GCM path the key's id is bound in as additional data, so a blob moved to another record's
     /// key does not open.
     public func wrapDataKey(_ id: KeyIdentifier, dataKey: [UInt8]) async throws(PKCS11Error) -> WrappedDataKey {
+        // Before the key is looked for: on a token that cannot protect data keys, that is the answer.
+        if let gap = capabilityGap(.dataKeyProtection) { throw .capabilityMissing(gap) }
         let (keyWrapPasses, gcmPasses) = (capabilities.dataKeyWrapPath == .aesKeyWrapPad, capabilities.aesGCM)
-        let gap = capabilityGap(.dataKeyProtection)
         return try await withSecretKey(id, operation: "aes-key-wrap") { (session, key) throws(PKCS11Error) in
             let path = try Self.dataKeyPath(for: key)
             guard path == .aesKeyWrapPad ? keyWrapPasses : gcmPasses else {
-                if let gap { throw .capabilityMissing(gap) }
                 throw .mechanismUnsupported("the token failed the \(path) probe; key \(id) cannot protect data keys here")
             }
             let bytes = try session.wrapDataKey(path: path, kek: key.handle, dataKey: dataKey, context: Self.dataKeyContext(id))

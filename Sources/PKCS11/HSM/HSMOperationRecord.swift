@@ -4,6 +4,12 @@ import Foundation
 /// through ``HSMConfiguration/operationObserver``): what was done and on which mechanism path, when,
 /// how long it waited for a worker and how long it took. Never a key's bytes, a key id or an input.
 public struct HSMOperationRecord: Sendable {
+    /// Every ``operation`` an HSM reports.
+    public static let operations = [
+        "ecdh-kdf", "rsa-oaep-decrypt", "rsa-pkcs1-sign", "rsa-pss-sign", "ecdsa-sign", "aes-gcm-seal", "aes-gcm-open", "aes-key-wrap",
+        "aes-key-unwrap", "hmac-sha256",
+    ]
+
     /// What was done: `ecdh-kdf`, `rsa-oaep-decrypt`, `ecdsa-sign`, `aes-gcm-seal`, …
     public let operation: String
     /// The mechanism path chosen for it, when there is a choice (``ECDHPath``, ``RSADecryptionPath``).

@@ -41,10 +41,10 @@ struct VaultStatusView: Encodable {
 
     let purposes: [Purpose]
     /// What this HSM lacks of what the vault needs (no key can be made here); empty where it can run.
-    let cannotRun: [String]
+    let vaultGaps: [String]
 
     init(_ status: VaultStatus, gaps: [CapabilityGap]) {
-        cannotRun = gaps.map(\.description)
+        vaultGaps = gaps.map(\.description)
         purposes = status.purposes.map { purpose in
             Purpose(
                 purpose: purpose.purpose, pending: purpose.pending,
@@ -57,10 +57,10 @@ struct VaultStatusView: Encodable {
     }
 
     var lines: [String] {
-        cannotRun.map { "the vault cannot run on this HSM: \($0)" }
+        vaultGaps.map { "the vault cannot run on this HSM: \($0)" }
             + purposes.flatMap { purpose -> [String] in
                 guard !purpose.keys.isEmpty else {
-                    guard cannotRun.isEmpty else { return ["\(purpose.purpose): no key"] }
+                    guard vaultGaps.isEmpty else { return ["\(purpose.purpose): no key"] }
                     return ["\(purpose.purpose): no key; `paywarden vault rotate-key --purpose \(purpose.purpose)` creates it"]
                 }
                 let pending = purpose.pending == 0 ? "nothing pending" : "\(purpose.pending) rows pending on rotated-out keys"

@@ -68,13 +68,18 @@ public struct PaywardenServer: Sendable {
         }
         var hsmConfiguration = configuration.hsm
         let tracing: (any Service)?
+        let metrics = ServerMetrics()
+        metrics.prepareHSMOperations(HSMOperationRecord.operations)
         if let tracingConfiguration = configuration.tracing {
             tracing = try TracingBootstrap.start(tracingConfiguration, logger: logger)
-            hsmConfiguration.operationObserver = HSMOperationEvents.observer
+            hsmConfiguration.operationObserver = { record in
+                metrics.hsmOperation(record)
+                HSMOperationEvents.observer(record)
+            }
         } else {
             tracing = nil
+            hsmConfiguration.operationObserver = { metrics.hsmOperation($0) }
         }
-        let metrics = ServerMetrics()
         hsmConfiguration.dispatchObserver = { metrics.setDispatch($0.rawValue) }
         hsmConfiguration.inputFailureObserver = { metrics.hsmFailureOnInput(operation: $0) }
         let hsm: HSM
@@ -101,6 +106,7 @@ public struct PaywardenServer: Sendable {
         metrics.setDispatch(hsm.dispatch.rawValue)
         metrics.setDecryptableVersions(HSMPaymentKeys.decryptableVersions(hsm))
         metrics.setVaultUsable(hsm.dataProtectionGaps.isEmpty)
+        metrics.readPendingHSMOperations { hsm.pendingOperations }
         for (version, gap) in HSMPaymentKeys.undecryptableVersions(hsm) {
             logger.warning("this HSM cannot decrypt \(version.rawValue) tokens: \(gap)")
         }
@@ -129,7 +135,11 @@ public struct PaywardenServer: Sendable {
             await hsm.close()
             throw ServerStartError(error.message)
         }
-        let appleGateway = AppleGatewayClient(hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger)
+        metrics.prepareAppleRequests(AppleGatewayClient.operations)
+        metrics.preparePaymentSessionFailures(AppleGatewayError.Code.allCases.map(\.rawValue))
+        let appleGateway = AppleGatewayClient(
+            hsm: hsm, keys: keys, configuration: configuration.merchantTokens.gateway, logger: logger,
+            requestObserver: { metrics.appleRequest(operation: $0, outcome: $1.rawValue) })
         let merchantTokens = MerchantTokenService(
             gateway: appleGateway,
             vault: vaultCore, events: database.database, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
@@ -410,6 +420,7 @@ public struct PaywardenServer: Sendable {
         onRunning: @escaping @Sendable (Int) async -> Void
     ) throws -> Application<RouterResponder<PaywardenRequestContext>> {
         let drain = self.drain
+        metrics.prepareRoutes(router.routes.map { (method: $0.method.rawValue, route: "\($0.path)") })
         return try Self.application(
             router: router, address: address, tls: tls, configuration: configuration, services: services, onRunning: onRunning,
             closingConnections: { drain.isDraining }, logger: logger)

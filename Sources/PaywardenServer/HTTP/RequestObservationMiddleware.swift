@@ -37,8 +37,8 @@ struct RequestObservationMiddleware: RouterMiddleware {
             case .failure: 500
             }
         let route = context.endpointPath ?? "unmatched"
-        metrics.request(route: route, status: status)
         let elapsed = ContinuousClock.now - start
+        metrics.request(route: route, method: request.method.rawValue, status: status, duration: elapsed)
         let milliseconds = elapsed / .milliseconds(1)
         context.logger.info(
             "request",

@@ -159,9 +159,11 @@ public final class HSMMaintenanceService: Service, Sendable {
         let count = decryption.keys.reload(from: inventory)
         reportUnreadable(inventory.unreadable)
         let now = Date()
-        let days = inventory.keys.compactMap { key -> (keyID: String, merchant: String, days: Int)? in
-            guard key.state.decrypts, let days = key.daysLeft(at: now) else { return nil }
-            return (key.id.hex, key.merchantID ?? "unknown", days)
+        let days = inventory.keys.compactMap { key -> ServerMetrics.CertificateDaysLeft? in
+            guard let days = key.daysLeft(at: now) else { return nil }
+            return ServerMetrics.CertificateDaysLeft(
+                keyID: key.id.hex, merchant: key.merchantID ?? "unknown", purpose: key.purpose.rawValue, state: key.state.rawValue,
+                days: days)
         }
         metrics.setCertificates(days, keyCount: count)
         health.checkPassed(startedAt: started)

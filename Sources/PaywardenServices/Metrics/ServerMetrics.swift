@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import PKCS11
 import Prometheus
 import Synchronization
 
@@ -24,6 +25,13 @@ public final class ServerMetrics: Sendable {
     private let vaultDuration: DurationHistogram
     private let upstreamCounters = Mutex<[LabelPair: Counter]>([:])
     private let upstreamDurations = Mutex<[String: DurationHistogram]>([:])
+    private let appleCounters = Mutex<[LabelPair: Counter]>([:])
+    private let requestDurations = Mutex<[RouteLabels: DurationHistogram]>([:])
+    private let hsmDurations = Mutex<[String: DurationHistogram]>([:])
+    private let hsmQueueWait: DurationHistogram
+    private let hsmPending: Gauge
+    /// Read at each scrape: the HSM's operations admitted and not yet finished.
+    private let pendingSource = Mutex<(@Sendable () -> Int)?>(nil)
 
     /// Two label values, the cache key of a counter with two labels (API key and outcome,
     /// operation and outcome, format and outcome).
@@ -35,6 +43,13 @@ public final class ServerMetrics: Sendable {
     private struct RequestLabels: Hashable {
         let route: String
         let status: Int
+    }
+
+    /// A request duration's labels: the route template, the method and the status class (`2xx`).
+    private struct RouteLabels: Hashable {
+        let route: String
+        let method: String
+        let statusClass: String
     }
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -53,7 +68,55 @@ public final class ServerMetrics: Sendable {
             buckets: Self.latencyBuckets)
         replayPurged = registry.makeCounter(
             descriptor: Self.name("replay_ledger_purged", unit: "total", "Expired transaction ids deleted from the replay ledger"))
+        hsmQueueWait = registry.makeDurationHistogram(
+            descriptor: Self.name("hsm_queue_wait", unit: "seconds", "Time an HSM operation waited for a worker (pool dispatch only)"),
+            buckets: Self.millisecondBuckets)
+        hsmPending = registry.makeGauge(
+            descriptor: Self.name("hsm_operations", unit: "pending", "HSM operations admitted and not yet finished, at the scrape"))
+        prepareOutcomeCounters()
     }
+
+    /// The counters of every outcome known in advance, failures included, at 0: an alert's
+    /// increase() sees a failure that happens first, and a dashboard shows 0 rather than nothing.
+    private func prepareOutcomeCounters() {
+        for outcome in ["ok"] + PaymentTokenError.Code.allCases.map(\.rawValue) { _ = decryptOutcome(outcome) }
+        for outcome in Self.merchantTokenOutcomes { _ = merchantTokenCounter(outcome) }
+        for kind in Self.vaultMaintenanceKinds { _ = vaultMaintenanceCounter(kind) }
+        _ = replayLedgerErrors("purge")
+    }
+
+    /// Makes the payment-session failure counters of each of `codes` (the Apple gateway's error codes).
+    public func preparePaymentSessionFailures(_ codes: [String]) {
+        for code in codes { _ = merchantTokenCounter("payment_session_\(code)") }
+    }
+
+    /// What merchant-token work can come to (``merchantTokenEvent(_:)``), payment-session failures aside.
+    static let merchantTokenOutcomes = [
+        "received", "repeated", "refused_source", "refused_over_limit", "id_for_another_merchant", "applied", "retry", "failed",
+        "payment_session",
+    ]
+    /// What the vault's maintenance counts (``vaultMaintenance(_:_:)``).
+    static let vaultMaintenanceKinds = [
+        "registration_payloads_destroyed", "registration_tombstones_deleted", "unlinked_tokens_deleted", "vault_keys_destroyed",
+        "rows_moved_to_current_key", "failed_rounds",
+    ]
+
+    /// From 100 µs to 5 s, mostly milliseconds: an HTTP request, an HSM call or its wait for a worker.
+    private static let millisecondBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500), .milliseconds(5),
+        .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .milliseconds(2500), .seconds(5),
+    ]
+
+    /// The status classes a request's duration is kept under; 1xx and 3xx are not answered here.
+    static let statusClasses = ["2xx", "4xx", "5xx"]
+    /// The methods kept as they are; anything else is `other`, so a client cannot add series.
+    static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    /// The outcomes of a call to Apple (``appleRequest(operation:outcome:)``).
+    public static let appleOutcomes = ["ok", "http_4xx", "http_5xx", "unreachable", "invalid_response", "hsm_unavailable"]
+    /// The outcomes of a call to a processor upstream that every format can have, present from the
+    /// start; an HTTP refusal adds its own `http_<status>` series when it happens.
+    public static let upstreamOutcomes = ["ok", "unreachable", "timeout", "too_large"]
 
     /// From half a millisecond to a second: a decryption or a vault operation, on any HSM.
     private static let latencyBuckets: [Duration] = [
@@ -85,17 +148,95 @@ public final class ServerMetrics: Sendable {
         MetricNameDescriptor(namespace: "paywarden", metricName: metric, unitName: unit, helpText: help)
     }
 
-    public func request(route: String, status: Int) {
+    /// One request answered: counted by route and status, its duration kept by route template,
+    /// method and status class.
+    public func request(route: String, method: String, status: Int, duration: Duration) {
         Self.counter(in: requestCounters, for: RequestLabels(route: route, status: status)) {
             registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("status", String(status))])
         }.increment()
+        let method = Self.methods.contains(method) ? method : "other"
+        requestDuration(RouteLabels(route: route, method: method, statusClass: "\(min(max(status / 100, 1), 5))xx")).record(duration)
+    }
+
+    /// Makes every route's duration series (each status class) so that they are there, at 0, from the start.
+    public func prepareRoutes(_ routes: [(method: String, route: String)]) {
+        for (method, route) in routes {
+            for statusClass in Self.statusClasses {
+                _ = requestDuration(RouteLabels(route: route, method: method, statusClass: statusClass))
+            }
+        }
+    }
+
+    private func requestDuration(_ labels: RouteLabels) -> DurationHistogram {
+        requestDurations.withLock { histograms in
+            if let histogram = histograms[labels] { return histogram }
+            let histogram = registry.makeDurationHistogram(
+                descriptor: Self.name(
+                    "http_request_duration", unit: "seconds", "Time to answer a request, by route template, method and status class"),
+                labels: [("route", labels.route), ("method", labels.method), ("status_class", labels.statusClass)],
+                buckets: Self.millisecondBuckets)
+            histograms[labels] = histogram
+            return histogram
+        }
+    }
+
+    /// One HSM key operation as it happened (the HSM's operation observer): its duration by
+    /// operation, and its wait for a worker when it was queued.
+    public func hsmOperation(_ record: HSMOperationRecord) {
+        hsmDuration(record.operation).record(record.duration)
+        if let wait = record.queueWait { hsmQueueWait.record(wait) }
+    }
+
+    /// Makes each operation's duration series, so that they are there, at 0, from the start.
+    public func prepareHSMOperations(_ operations: [String]) {
+        for operation in operations { _ = hsmDuration(operation) }
+    }
+
+    /// Where the pending-operations gauge is read from at each scrape.
+    public func readPendingHSMOperations(from source: @escaping @Sendable () -> Int) {
+        pendingSource.withLock { $0 = source }
+    }
+
+    private func hsmDuration(_ operation: String) -> DurationHistogram {
+        hsmDurations.withLock { histograms in
+            if let histogram = histograms[operation] { return histogram }
+            let histogram = registry.makeDurationHistogram(
+                descriptor: Self.name("hsm_operation_duration", unit: "seconds", "Time for one HSM key operation, queue wait included"),
+                labels: [("operation", operation)], buckets: Self.millisecondBuckets)
+            histograms[operation] = histogram
+            return histogram
+        }
+    }
+
+    /// One call to Apple's gateway by operation and outcome (``appleOutcomes``).
+    public func appleRequest(operation: String, outcome: String) {
+        appleCounter(operation, outcome).increment()
+    }
+
+    /// Makes every operation's outcome series, so that they are there, at 0, from the start.
+    public func prepareAppleRequests(_ operations: [String]) {
+        for operation in operations {
+            for outcome in Self.appleOutcomes { _ = appleCounter(operation, outcome) }
+        }
+    }
+
+    private func appleCounter(_ operation: String, _ outcome: String) -> Counter {
+        Self.counter(in: appleCounters, for: LabelPair(first: operation, second: outcome)) {
+            registry.makeCounter(
+                descriptor: Self.name("apple_requests", unit: "total", "Calls to Apple's gateway by operation and outcome"),
+                labels: [("operation", operation), ("outcome", outcome)])
+        }
     }
 
     public func decrypt(outcome: String, duration: Duration) {
+        decryptOutcome(outcome).increment()
+        decryptDuration.record(duration)
+    }
+
+    private func decryptOutcome(_ outcome: String) -> Counter {
         Self.counter(in: outcomeCounters, for: outcome) {
             registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)])
-        }.increment()
-        decryptDuration.record(duration)
+        }
     }
 
     /// One decrypt-endpoint call by the API key's name (never the key) and its outcome: what a
@@ -131,11 +272,7 @@ public final class ServerMetrics: Sendable {
     /// One call to a processor upstream, by format and outcome (`ok`, `http_<status>`,
     /// `unreachable`, `timeout`, `too_large`), and its latency by format.
     public func upstream(format: String, outcome: String, duration: Duration) {
-        Self.counter(in: upstreamCounters, for: LabelPair(first: format, second: outcome)) {
-            registry.makeCounter(
-                descriptor: Self.name("upstream_requests", unit: "total", "Calls to processor upstreams by format and outcome"),
-                labels: [("format", format), ("outcome", outcome)])
-        }.increment()
+        upstreamCounter(format, outcome).increment()
         let histogram = upstreamDurations.withLock { histograms in
             if let histogram = histograms[format] { return histogram }
             let histogram = registry.makeDurationHistogram(
@@ -151,24 +288,47 @@ public final class ServerMetrics: Sendable {
         histogram.record(duration)
     }
 
+    /// Makes each relayed format's fixed outcome series (``upstreamOutcomes``), so that they are
+    /// there, at 0, from the start.
+    public func prepareUpstreams(_ formats: [String]) {
+        for format in formats {
+            for outcome in Self.upstreamOutcomes { _ = upstreamCounter(format, outcome) }
+        }
+    }
+
+    private func upstreamCounter(_ format: String, _ outcome: String) -> Counter {
+        Self.counter(in: upstreamCounters, for: LabelPair(first: format, second: outcome)) {
+            registry.makeCounter(
+                descriptor: Self.name("upstream_requests", unit: "total", "Calls to processor upstreams by format and outcome"),
+                labels: [("format", format), ("outcome", outcome)])
+        }
+    }
+
     /// What the vault's maintenance did: registration payloads destroyed and tombstones deleted
     /// by the purge, rows moved off rotated-out keys, keys destroyed.
     public func vaultMaintenance(_ what: String, _ count: Int) {
         guard count > 0 else { return }
+        vaultMaintenanceCounter(what).increment(by: Int64(count))
+    }
+
+    private func vaultMaintenanceCounter(_ kind: String) -> Counter {
         registry.makeCounter(
             descriptor: Self.name("vault_maintenance", unit: "total", "Vault purge and rotation work done, by kind"),
-            labels: [("kind", what)]
-        ).increment(by: Int64(count))
+            labels: [("kind", kind)])
     }
 
     /// Merchant-token work by outcome: notifications received, repeated or refused, events
     /// applied, retried or failed, payment sessions.
     public func merchantTokenEvent(_ outcome: String) {
+        merchantTokenCounter(outcome).increment()
+    }
+
+    private func merchantTokenCounter(_ outcome: String) -> Counter {
         Self.counter(in: outcomeCounters, for: "merchant_token:" + outcome) {
             registry.makeCounter(
                 descriptor: Self.name("merchant_token_events", unit: "total", "Merchant-token notifications, events and calls by outcome"),
                 labels: [("outcome", outcome)])
-        }.increment()
+        }
     }
 
     public func recycled() { recycles.increment() }
@@ -182,10 +342,13 @@ public final class ServerMetrics: Sendable {
     /// A replay-ledger operation that failed outside a request (the purge); a claim that fails
     /// counts as a decryption refused with `database_unavailable`.
     public func replayLedgerFailed(_ operation: String) {
+        replayLedgerErrors(operation).increment()
+    }
+
+    private func replayLedgerErrors(_ operation: String) -> Counter {
         registry.makeCounter(
             descriptor: Self.name("replay_ledger_errors", unit: "total", "Replay-ledger work that failed outside a request, by operation"),
-            labels: [("operation", operation)]
-        ).increment()
+            labels: [("operation", operation)])
     }
 
     public func setPaths(ecdh: String?, rsa: String?) {
@@ -238,20 +401,32 @@ public final class ServerMetrics: Sendable {
     }
 
     /// Days until each certificate expires, by key; keys gone since the last call are dropped.
-    public func setCertificates(_ days: [(keyID: String, merchant: String, days: Int)], keyCount: Int) {
+    /// A certificate's days left, labelled with its key, merchant, purpose and state (a retired key's
+    /// certificate is still reported, and alerts leave it out by its state).
+    public struct CertificateDaysLeft: Sendable {
+        public let keyID, merchant, purpose, state: String
+        public let days: Int
+
+        public init(keyID: String, merchant: String, purpose: String, state: String, days: Int) {
+            (self.keyID, self.merchant, self.purpose, self.state, self.days) = (keyID, merchant, purpose, state, days)
+        }
+
+        var labels: [String] { [keyID, merchant, purpose, state] }
+    }
+
+    public func setCertificates(_ certificates: [CertificateDaysLeft], keyCount: Int) {
         activeKeys.set(to: Double(keyCount))
-        let current = Set(days.map { [$0.keyID, $0.merchant] })
-        for (keyID, merchant, value) in days {
-            registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", keyID), ("merchant", merchant)]).set(
-                to: Double(value))
+        let current = Set(certificates.map(\.labels))
+        for certificate in certificates {
+            registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: Self.certificateLabels(certificate.labels)).set(
+                to: Double(certificate.days))
         }
         let gone = certificateDays.withLock { known in
             defer { known = current }
             return known.subtracting(current)
         }
         for labels in gone {
-            registry.unregisterGauge(
-                registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: [("key_id", labels[0]), ("merchant", labels[1])]))
+            registry.unregisterGauge(registry.makeGauge(descriptor: Self.certificateDaysLeft, labels: Self.certificateLabels(labels)))
         }
     }
 
@@ -265,8 +440,13 @@ public final class ServerMetrics: Sendable {
         for keyID in readable { registry.unregisterGauge(registry.makeGauge(descriptor: Self.unreadableKey, labels: [("key_id", keyID)])) }
     }
 
+    private static func certificateLabels(_ values: [String]) -> [(String, String)] {
+        Array(zip(["key_id", "merchant", "purpose", "state"], values))
+    }
+
     /// The Prometheus text exposition.
     public func exposition() -> [UInt8] {
+        if let pending = pendingSource.withLock({ $0 }) { hsmPending.set(to: Double(pending())) }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return buffer

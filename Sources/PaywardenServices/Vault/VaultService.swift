@@ -40,7 +40,9 @@ public final class VaultService: Sendable {
     /// The organisation's token format and merchants (its enabled paypages).
     public func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy {
         // Paypages are plain rows, read by decryption too: no vault key is needed for them.
-        try await vaulted(needsVaultKeys: false) { () async throws(VaultError) in try await vault.organizationPolicy(organization) }
+        try await vaulted(requiresVaultCapabilities: false) { () async throws(VaultError) in
+            try await vault.organizationPolicy(organization)
+        }
     }
 
     /// eProtect registration: the paypage checked, the token decrypted, a registration ID issued.
@@ -189,7 +191,10 @@ public final class VaultService: Sendable {
     /// before a relay detokenizes). Counted, not audited: no account data is read.
     public func storedTokenFacts(_ token: String, organization: String) async throws(VaultFailure) -> StoredTokenFacts {
         try await measured("token_facts") { () async throws(VaultFailure) in
-            try await vaulted { () async throws(VaultError) in try await vault.storedTokenFacts(token, organization: organization) }
+            // A row's facts only: a relay's own stored tokens (not found here) pass through on any HSM.
+            try await vaulted(requiresVaultCapabilities: false) { () async throws(VaultError) in
+                try await vault.storedTokenFacts(token, organization: organization)
+            }
         }
     }
 
@@ -246,13 +251,14 @@ public final class VaultService: Sendable {
         }
     }
 
-    /// Runs a vault operation, its errors the caller's; one that `needsVaultKeys` is refused for good
-    /// first on an HSM that can never run the vault, whatever the records hold.
-    private func vaulted<Value>(needsVaultKeys: Bool = true, _ body: () async throws(VaultError) -> Value) async throws(VaultFailure)
+    /// Runs a vault operation, its errors the caller's; one that `requiresVaultCapabilities` is refused
+    /// for good first on an HSM that can never run the vault, whatever the records hold.
+    private func vaulted<Value>(requiresVaultCapabilities: Bool = true, _ body: () async throws(VaultError) -> Value)
+        async throws(VaultFailure)
         -> Value
     {
         do {
-            if needsVaultKeys { try vault.requireCapabilities() }
+            if requiresVaultCapabilities { try vault.requireCapabilities() }
             return try await body()
         } catch {
             if error.category == .corrupt { logger.error("vault record unreadable", metadata: ["reason": "\(error.message)"]) }

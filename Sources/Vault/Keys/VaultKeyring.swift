@@ -49,8 +49,7 @@ public final class VaultKeyring: Sendable {
     /// The key new records of `purpose` use.
     public func current(_ purpose: VaultKeyPurpose) throws(VaultError) -> VaultKey {
         guard let key = keys(purpose).first else {
-            let gaps = capabilityGaps
-            if !gaps.isEmpty { throw .capabilityMissing(gaps) }
+            guard capabilityGaps.isEmpty else { throw .capabilityMissing(capabilityGaps) }
             throw VaultError(
                 .hsmUnavailable, "the HSM has no \(purpose.rawValue) vault key; an admin creates it with paywarden vault rotate-key")
         }
@@ -65,11 +64,9 @@ public final class VaultKeyring: Sendable {
     /// Generates a new key for `purpose` in the HSM; it becomes current.
     @discardableResult
     public func create(_ purpose: VaultKeyPurpose, now: Date = Date()) async throws(VaultError) -> VaultKey {
-        let gaps = capabilityGaps
-        guard gaps.isEmpty, let kind = purpose.kind(on: hsm) else {
-            throw gaps.isEmpty
-                ? VaultError(.hsmUnavailable, "the token's capabilities were not probed, so no vault key can be made")
-                : .capabilityMissing(gaps)
+        guard capabilityGaps.isEmpty else { throw .capabilityMissing(capabilityGaps) }
+        guard let kind = purpose.kind(on: hsm) else {
+            throw VaultError(.hsmUnavailable, "the token's capabilities were not probed, so no vault key can be made")
         }
         // Strictly newer than the current key, whatever the clocks of the instances that made them.
         let created = max(now, keys(purpose).first.map { $0.createdAt.addingTimeInterval(0.001) } ?? now)
@@ -85,11 +82,10 @@ public final class VaultKeyring: Sendable {
     }
 
     /// Creates the first key of every purpose that has none; returns those created. On an HSM that
-    /// lacks part of what the vault needs, nothing is made.
+    /// lacks part of what the vault needs it refuses, whatever keys it holds: the vault cannot run there.
     public func createMissing(now: Date = Date()) async throws(VaultError) -> [VaultKey] {
+        guard capabilityGaps.isEmpty else { throw .capabilityMissing(capabilityGaps) }
         try await refresh()
-        let gaps = capabilityGaps
-        guard gaps.isEmpty || VaultKeyPurpose.allCases.allSatisfy({ !keys($0).isEmpty }) else { throw .capabilityMissing(gaps) }
         var created: [VaultKey] = []
         for purpose in VaultKeyPurpose.allCases where keys(purpose).isEmpty {
             created.append(try await create(purpose, now: now))
