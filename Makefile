@@ -74,7 +74,7 @@ try: build-tour
 # take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM, and
 # the rolling restart behind HAProxy, whose subject is the process's lifecycle, not the HSM.
 NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
-SOFTHSM_ONLY := HSMTests/FaultInjectingModule|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|HSMCapabilityGapTests|StuckHSMCallTests|GracefulShutdownTests|P11KitRemotingTests|TPM2PKCS11Tests
+SOFTHSM_ONLY := HSMTests/FaultInjectingModule|CnpRelayTests/theUpstreamsOwnTokenPassesThroughOnAnHSMThatCannotRunTheVault|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|HSMCapabilityGapTests|StuckHSMCallTests|GracefulShutdownTests|P11KitRemotingTests|TPM2PKCS11Tests
 
 test: deps-test
 	swift build --build-tests

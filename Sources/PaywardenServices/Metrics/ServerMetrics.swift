@@ -221,10 +221,18 @@ public final class ServerMetrics: Sendable {
     }
 
     private func appleCounter(_ operation: String, _ outcome: String) -> Counter {
-        Self.counter(in: appleCounters, for: LabelPair(first: operation, second: outcome)) {
-            registry.makeCounter(
-                descriptor: Self.name("apple_requests", unit: "total", "Calls to Apple's gateway by operation and outcome"),
-                labels: [("operation", operation), ("outcome", outcome)])
+        pairCounter(
+            in: appleCounters, Self.name("apple_requests", unit: "total", "Calls to Apple's gateway by operation and outcome"),
+            ("operation", operation), ("outcome", outcome))
+    }
+
+    /// The counter of `descriptor` with the labels `first` and `second`, cached under their values.
+    private func pairCounter(
+        in cache: borrowing Mutex<[LabelPair: Counter]>, _ descriptor: MetricNameDescriptor, _ first: (String, String),
+        _ second: (String, String)
+    ) -> Counter {
+        Self.counter(in: cache, for: LabelPair(first: first.1, second: second.1)) {
+            registry.makeCounter(descriptor: descriptor, labels: [first, second])
         }
     }
 
@@ -261,11 +269,10 @@ public final class ServerMetrics: Sendable {
 
     /// A vault operation (register, redeem, detokenize, …) by outcome: ok or the stable error code.
     public func vault(operation: String, outcome: String, duration: Duration) {
-        Self.counter(in: vaultCounters, for: LabelPair(first: operation, second: outcome)) {
-            registry.makeCounter(
-                descriptor: Self.name("vault_operations", unit: "total", "Vault operations by operation and outcome"),
-                labels: [("operation", operation), ("outcome", outcome)])
-        }.increment()
+        pairCounter(
+            in: vaultCounters, Self.name("vault_operations", unit: "total", "Vault operations by operation and outcome"),
+            ("operation", operation), ("outcome", outcome)
+        ).increment()
         vaultDuration.record(duration)
     }
 
@@ -297,11 +304,9 @@ public final class ServerMetrics: Sendable {
     }
 
     private func upstreamCounter(_ format: String, _ outcome: String) -> Counter {
-        Self.counter(in: upstreamCounters, for: LabelPair(first: format, second: outcome)) {
-            registry.makeCounter(
-                descriptor: Self.name("upstream_requests", unit: "total", "Calls to processor upstreams by format and outcome"),
-                labels: [("format", format), ("outcome", outcome)])
-        }
+        pairCounter(
+            in: upstreamCounters, Self.name("upstream_requests", unit: "total", "Calls to processor upstreams by format and outcome"),
+            ("format", format), ("outcome", outcome))
     }
 
     /// What the vault's maintenance did: registration payloads destroyed and tombstones deleted
