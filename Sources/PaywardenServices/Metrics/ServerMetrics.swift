@@ -215,9 +215,7 @@ public final class ServerMetrics: Sendable {
 
     /// Makes every operation's outcome series, so that they are there, at 0, from the start.
     public func prepareAppleRequests(_ operations: [String]) {
-        for operation in operations {
-            for outcome in Self.appleOutcomes { _ = appleCounter(operation, outcome) }
-        }
+        preparePairs(operations, Self.appleOutcomes, appleCounter)
     }
 
     private func appleCounter(_ operation: String, _ outcome: String) -> Counter {
@@ -298,8 +296,13 @@ public final class ServerMetrics: Sendable {
     /// Makes each relayed format's fixed outcome series (``upstreamOutcomes``), so that they are
     /// there, at 0, from the start.
     public func prepareUpstreams(_ formats: [String]) {
-        for format in formats {
-            for outcome in Self.upstreamOutcomes { _ = upstreamCounter(format, outcome) }
+        preparePairs(formats, Self.upstreamOutcomes, upstreamCounter)
+    }
+
+    /// Makes the counter of every pair of `firsts` and `seconds` labels.
+    private func preparePairs(_ firsts: [String], _ seconds: [String], _ counter: (String, String) -> Counter) {
+        for first in firsts {
+            for second in seconds { _ = counter(first, second) }
         }
     }
 
