@@ -33,7 +33,10 @@ public final class AppleGatewayClient: Sendable {
     public enum Outcome: String, Sendable, CaseIterable {
         /// Apple answered with a status the call expects.
         case ok
+        /// Apple refused the request (a 4xx other than those below): the request's fault.
         case http4xx = "http_4xx"
+        /// 408 or 429: Apple is too busy for it now, as with a 5xx.
+        case throttled
         case http5xx = "http_5xx"
         /// No answer: no connection, a timeout, or an answer cut short.
         case unreachable
@@ -305,8 +308,13 @@ public final class AppleGatewayClient: Sendable {
         }
         logMetadata["duration-ms"] = elapsed()
         outcome =
-            expecting.contains(status)
-            ? .ok : (400..<500).contains(status) ? .http4xx : (500..<600).contains(status) ? .http5xx : .invalidResponse
+            switch status {
+            case _ where expecting.contains(status): .ok
+            case 408, 429: .throttled
+            case 400..<500: .http4xx
+            case 500..<600: .http5xx
+            default: .invalidResponse
+            }
 
         if expecting.contains(status) {
             logger.info("Apple gateway call", metadata: logMetadata)

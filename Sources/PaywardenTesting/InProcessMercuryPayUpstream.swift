@@ -35,7 +35,7 @@ public final class InProcessMercuryPayUpstream: ProcessorUpstream {
         let response = ProcessorUpstreamStandIn.mercuryPayResponse(to: request, answer: answer)
         guard response.status != 0 else { throw UpstreamClient.Failure(outcome: "unreachable", mayHaveArrived: true) }
         guard (200..<300).contains(response.status) else {
-            throw UpstreamClient.Failure(outcome: "http_\(response.status)", mayHaveArrived: true)
+            throw UpstreamClient.Failure.refused(status: response.status)
         }
         do {
             return try rewrite(response.body)

@@ -18,7 +18,8 @@ import Tracing
 /// cryptogram twice. Redirects are not followed, compressed replies
 /// are not inflated, at most ``UpstreamConfiguration/maximumResponseBytes`` are read, and the
 /// whole exchange has the configured timeout. Every call is measured by format and outcome (`ok`,
-/// `http_<status>`, `unreachable`, `timeout`, `too_large`); logs name the outcome, never a body.
+/// `http_4xx`, `http_5xx`, `unreachable`, `timeout`, `too_large`, `invalid_response`); logs name the
+/// outcome and the status, never a body.
 ///
 /// A client key in the HSM signs the handshake there (``HSMTLSSigningKey``); that client is made
 /// by ``useHSMKey(_:chain:)`` once the key is checked at start-up, before the API listens.
@@ -83,16 +84,26 @@ public final class UpstreamClient: Sendable {
     /// Why there is no usable reply. `mayHaveArrived` is false only when the request certainly
     /// never reached the upstream (the connection was refused, the TLS handshake failed).
     public struct Failure: Error, Sendable {
-        /// The metric outcome: `http_<status>`, `unreachable`, `timeout`, `too_large`, `invalid_response`.
+        /// The metric outcome: `http_4xx`, `http_5xx`, `unreachable`, `timeout`, `too_large`, `invalid_response`.
         let outcome: String
         let mayHaveArrived: Bool
+        /// The upstream's HTTP status, when it answered one that is not a success (for the log and the client).
+        let upstreamStatus: Int?
 
         /// - Parameters:
-        ///   - outcome: the metric outcome (`http_<status>`, `unreachable`, `timeout`, `too_large`, `invalid_response`).
+        ///   - outcome: the metric outcome (`http_4xx`, `http_5xx`, `unreachable`, `timeout`, `too_large`, `invalid_response`).
         ///   - mayHaveArrived: false only when the request certainly never reached the upstream.
-        public init(outcome: String, mayHaveArrived: Bool) {
+        ///   - upstreamStatus: the upstream's HTTP status, when it answered one.
+        public init(outcome: String, mayHaveArrived: Bool, upstreamStatus: Int? = nil) {
             self.outcome = outcome
             self.mayHaveArrived = mayHaveArrived
+            self.upstreamStatus = upstreamStatus
+        }
+
+        /// An answer with `status`, not a success: its class, so that the metric's outcomes are a fixed set.
+        public static func refused(status: Int) -> Failure {
+            let outcome = (400..<500).contains(status) ? "http_4xx" : (500..<600).contains(status) ? "http_5xx" : "invalid_response"
+            return Failure(outcome: outcome, mayHaveArrived: true, upstreamStatus: status)
         }
 
         /// The gateway status of HTTP the client gets: 503 when the upstream could not be reached
@@ -112,8 +123,9 @@ public final class UpstreamClient: Sendable {
             case "timeout": "the processor did not answer in time; the transaction's outcome is unknown (query it before sending again)"
             case "unreachable" where !mayHaveArrived: "the processor cannot be reached; nothing was sent"
             case "unreachable": "the connection to the processor failed; the transaction's outcome is unknown"
-            case let refused where refused.hasPrefix("http_4"):
-                "the processor refused the request (HTTP \(refused.dropFirst(5))); query it before sending the transaction again"
+            case "http_4xx":
+                "the processor refused the request (HTTP \(upstreamStatus.map(String.init) ?? "4xx")); query it before sending the "
+                    + "transaction again"
             default: "the processor's answer was not usable (\(outcome)); the transaction's outcome is unknown"
             }
         }
@@ -159,10 +171,11 @@ public final class UpstreamClient: Sendable {
         metrics.upstream(format: configuration.format.rawValue, outcome: outcome, duration: duration)
         span.attributes["paywarden.processor.outcome"] = outcome
         if outcome != "ok" { span.setStatus(SpanStatus(code: .error)) }
-        let metadata: Logger.Metadata = [
+        var metadata: Logger.Metadata = [
             "format": "\(configuration.format.rawValue)", "outcome": "\(outcome)",
             "milliseconds": "\(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)",
         ]
+        if case .failure(let failure) = result, let status = failure.upstreamStatus { metadata["status"] = "\(status)" }
         if outcome == "ok" {
             logger.debug("upstream answered", metadata: metadata)
         } else {
@@ -190,7 +203,7 @@ public final class UpstreamClient: Sendable {
             span.attributes["http.response.status_code"] = status
             let collected = try await response.body.collect(upTo: configuration.maximumResponseBytes)
             return (200..<300).contains(status)
-                ? .success(Array(buffer: collected)) : .failure(Failure(outcome: "http_\(status)", mayHaveArrived: true))
+                ? .success(Array(buffer: collected)) : .failure(.refused(status: status))
         } catch {
             return .failure(Self.failure(error))
         }

@@ -20,6 +20,7 @@ struct AlertMetricsTests {
                 #"paywarden_hsm_operation_duration_seconds_count{operation="ecdh-kdf"} 0"#,
                 #"paywarden_hsm_operation_duration_seconds_count{operation="hmac-sha256"} 0"#,
                 "paywarden_hsm_operations_pending 0",
+                "paywarden_hsm_operations_pending_limit \(server.server.hsm.configuration.maxPendingOperations)",
                 #"paywarden_apple_requests_total{operation="merchant-token-event",outcome="http_5xx"} 0"#,
                 #"paywarden_apple_requests_total{operation="payment-session",outcome="unreachable"} 0"#,
             ] {

@@ -464,7 +464,7 @@ struct CnpRelayTests {
                 }
             }
             let metrics = try await server.operations("/metrics").text
-            #expect(metrics.contains(#"paywarden_upstream_requests_total{format="cnpapi",outcome="http_500"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"paywarden_upstream_requests_total{format="cnpapi",outcome="http_5xx"} 1"#), "\(metrics)")
             #expect(metrics.contains(#"outcome="unreachable"} 2"#), "\(metrics)")
         }
     }

@@ -79,7 +79,7 @@ extension HSM {
     }
 
     /// Runs a job that uses the key `id`, reported to the configuration's operation observer
-    /// (tracing) as `operation` on `path`. A stale handle is re-found once; a lost login is
+    /// (metrics and traces) as `operation` on `path`. A stale handle is re-found once; a lost login is
     /// re-established once (by one recycle, however many requests saw it).
     private func withKey<R: Sendable>(
         _ id: KeyIdentifier, operation: String, path: String? = nil, _ job: @escaping @Sendable (Session) throws(PKCS11Error) -> R

@@ -28,7 +28,8 @@ public struct HSMConfiguration: Sendable {
     /// HSM is unavailable (nil: for ever). A network HSM that stops answering would otherwise
     /// hold every request; the call itself cannot be interrupted and finishes on its worker.
     public var operationTimeout: Duration? = .seconds(10)
-    /// Told about each key operation once it is done (the server traces them); nil: nothing is measured.
+    /// Told about each key operation once it is done (the server counts them, and traces them when
+    /// tracing is on); nil: nothing is measured.
     public var operationObserver: (@Sendable (HSMOperationRecord) -> Void)?
     /// Told when calls move to another dispatch (inline turned off by a call past its deadline),
     /// as it happens (the server's gauge).

@@ -1,8 +1,9 @@
 import Foundation
 
-/// One key operation as it happened, for whoever traces them (the server turns each into a span,
-/// through ``HSMConfiguration/operationObserver``): what was done and on which mechanism path, when,
-/// how long it waited for a worker and how long it took. Never a key's bytes, a key id or an input.
+/// One key operation as it happened, for whoever measures them (the server counts each and, with
+/// tracing on, turns it into a span, through ``HSMConfiguration/operationObserver``): what was done
+/// and on which mechanism path, when, how long it waited for a worker and how long it took. Never a
+/// key's bytes, a key id or an input.
 public struct HSMOperationRecord: Sendable {
     /// Every ``operation`` an HSM reports.
     public static let operations = [

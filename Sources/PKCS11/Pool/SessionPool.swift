@@ -136,7 +136,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
             }
         }
         let pending = PendingRun<R>()
-        // Read only when the wait is asked for (tracing): a clock read per call otherwise spared.
+        // Read only when the wait is asked for (the operation observer): a clock read per call otherwise spared.
         let enqueued = queueWait.map { _ in ContinuousClock.now }
         do {
             return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<R, any Error>) in

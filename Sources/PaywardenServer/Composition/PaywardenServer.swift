@@ -106,7 +106,7 @@ public struct PaywardenServer: Sendable {
         metrics.setDispatch(hsm.dispatch.rawValue)
         metrics.setDecryptableVersions(HSMPaymentKeys.decryptableVersions(hsm))
         metrics.setVaultUsable(hsm.dataProtectionGaps.isEmpty)
-        metrics.readPendingHSMOperations { hsm.pendingOperations }
+        metrics.readPendingHSMOperations(limit: hsm.configuration.maxPendingOperations) { hsm.pendingOperations }
         for (version, gap) in HSMPaymentKeys.undecryptableVersions(hsm) {
             logger.warning("this HSM cannot decrypt \(version.rawValue) tokens: \(gap)")
         }

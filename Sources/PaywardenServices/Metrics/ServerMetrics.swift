@@ -113,10 +113,9 @@ public final class ServerMetrics: Sendable {
     /// The methods kept as they are; anything else is `other`, so a client cannot add series.
     static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     /// The outcomes of a call to Apple (``appleRequest(operation:outcome:)``).
-    public static let appleOutcomes = ["ok", "http_4xx", "http_5xx", "unreachable", "invalid_response", "hsm_unavailable"]
-    /// The outcomes of a call to a processor upstream that every format can have, present from the
-    /// start; an HTTP refusal adds its own `http_<status>` series when it happens.
-    public static let upstreamOutcomes = ["ok", "unreachable", "timeout", "too_large"]
+    public static let appleOutcomes = ["ok", "http_4xx", "throttled", "http_5xx", "unreachable", "invalid_response", "hsm_unavailable"]
+    /// The outcomes of a call to a processor upstream, every one present from the start.
+    public static let upstreamOutcomes = ["ok", "http_4xx", "http_5xx", "unreachable", "timeout", "too_large", "invalid_response"]
 
     /// From half a millisecond to a second: a decryption or a vault operation, on any HSM.
     private static let latencyBuckets: [Duration] = [
@@ -192,9 +191,14 @@ public final class ServerMetrics: Sendable {
         for operation in operations { _ = hsmDuration(operation) }
     }
 
-    /// Where the pending-operations gauge is read from at each scrape.
-    public func readPendingHSMOperations(from source: @escaping @Sendable () -> Int) {
+    /// Where the pending-operations gauge is read from at each scrape, and the most that may be
+    /// pending (`PAYWARDEN_HSM_MAX_PENDING`), past which operations are refused as overloaded.
+    public func readPendingHSMOperations(limit: Int, from source: @escaping @Sendable () -> Int) {
         pendingSource.withLock { $0 = source }
+        registry.makeGauge(
+            descriptor: Self.name(
+                "hsm_operations_pending", unit: "limit", "The most HSM operations that may be pending (PAYWARDEN_HSM_MAX_PENDING)")
+        ).set(to: Double(limit))
     }
 
     private func hsmDuration(_ operation: String) -> DurationHistogram {
@@ -274,8 +278,8 @@ public final class ServerMetrics: Sendable {
         vaultDuration.record(duration)
     }
 
-    /// One call to a processor upstream, by format and outcome (`ok`, `http_<status>`,
-    /// `unreachable`, `timeout`, `too_large`), and its latency by format.
+    /// One call to a processor upstream, by format and outcome (``upstreamOutcomes``), and its
+    /// latency by format.
     public func upstream(format: String, outcome: String, duration: Duration) {
         upstreamCounter(format, outcome).increment()
         let histogram = upstreamDurations.withLock { histograms in
