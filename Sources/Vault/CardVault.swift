@@ -76,7 +76,7 @@ public final class CardVault: Sendable {
     /// Fails, for good, on an HSM that lacks part of what the vault needs: checked before every
     /// vault operation, so that each is refused alike whatever the records hold.
     public func requireCapabilities() throws(VaultError) {
-        guard keyring.capabilityGaps.isEmpty else { throw .capabilityMissing(keyring.capabilityGaps) }
+        try keyring.requireCapabilities()
     }
 
     /// Fails unless every vault key is there: checked before a token is decrypted, so a vault that

@@ -19,6 +19,11 @@ public final class VaultKeyring: Sendable {
         self.capabilityGaps = hsm.dataProtectionGaps
     }
 
+    /// Fails, for good, on an HSM that lacks part of what the vault needs.
+    public func requireCapabilities() throws(VaultError) {
+        guard capabilityGaps.isEmpty else { throw .capabilityMissing(capabilityGaps) }
+    }
+
     /// Re-reads the vault keys from the HSM.
     public func refresh() async throws(VaultError) {
         let objects: [SecretKeyObject]
@@ -49,7 +54,7 @@ public final class VaultKeyring: Sendable {
     /// The key new records of `purpose` use.
     public func current(_ purpose: VaultKeyPurpose) throws(VaultError) -> VaultKey {
         guard let key = keys(purpose).first else {
-            guard capabilityGaps.isEmpty else { throw .capabilityMissing(capabilityGaps) }
+            try requireCapabilities()
             throw VaultError(
                 .hsmUnavailable, "the HSM has no \(purpose.rawValue) vault key; an admin creates it with paywarden vault rotate-key")
         }
@@ -64,7 +69,7 @@ public final class VaultKeyring: Sendable {
     /// Generates a new key for `purpose` in the HSM; it becomes current.
     @discardableResult
     public func create(_ purpose: VaultKeyPurpose, now: Date = Date()) async throws(VaultError) -> VaultKey {
-        guard capabilityGaps.isEmpty else { throw .capabilityMissing(capabilityGaps) }
+        try requireCapabilities()
         guard let kind = purpose.kind(on: hsm) else {
             throw VaultError(.hsmUnavailable, "the token's capabilities were not probed, so no vault key can be made")
         }
@@ -84,7 +89,7 @@ public final class VaultKeyring: Sendable {
     /// Creates the first key of every purpose that has none; returns those created. On an HSM that
     /// lacks part of what the vault needs it refuses, whatever keys it holds: the vault cannot run there.
     public func createMissing(now: Date = Date()) async throws(VaultError) -> [VaultKey] {
-        guard capabilityGaps.isEmpty else { throw .capabilityMissing(capabilityGaps) }
+        try requireCapabilities()
         try await refresh()
         var created: [VaultKey] = []
         for purpose in VaultKeyPurpose.allCases where keys(purpose).isEmpty {
