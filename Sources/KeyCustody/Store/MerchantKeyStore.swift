@@ -106,7 +106,7 @@ public final class MerchantKeyStore: Sendable {
             )
             let csr = try await CertificateRequestBuilder.pem(hsm: hsm, key: object, merchantID: merchantID)
             let withdrawn = specification.usage.subtracting(Self.usage(purpose: purpose, algorithm: algorithm))
-            let key = try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
+            let key = try await hsm.creatingTokenObjects(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
                 // A processing key signs nothing after its CSR: a signing permission left on it
                 // would let whoever reaches the token sign with a key Apple certified for tokens.
                 try session.withdraw(withdrawn, from: object.id)
@@ -195,7 +195,7 @@ public final class MerchantKeyStore: Sendable {
         record.activatedAt = now
         let object: KeyObject
         do throws(PKCS11Error) {
-            object = try await hsm.withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
+            object = try await hsm.creatingTokenObjects(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
                 try session.importPrivateKey(software, as: specification)
             }
         } catch {

@@ -131,7 +131,7 @@ extension HSM {
     /// The key `make` makes in a session, its handle remembered inside the job (the handle's
     /// generation). A lost login is not retried: the key may exist by then.
     func makeKey<Key: RememberedKey>(_ make: @escaping @Sendable (Session) throws(PKCS11Error) -> Key) async throws(PKCS11Error) -> Key {
-        try await withSession(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
+        try await creatingTokenObjects(retryingAfterLostLogin: false) { [self] session throws(PKCS11Error) in
             let key = try make(session)
             remember(key)
             return key

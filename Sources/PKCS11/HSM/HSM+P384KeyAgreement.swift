@@ -7,7 +7,7 @@ extension HSM {
     public func generateP384KeyAgreementKey(label: String) async throws(PKCS11Error) -> (id: KeyIdentifier, publicKey: [UInt8]) {
         try requireP384ECDH()
         let id = KeyIdentifier.random()
-        let point = try await withSession(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
+        let point = try await creatingTokenObjects(retryingAfterLostLogin: false) { session throws(PKCS11Error) in
             let (publicHandle, privateHandle) = try session.generateP384KeyAgreementKeyPair(id: id, label: label)
             do throws(PKCS11Error) {
                 return try session.p384Point(of: publicHandle)

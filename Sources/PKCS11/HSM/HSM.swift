@@ -151,14 +151,28 @@ public final class HSM: Sendable {
     public func withSession<R: Sendable>(
         retryingAfterLostLogin: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
+        try await withSession(retryingAfterLostLogin: retryingAfterLostLogin, createsTokenObjects: false, body)
+    }
+
+    private func withSession<R: Sendable>(
+        retryingAfterLostLogin: Bool, createsTokenObjects: Bool, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
         let observed = currentGeneration
         try await reestablishIfLoggedOut(observed)
         do {
-            return try await pool.run(deadline: configuration.operationTimeout, body)
+            return try await pool.run(deadline: configuration.operationTimeout, createsTokenObjects: createsTokenObjects, body)
         } catch  where error.category == .relogin && retryingAfterLostLogin {
             try await recycle(ifStillAt: observed)
-            return try await pool.run(deadline: configuration.operationTimeout, body)
+            return try await pool.run(deadline: configuration.operationTimeout, createsTokenObjects: createsTokenObjects, body)
         }
+    }
+
+    /// ``withSession(retryingAfterLostLogin:_:)`` for a `body` that makes token objects or changes
+    /// their attributes: it runs alone (``TokenObjectLock``).
+    public func creatingTokenObjects<R: Sendable>(
+        retryingAfterLostLogin: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
+        try await withSession(retryingAfterLostLogin: retryingAfterLostLogin, createsTokenObjects: true, body)
     }
 
     /// Whether the HSM is logged in (a failed re-establishment leaves it logged out).

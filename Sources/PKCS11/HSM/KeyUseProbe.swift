@@ -109,7 +109,7 @@ extension HSM {
     /// pair (an identity key's, the template a module's attribute rules refuse first): nil when
     /// as specified, else how it was adapted. Throws when the module makes no such key at all.
     public func keyTemplateAdaptation() async throws(PKCS11Error) -> String? {
-        try await withSession { session throws(PKCS11Error) -> String? in
+        try await creatingTokenObjects { session throws(PKCS11Error) -> String? in
             let (key, adaptation) = try session.generateKeyPairAdapting(
                 KeySpecification(label: "paywarden-template-probe", algorithm: .rsa2048, usage: [.sign]))
             _ = try? session.destroyKeyPair(id: key.id)

@@ -59,6 +59,8 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     private let watchdog: (any DispatchSourceTimer)?
     /// Told, once, that an inline call overran its deadline and inline dispatch is off.
     private let onInlineOverrun: @Sendable (Duration) -> Void
+    /// Held by every call, alone by a creation of token objects.
+    let tokenObjectLock = TokenObjectLock.shared
 
     /// - Parameters:
     ///   - openSession: opens a session for the calling worker thread.
@@ -121,15 +123,16 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     ///   - inlineAllowed: false for calls that must be able to time out whatever the dispatch (the
     ///     health check).
     ///   - queueWait: told how long a queued job waited for its worker (nothing when it ran inline).
+    ///   - createsTokenObjects: `body` makes or changes token objects (``tokenObjectLock``).
     func run<R: Sendable>(
-        deadline: Duration? = nil, inlineAllowed: Bool = true, queueWait: QueueWaitRecorder? = nil,
+        deadline: Duration? = nil, inlineAllowed: Bool = true, queueWait: QueueWaitRecorder? = nil, createsTokenObjects: Bool = false,
         _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {
         if let context = WorkerContext.current, context.pool === self {
-            return try context.withSession(body)
+            return try context.withSession(createsTokenObjects: createsTokenObjects, body)
         }
         if inlineAllowed, inline.load(ordering: .relaxed) {
-            switch runInline(body) {
+            switch runInline(createsTokenObjects: createsTokenObjects, body) {
             case .ran(let result): return try result.get()
             case .overran(let whenAnswered): return try await answer(of: whenAnswered, deadline: deadline)
             case .queue: break
@@ -145,7 +148,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
                     guard pending.start() else { return }  // the caller gave up before it started
                     if let queueWait, let enqueued { queueWait.record(ContinuousClock.now - enqueued) }
                     do throws(PKCS11Error) {
-                        pending.finish(.success(try context.withSession(body)))
+                        pending.finish(.success(try context.withSession(createsTokenObjects: createsTokenObjects, body)))
                     } catch {
                         pending.finish(.failure(error))
                     }
@@ -234,7 +237,9 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
 
     /// Hands `body` to the calling thread's companion, counted among the running jobs, and waits
     /// up to ``inlineWaitBound`` for it.
-    private func runInline<R: Sendable>(_ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R) -> InlineOutcome<R> {
+    private func runInline<R: Sendable>(
+        createsTokenObjects: Bool, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
+    ) -> InlineOutcome<R> {
         // No companion thread is started for a pool that has stopped: shutdown would not stop it.
         guard !condition.withLock({ stopped }) else { return .queue }
         let companion = InlineContexts.companion(for: self) {
@@ -268,7 +273,9 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
                     if running == 0 && (paused || stopped) { condition.broadcast() }
                     condition.unlock()
                 }
-                let result = Result { () throws(PKCS11Error) in try context.withSession(body) }
+                let result = Result { () throws(PKCS11Error) in
+                    try context.withSession(createsTokenObjects: createsTokenObjects, body)
+                }
                 // Past its deadline, the caller would have been answered already on the queue: the
                 // result is discarded the same way.
                 if let deadline, Self.elapsed(since: start) > deadline { return .failure(.timedOut(after: deadline)) }

@@ -24,8 +24,9 @@ final class WorkerContext {
     }
 
     /// Runs `body` with this worker's session, opening one if there is none for this generation.
-    /// A session that met a lost-login error is ended, so the next job opens a fresh one.
-    func withSession<R>(_ body: (Session) throws(PKCS11Error) -> R) throws(PKCS11Error) -> R {
+    /// A session that met a lost-login error is ended, so the next job opens a fresh one. A body
+    /// that `createsTokenObjects` runs alone (``TokenObjectLock``).
+    func withSession<R>(createsTokenObjects: Bool = false, _ body: (Session) throws(PKCS11Error) -> R) throws(PKCS11Error) -> R {
         if sessionGeneration != generation {
             // Maintenance ends sessions itself; this one survived a maintenance that failed
             // midway, so its handle may name nothing, or someone else's session.
@@ -49,7 +50,9 @@ final class WorkerContext {
             }
         }
         do {
-            return try body(current)
+            let lock = pool.tokenObjectLock
+            if createsTokenObjects { return try lock.exclusive { () throws(PKCS11Error) in try body(current) } }
+            return try lock.shared { () throws(PKCS11Error) in try body(current) }
         } catch {
             if error.category == .relogin {
                 // A session whose handle the module disowned may share it with one opened since.

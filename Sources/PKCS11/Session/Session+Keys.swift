@@ -23,13 +23,14 @@ extension Session {
         do {
             handles = try generateKeyPair(
                 mechanism, publicKey: specification.publicKeyTemplate, privateKey: specification.privateKeyTemplate)
-        } catch where Self.mayBeTemplateRule(error) {
+        } catch  where Self.mayBeTemplateRule(error) {
             let refusal = error
             do {
                 handles = try generateKeyPair(
                     mechanism, publicKey: specification.publicKeyTemplate(statingUsages: false),
                     privateKey: specification.privateKeyTemplate)
-            } catch where error.returnValue == refusal.returnValue
+            } catch
+                where error.returnValue == refusal.returnValue
                 && [.templateInconsistent, .attributeValueInvalid].contains(error.returnValue)
             {
                 throw PKCS11Error(
@@ -92,7 +93,7 @@ extension Session {
             let handle: ObjectHandle
             do throws(PKCS11Error) {
                 handle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
-            } catch where Self.mayBeTemplateRule(error) {
+            } catch  where Self.mayBeTemplateRule(error) {
                 // The key was checked in software first: its values are not what the module refuses.
                 throw PKCS11Error(
                     code: error.code, category: .misconfiguration, function: error.function,
@@ -130,6 +131,8 @@ extension Session {
         for handle in try tokenObjects(.privateKey) {
             do {
                 listing.keys.append(try keyObject(handle))
+            } catch  where error.returnValue == .objectHandleInvalid {
+                continue  // destroyed between the find and the read: no longer in the token
             } catch  where Self.describesObject(error) {
                 let id = (try? attributes(of: handle, [.id])[.id]).flatMap { $0 }.map(KeyIdentifier.init(bytes:))
                 listing.unreadable.append(UnreadableKey(id: id, reason: error.message))

@@ -40,7 +40,11 @@ extension Session {
     public func secretKeys() throws(PKCS11Error) -> [SecretKeyObject] {
         var keys: [SecretKeyObject] = []
         for handle in try tokenObjects(.secretKey) {
-            if let key = try secretKeyObject(handle) { keys.append(key) }
+            do {
+                if let key = try secretKeyObject(handle) { keys.append(key) }
+            } catch  where error.returnValue == .objectHandleInvalid {
+                continue  // destroyed between the find and the read: no longer in the token
+            }
         }
         return keys
     }
