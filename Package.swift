@@ -156,7 +156,7 @@ let package = Package(
             name: "PaywardenServer",
             dependencies: [
                 "PaywardenServices", "MerchantTokens", "ProcessorRelays", "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration",
-                "PaywardenStorage", "Vault", "ProcessorMessages", "OutboundTLS",
+                "PaywardenStorage", "Vault", "ProcessorMessages", "OutboundTLS", "PaywardenPrimitives",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

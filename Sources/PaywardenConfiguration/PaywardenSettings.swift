@@ -5,6 +5,8 @@ import PaywardenPrimitives
 /// Loading fails on the first bad value with a message naming the setting and what it accepts.
 public struct PaywardenSettings: Sendable {
     public var home: String
+    /// Where audit lines are shipped besides the file (`PAYWARDEN_AUDIT_SYSLOG`).
+    public var auditSyslog: SyslogDestination?
     public var logLevel: String?
     /// `text` or `json`.
     public var logFormat: String
@@ -29,6 +31,13 @@ public struct PaywardenSettings: Sendable {
         var reader = SettingsReader(sources: sources)
         typealias C = SettingCatalog
         home = URL(fileURLWithPath: try reader.string(defaulted: C.home)).standardizedFileURL.path
+        if let destination = try reader.string(C.auditSyslog) {
+            do {
+                auditSyslog = try SyslogDestination(parsing: destination)
+            } catch {
+                throw ConfigurationError(C.auditSyslog, value: destination, expected: error.description)
+            }
+        }
         logLevel = try reader.choice(C.logLevel)
         logFormat = try reader.choice(defaulted: C.logFormat)
         tracingEnabled = try reader.choice(defaulted: C.tracing) == "on"

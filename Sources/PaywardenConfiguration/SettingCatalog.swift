@@ -8,6 +8,11 @@ public enum SettingCatalog {
     public static let home = Setting(
         "home", .path, default: .value("./Keys"),
         "the development token, CSRs and certificates an admin works with, and the audit log")
+    public static let auditSyslog = Setting(
+        "audit_syslog", .string,
+        "ship every audit line, as written to the file, to syslog (RFC 5424, facility authpriv): unix:/PATH for the local daemon's "
+            + "datagram socket (unix:/dev/log, journald's unix:/run/systemd/journal/syslog) or udp:HOST:PORT to loopback only (the "
+            + "daemon forwards it off the machine over TLS); unset: the file only")
     public static let logLevel = Setting(
         "log_level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
         default: .computed("info for serve, warning for other commands"), "the least severe log level written")
@@ -293,7 +298,7 @@ public enum SettingCatalog {
 
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
-        home, logLevel, logFormat, tracing, traceContextFrom,
+        home, auditSyslog, logLevel, logFormat, tracing, traceContextFrom,
         pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
         hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmDispatch, hsmInlineThresholdMicroseconds, hsmRecycleEvery, hsmOperationTimeoutMilliseconds,

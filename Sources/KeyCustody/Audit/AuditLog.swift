@@ -12,10 +12,13 @@ import Synchronization
 /// place (copytruncate), and after ``reopenAll()`` (`serve` calls it on `SIGHUP`).
 public struct AuditLog: Sendable {
     public let path: String
+    /// Where each line goes as well, once it is in the file (`PAYWARDEN_AUDIT_SYSLOG`).
+    public let syslog: AuditSyslog?
     private let file: AuditFile
 
-    public init(path: String) {
+    public init(path: String, syslog: AuditSyslog? = nil) {
         self.path = path
+        self.syslog = syslog
         self.file = AuditFile(path: path)
     }
 
@@ -51,8 +54,9 @@ public struct AuditLog: Sendable {
         }
     }
 
-    /// Appends one record. Each line is written with a single `write` on an `O_APPEND`
-    /// descriptor, so concurrent writers (other processes included) never interleave within a line.
+    /// Appends one record, then ships it to syslog when configured. Each line is written with a
+    /// single `write` on an `O_APPEND` descriptor, so concurrent writers (other processes included)
+    /// never interleave within a line.
     public func append(_ record: Record) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
@@ -60,6 +64,7 @@ public struct AuditLog: Sendable {
         var line = try encoder.encode(record)
         line.append(0x0A)
         try file.append(line)
+        syslog?.ship(line.dropLast(), of: record)
     }
 
     /// Every record, oldest first.

@@ -47,7 +47,7 @@ public final class HSM: Sendable {
         let dispatchObserver = configuration.dispatchObserver
         self.pool = SessionPool(
             workers: configuration.workers, maxPending: configuration.maxPendingOperations, inline: opened.dispatch.chosen == .inline,
-            inlineDeadline: deadline,
+            inlineDeadline: deadline, tokenObjectLock: location.module.tokenObjectLock,
             onInlineOverrun: { elapsed in
                 logger.error(
                     "an inline HSM call overran its deadline; HSM calls now run on the worker threads until restart",
@@ -148,6 +148,7 @@ public final class HSM: Sendable {
     ///
     /// - Parameter retryingAfterLostLogin: after a lost login, re-establish it and run `body`
     ///   again. Pass false when `body` creates objects: what it made before the loss may persist.
+    ///   A body that makes token objects goes through ``creatingTokenObjects(retryingAfterLostLogin:_:)``.
     public func withSession<R: Sendable>(
         retryingAfterLostLogin: Bool = true, _ body: @escaping @Sendable (Session) throws(PKCS11Error) -> R
     ) async throws(PKCS11Error) -> R {

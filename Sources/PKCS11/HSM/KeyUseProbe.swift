@@ -24,7 +24,8 @@ extension HSM {
     private func probeKeyUse(of algorithm: KeyAlgorithm, for use: IntendedKeyUse) async throws(PKCS11Error) -> String? {
         let configuration = self.configuration
         let mechanisms = capabilities.mechanisms
-        return try await withSession { session throws(PKCS11Error) -> String? in
+        // Its throw-away key pairs are token objects on a module without session keys (tpm2-pkcs11).
+        return try await creatingTokenObjects { session throws(PKCS11Error) -> String? in
             var report: [String] = []
             switch (algorithm, use) {
             case (.ecP256, .decryption):

@@ -9,6 +9,8 @@ import Synchronization
 public final class PKCS11Module: @unchecked Sendable {
     public let path: String
     let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
+    /// Held alone by creations of token objects, shared by every other call (``TokenObjectLock``).
+    let tokenObjectLock = TokenObjectLock()
 
     private static let loaded = Mutex<[String: PKCS11Module]>([:])
     /// How many users (open HSMs, token initialisers) hold the module initialised, and the

@@ -151,7 +151,7 @@ final class InlineCompanion: @unchecked Sendable {
 }
 
 extension timespec {
-    fileprivate func adding(_ duration: Duration) -> timespec {
+    func adding(_ duration: Duration) -> timespec {
         let (seconds, attoseconds) = duration.components
         var sum = timespec(tv_sec: tv_sec + Int(seconds), tv_nsec: tv_nsec + Int(attoseconds / 1_000_000_000))
         if sum.tv_nsec >= 1_000_000_000 {

@@ -59,15 +59,16 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
     private let watchdog: (any DispatchSourceTimer)?
     /// Told, once, that an inline call overran its deadline and inline dispatch is off.
     private let onInlineOverrun: @Sendable (Duration) -> Void
-    /// Held by every call, alone by a creation of token objects.
-    let tokenObjectLock = TokenObjectLock.shared
+    /// Held by every call, alone by a creation of token objects: the module's.
+    let tokenObjectLock: TokenObjectLock
 
     /// - Parameters:
     ///   - openSession: opens a session for the calling worker thread.
     ///   - inline: run callers' calls on their own threads (see the type's comment).
     ///   - inlineDeadline: what an inline call is held to; nil: no watchdog.
+    ///   - tokenObjectLock: the module's (``PKCS11Module``); a pool of its own by default.
     init(
-        workers: Int, maxPending: Int, inline: Bool = false, inlineDeadline: Duration? = nil,
+        workers: Int, maxPending: Int, inline: Bool = false, inlineDeadline: Duration? = nil, tokenObjectLock: TokenObjectLock = .init(),
         onInlineOverrun: @escaping @Sendable (Duration) -> Void = { _ in },
         openSession: @escaping @Sendable () throws(PKCS11Error) -> Session
     ) {
@@ -77,6 +78,7 @@ final class SessionPool: TaskExecutor, @unchecked Sendable {
         self.inline = Atomic(inline)
         self.inlineDeadline = inlineDeadline
         self.onInlineOverrun = onInlineOverrun
+        self.tokenObjectLock = tokenObjectLock
         if inline, let inlineDeadline {
             // A look a quarter of the deadline apart (at least every second, at most 20 a second):
             // an overrun is seen within a quarter of its deadline, for a wake-up or four a second.

@@ -134,7 +134,14 @@ extension Session {
             } catch  where error.returnValue == .objectHandleInvalid {
                 continue  // destroyed between the find and the read: no longer in the token
             } catch  where Self.describesObject(error) {
-                let id = (try? attributes(of: handle, [.id])[.id]).flatMap { $0 }.map(KeyIdentifier.init(bytes:))
+                let id: KeyIdentifier?
+                do {
+                    id = try attributes(of: handle, [.id])[.id].flatMap { $0 }.map(KeyIdentifier.init(bytes:))
+                } catch  where error.returnValue == .objectHandleInvalid {
+                    continue  // its public half was found missing as the pair was being destroyed
+                } catch {
+                    id = nil
+                }
                 listing.unreadable.append(UnreadableKey(id: id, reason: error.message))
             }
         }

@@ -49,14 +49,14 @@ struct AdminAction {
         var action = self
         var outcome = "ok"
         var detail: String?
-        var auditLog: String?
+        var audit: AuditLog?
         defer {
             let record = AuditLog.Record(
                 time: Date(), user: AuditLog.currentUser, action: action.name, keyID: action.keyID,
                 merchantID: action.merchantID, result: outcome, detail: detail
             )
             do {
-                if let auditLog { try AuditLog(path: auditLog).append(record) }
+                try audit?.append(record)
             } catch {
                 FileHandle.standardError.write(Data("paywarden: warning: the audit log could not be written: \(error)\n".utf8))
             }
@@ -66,7 +66,7 @@ struct AdminAction {
             CommandLogging.bootstrap(settings, defaultLevel: .warning)
             action.home = PaywardenHome(settings)
             action.settings = settings
-            auditLog = action.home.auditLog
+            audit = PaywardenHome.auditTrail(settings)
             let lock = mutates ? try AdminLock(path: action.home.adminLock) : nil
             let hsm = try await HSM.open(options.configuration(settings), probeCapabilities: probeCapabilities)
             do {

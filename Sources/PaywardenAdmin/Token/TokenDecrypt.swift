@@ -28,7 +28,7 @@ struct TokenDecrypt: AsyncParsableCommand {
             // Card data read outside the service, with no replay ledger and, with --at, any time
             // after the token was made: every run is audited, and nothing is printed unless its
             // audit line was written.
-            let audit = CardDataAudit(log: AuditLog(path: PaywardenHome(settings).auditLog), revealed: reveal, at: at)
+            let audit = CardDataAudit(log: PaywardenHome.auditTrail(settings), revealed: reveal, at: at)
             let hsm = try await HSM.open(hsmOptions.configuration(settings))
             let result: DecryptedPaymentToken
             do {

@@ -11,11 +11,13 @@ import NIOSSL
 import OutboundTLS
 import PKCS11
 import PaywardenConfiguration
+import PaywardenPrimitives
 import PaywardenServices
 import PaywardenStorage
 import ProcessorMessages
 import ProcessorRelays
 import ServiceLifecycle
+import Synchronization
 import Vault
 
 /// The composition root of `paywarden serve`: opens the HSM, builds the services, the routes, TLS
@@ -40,6 +42,8 @@ public struct PaywardenServer: Sendable {
     let webMerchants: WebMerchantService
     /// Exports finished spans when tracing is on (`PAYWARDEN_TRACING`).
     let tracing: (any Service)?
+    /// The audit trail every service of this server writes to (``ServerConfiguration/auditLogPath``).
+    let audit: AuditLog?
     /// The period between SIGTERM and closing the listeners (``run()``).
     let drain: ShutdownDrain
     let logger: Logger
@@ -120,11 +124,14 @@ public struct PaywardenServer: Sendable {
         let maintenance = HSMMaintenanceService(
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )
+        let audit = configuration.auditLogPath.map {
+            AuditLog(path: $0, syslog: configuration.auditSyslog.map { auditSyslog($0, metrics: metrics, logger: logger) })
+        }
         let keyring = VaultKeyring(hsm: hsm)
         let vaultCore = CardVault(
             database: database.database, keyring: keyring, policy: configuration.vaultPolicy, clock: configuration.vaultClock)
         let vault = VaultService(
-            vault: vaultCore, decryption: decryption, metrics: metrics, audit: configuration.auditLogPath.map(AuditLog.init(path:)),
+            vault: vaultCore, decryption: decryption, metrics: metrics, audit: audit,
             logger: logger)
         let vaultMaintenance = VaultMaintenanceService(
             vault: vaultCore, database: databaseHealth, metrics: metrics, interval: configuration.vaultMaintenanceInterval, logger: logger)
@@ -143,7 +150,7 @@ public struct PaywardenServer: Sendable {
         let merchantTokens = MerchantTokenService(
             gateway: appleGateway,
             vault: vaultCore, events: database.database, keys: keys, policy: configuration.merchantTokens.eventPolicy, metrics: metrics,
-            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger,
+            audit: audit, logger: logger,
             usageInformation: configuration.merchantTokens.publicURL.map {
                 UsageInformationConfiguration(store: database.database, senderKeys: SenderKeys(hsm: hsm), publicURL: $0)
             })
@@ -153,7 +160,7 @@ public struct PaywardenServer: Sendable {
         let webMerchants = WebMerchantService(
             gateway: appleGateway, store: database.database, integratorID: configuration.merchantTokens.platformIntegratorID,
             domainCheck: DomainChallengeFetcher(configuration: configuration.webMerchantDomainCheck),
-            audit: configuration.auditLogPath.map(AuditLog.init(path:)), logger: logger, clock: configuration.vaultClock)
+            audit: audit, logger: logger, clock: configuration.vaultClock)
         let relay = RelayService(configuration: configuration.relay, hsm: hsm, keys: keys, metrics: metrics, logger: logger)
         for upstream in configuration.relay.all {
             logger.info(
@@ -175,9 +182,30 @@ public struct PaywardenServer: Sendable {
             maintenance: maintenance, databaseHealth: databaseHealth, vault: vaultCore, vaultService: vault,
             vaultMaintenance: vaultMaintenance,
             merchantTokens: merchantTokens, merchantTokenEvents: merchantTokenEvents, notificationSources: notificationSources,
-            relay: relay, webMerchants: webMerchants, tracing: tracing,
+            relay: relay, webMerchants: webMerchants, tracing: tracing, audit: audit,
             drain: ShutdownDrain(period: configuration.shutdownDrain, deadline: configuration.shutdownDeadline, logger: logger),
             logger: logger)
+    }
+
+    /// Ships audit lines to `destination`; a line not shipped is counted
+    /// (`paywarden_audit_syslog_failures_total`) and logged, at most once a minute with the count since.
+    private static func auditSyslog(_ destination: SyslogDestination, metrics: ServerMetrics, logger: Logger) -> AuditSyslog {
+        let unlogged = Mutex<(count: Int, lastLogged: ContinuousClock.Instant?)>((0, nil))
+        return AuditSyslog(destination: destination) { reason in
+            metrics.auditSyslogFailure()
+            let now = ContinuousClock.now
+            let count: Int? = unlogged.withLock { state in
+                state.count += 1
+                if let last = state.lastLogged, now - last < .seconds(60) { return nil }
+                defer { state = (0, now) }
+                return state.count
+            }
+            if let count {
+                logger.warning(
+                    "audit lines are not reaching syslog; the audit file still has them",
+                    metadata: ["lines": "\(count)", "reason": "\(reason)"])
+            }
+        }
     }
 
     /// Before the API listens: the schema is checked (and migrated when allowed), which is also
@@ -208,7 +236,7 @@ public struct PaywardenServer: Sendable {
         do {
             for key in try await keyring.createMissing() {
                 logger.notice("vault key generated in the HSM", metadata: ["purpose": "\(key.purpose.rawValue)", "key": "\(key.id)"])
-                try? configuration.auditLogPath.map(AuditLog.init(path:))?.append(
+                try? audit?.append(
                     AuditLog.Record(
                         time: Date(), user: AuditLog.currentUser, action: "vault-key-create", keyID: key.id.hex, merchantID: nil,
                         result: "ok", detail: "first \(key.purpose.rawValue) key, generated at start-up"))

@@ -4,6 +4,7 @@ import KeyCustody
 import MerchantTokens
 import PKCS11
 import PaywardenConfiguration
+import PaywardenPrimitives
 import PaywardenServices
 import ProcessorRelays
 import Vault
@@ -54,6 +55,8 @@ public struct ServerConfiguration: Sendable {
     public var vaultClock: @Sendable () -> Date = { Date() }
     /// The admin audit log, which detokenizations and deletions are written to as well.
     public var auditLogPath: String?
+    /// Where audit lines are shipped besides the file (`PAYWARDEN_AUDIT_SYSLOG`).
+    public var auditSyslog: SyslogDestination?
     /// Apple's gateway and the merchant-token notifications.
     public var merchantTokens: MerchantTokenConfiguration
     /// How a web domain's challenge file is read (docs/web-merchants.md): from the domain itself,
@@ -105,6 +108,7 @@ public struct ServerConfiguration: Sendable {
             keyRefreshInterval: TimeInterval(server.vaultMaintenanceSeconds))
         // The same file the admin commands append to (`PaywardenHome.auditLog`).
         auditLogPath = settings.home + "/audit/audit.jsonl"
+        auditSyslog = settings.auditSyslog
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
         tracing = settings.tracingEnabled ? TracingConfiguration() : nil

@@ -14,6 +14,7 @@ public final class ServerMetrics: Sendable {
     private let inFlight: Gauge
     private let databaseAvailable: Gauge
     private let replayPurged: Counter
+    private let auditSyslogFailures: Counter
     private let certificateDays = Mutex<Set<[String]>>([])
     private let unreadableKeyIDs = Mutex<Set<String>>([])
     /// Counters by label values, so a request costs a dictionary lookup instead of the
@@ -68,6 +69,10 @@ public final class ServerMetrics: Sendable {
             buckets: Self.latencyBuckets)
         replayPurged = registry.makeCounter(
             descriptor: Self.name("replay_ledger_purged", unit: "total", "Expired transaction ids deleted from the replay ledger"))
+        auditSyslogFailures = registry.makeCounter(
+            descriptor: Self.name(
+                "audit_syslog_failures", unit: "total", "Audit lines written to the file but not shipped to syslog (PAYWARDEN_AUDIT_SYSLOG)"
+            ))
         hsmQueueWait = registry.makeDurationHistogram(
             descriptor: Self.name("hsm_queue_wait", unit: "seconds", "Time an HSM operation waited for a worker (pool dispatch only)"),
             buckets: Self.millisecondBuckets)
@@ -350,6 +355,9 @@ public final class ServerMetrics: Sendable {
     public func setDatabaseAvailable(_ available: Bool) { databaseAvailable.set(to: available ? 1 : 0) }
 
     public func replayLedgerPurged(_ rows: Int) { replayPurged.increment(by: Int64(rows)) }
+
+    /// An audit line the file has and syslog did not take.
+    public func auditSyslogFailure() { auditSyslogFailures.increment() }
 
     /// A replay-ledger operation that failed outside a request (the purge); a claim that fails
     /// counts as a decryption refused with `database_unavailable`.
