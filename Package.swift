@@ -234,7 +234,7 @@ let package = Package(
             name: "KeyCustodyTests",
             dependencies: [
                 "KeyCustody", "PKCS11", "PaywardenStorage", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", crypto,
-                x509, "ApplePay",
+                x509, "ApplePay", "PaywardenPrimitives",
             ]
         ),
         .testTarget(
@@ -248,7 +248,7 @@ let package = Package(
             name: "ConfigurationTests",
             dependencies: [
                 "PaywardenConfiguration", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays", "PaywardenTesting",
-                "PaywardenTestTraits",
+                "PaywardenTestTraits", "PaywardenPrimitives",
             ]),
         .testTarget(
             name: "StorageTests",

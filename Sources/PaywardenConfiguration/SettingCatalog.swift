@@ -11,8 +11,8 @@ public enum SettingCatalog {
     public static let auditSyslog = Setting(
         "audit_syslog", .string,
         "ship every audit line, as written to the file, to syslog (RFC 5424, facility authpriv): unix:/PATH for the local daemon's "
-            + "datagram socket (unix:/dev/log, journald's unix:/run/systemd/journal/syslog) or udp:HOST:PORT to loopback only (the "
-            + "daemon forwards it off the machine over TLS); unset: the file only")
+            + "datagram socket (unix:/dev/log, where journald or rsyslog listens) or udp:HOST:PORT to loopback only (the daemon "
+            + "forwards it off the machine over TLS); serve refuses to start when nothing can be sent there; unset: the file only")
     public static let logLevel = Setting(
         "log_level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
         default: .computed("info for serve, warning for other commands"), "the least severe log level written")

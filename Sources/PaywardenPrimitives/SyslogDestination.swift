@@ -3,7 +3,7 @@
 /// machine: syslog over UDP is cleartext and unacknowledged, so the lines leave the machine through
 /// the local daemon's own forwarding (RFC 5425 TLS, RELP), which the operator configures there.
 public enum SyslogDestination: Sendable, Hashable, CustomStringConvertible {
-    /// A local `SOCK_DGRAM` socket: `/dev/log`, or journald's `/run/systemd/journal/syslog`.
+    /// A local `SOCK_DGRAM` socket: `/dev/log`, where journald or the syslog daemon listens.
     case unixSocket(path: String)
     /// UDP to a loopback address (RFC 5426).
     case udp(host: String, port: Int)
@@ -51,9 +51,10 @@ public enum SyslogDestination: Sendable, Hashable, CustomStringConvertible {
         let bare = host.lowercased()
         if bare == "localhost" { return "127.0.0.1" }
         if bare == "::1" { return "::1" }
-        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
-        guard octets.count == 4, octets[0] == "127", octets.allSatisfy({ UInt8($0) != nil }) else { return nil }
-        return bare
+        let octets = bare.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
+        guard octets.count == 4, octets[0] == 127, octets.allSatisfy({ $0 != nil }) else { return nil }
+        // Written anew from the numbers, as the socket takes it ("127.000.0.1" is 127.0.0.1).
+        return octets.map { String($0!) }.joined(separator: ".")
     }
 
     public var description: String {

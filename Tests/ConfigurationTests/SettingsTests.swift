@@ -1,5 +1,6 @@
 import Foundation
 import PaywardenConfiguration
+import PaywardenPrimitives
 import PaywardenServer
 import PaywardenServices
 import PaywardenTestTraits
@@ -55,6 +56,8 @@ struct SettingsTests {
         ("PAYWARDEN_HSM_ALLOW_SOFTWARE_OAEP", "maybe", "true or false"),
         ("PAYWARDEN_LISTEN", "8080", "host:port"),
         ("PAYWARDEN_MAX_BODY_BYTES", "10", "a whole number from 1024 to 1048576"),
+        ("PAYWARDEN_AUDIT_SYSLOG", "udp:logs.example.com:514", "only to loopback"),
+        ("PAYWARDEN_AUDIT_SYSLOG", "tcp:127.0.0.1:514", "expected unix:/PATH"),
     ])
     func aBadValueNamesTheSettingAndWhatItAccepts(variable: String, value: String, accepts: String) async throws {
         let error = await #expect(throws: ConfigurationError.self) {
@@ -62,6 +65,15 @@ struct SettingsTests {
         }
         #expect(error?.message.contains(variable) == true, "\(error?.message ?? "")")
         #expect(error?.message.contains(accepts) == true, "\(error?.message ?? "")")
+    }
+
+    /// The audit trail's syslog destination, from the environment or the file.
+    @Test func theAuditSyslogDestinationIsRead() async throws {
+        #expect(try await PaywardenSettings.load(environment: [:]).auditSyslog == nil)
+        let local = try await PaywardenSettings.load(environment: ["PAYWARDEN_AUDIT_SYSLOG": "unix:/dev/log"])
+        #expect(local.auditSyslog == .unixSocket(path: "/dev/log"))
+        let loopback = try await PaywardenSettings.load(environment: ["PAYWARDEN_AUDIT_SYSLOG": "udp:127.000.0.1:5514"])
+        #expect(loopback.auditSyslog == .udp(host: "127.0.0.1", port: 5514))
     }
 
     @Test func aMissingOrMalformedFileIsAnErrorNotDefaults() async throws {

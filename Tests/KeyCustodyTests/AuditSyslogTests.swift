@@ -87,31 +87,39 @@ import Testing
         #expect(ids == ["vaultrotatekey", String(repeating: "x", count: 32), "-"])
     }
 
-    /// A daemon that is down loses the copy, not the line: the file has it, the failure is told,
-    /// and shipping resumes once a daemon listens again.
+    /// A daemon that stops loses the copy, not the line: the file has it and the failure is told.
+    /// Started again at the same path, it gets the next line on a new connection, and a restart
+    /// between two lines loses nothing.
     @Test func aDaemonThatIsDownLosesTheCopyNotTheLine() throws {
-        let first = try SyslogReceiver.unixSocket()
-        guard case .unixSocket(let socketPath) = first.destination else { throw CancellationError() }
-        first.close()
+        let socketPath = try #require(
+            { if case .unixSocket(let path) = $0 { path } else { nil } }(try SyslogReceiver.unixSocket().destination))
         let failures = Mutex<[String]>([])
         let path = Self.temporaryAuditPath()
         let log = AuditLog(
             path: path,
             syslog: AuditSyslog(destination: .unixSocket(path: socketPath)) { reason in failures.withLock { $0.append(reason) } })
+
+        var daemon = try SyslogReceiver.unixSocket(at: socketPath)
         try log.append(Self.record("keys-create", at: Date(), detail: nil))
-        #expect(try Self.fileLines(path).count == 1)
+        #expect(try Message(try #require(daemon.next())).body == (try Self.fileLines(path))[0])
+
+        daemon.close()
+        try log.append(Self.record("keys-import", at: Date(), detail: nil))
+        #expect(try Self.fileLines(path).count == 2, "the file has the line")
         let told = failures.withLock { $0 }
         #expect(told.count == 1 && told[0].hasPrefix("an audit line was not shipped to unix:\(socketPath): connect:"), "\(told)")
 
-        let receiver = try SyslogReceiver.unixSocket()
-        defer { receiver.close() }
-        let shipping = AuditLog(
-            path: path, syslog: AuditSyslog(destination: receiver.destination) { reason in failures.withLock { $0.append(reason) } })
-        try shipping.append(Self.record("keys-destroy", at: Date(), detail: nil))
-        let lines = try Self.fileLines(path)
-        #expect(lines.count == 2)
-        #expect(try Message(try #require(receiver.next())).body == lines[1])
-        #expect(failures.withLock { $0.count } == 1)
+        daemon = try SyslogReceiver.unixSocket(at: socketPath)
+        try log.append(Self.record("keys-activate", at: Date(), detail: nil))
+        #expect(try Message(try #require(daemon.next())).body == (try Self.fileLines(path))[2])
+
+        // Restarted between two lines: the old connection is refused, the line goes on a new one.
+        daemon.close()
+        daemon = try SyslogReceiver.unixSocket(at: socketPath)
+        try log.append(Self.record("keys-retire", at: Date(), detail: nil))
+        #expect(try Message(try #require(daemon.next())).body == (try Self.fileLines(path))[3])
+        #expect(failures.withLock { $0.count } == 1, "\(failures.withLock { $0 })")
+        daemon.close()
     }
 
     /// Only a local socket or loopback UDP: syslog over UDP is cleartext.

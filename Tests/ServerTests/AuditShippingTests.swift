@@ -1,6 +1,7 @@
 import Foundation
 import PaywardenSandbox
 import PaywardenServer
+import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
@@ -26,7 +27,12 @@ struct AuditShippingTests {
     @Test func everyAuditLineReachesSyslogAndALossIsCounted() async throws {
         let receiver = try SyslogReceiver.unixSocket()
         defer { receiver.close() }
-        try await withServer({ $0.auditSyslog = receiver.destination }) { server in
+        let directory = NSTemporaryDirectory() + "paywarden-audit-\(UUID().uuidString.prefix(8))"
+        TestResources.track(directory: directory)
+        try await withServer({
+            $0.auditSyslog = receiver.destination
+            $0.auditLogPath = directory + "/audit.jsonl"
+        }) { server in
             let registered = try await server.send(
                 .POST, "/eProtect/paypage",
                 body: try EProtectForms.form(token: try server.ecToken(), paypageID: TestServer.examplePaypage), apiKey: .some(nil),
@@ -36,13 +42,12 @@ struct AuditShippingTests {
             let redeemed = try await server.send(.POST, "/v1/registrations/\(id)/redeem", apiKey: server.vaultKey)
             #expect(redeemed.status == 200, "\(redeemed.text)")
 
-            // The file may hold older servers' lines (tests share a home): this one's are its last.
             let lines = try Self.lines(server)
             let shipped = receiver.drain().map(Self.body)
             #expect(shipped.count >= 2, "the vault keys made at start and the redemption: \(shipped.count)")
             #expect(
                 shipped.map { String(decoding: $0, as: UTF8.self) }
-                    == lines.suffix(shipped.count).map { String(decoding: $0, as: UTF8.self) },
+                    == lines.map { String(decoding: $0, as: UTF8.self) },
                 "every line, byte for byte, in order")
             #expect(String(decoding: shipped.last ?? [], as: UTF8.self).contains(#""action":"redeem""#))
             var metrics = try await server.operations("/metrics").text
@@ -57,5 +62,15 @@ struct AuditShippingTests {
             #expect(server.logs.text.contains("audit lines are not reaching syslog; the audit file still has them"))
             #expect(!server.logs.text.contains(id))
         }
+    }
+
+    /// A destination nothing can be sent to (a mistyped socket path) refuses the start, naming the setting.
+    @Test func aDestinationNothingCanBeSentToRefusesTheStart() async throws {
+        let error = await #expect(throws: ServerStartError.self) {
+            try await withServer({ $0.auditSyslog = .unixSocket(path: "/nonexistent/paywarden/log") }) { _ in }
+        }
+        let reason = error.map { "\($0)" } ?? ""
+        #expect(reason.contains("PAYWARDEN_AUDIT_SYSLOG is unix:/nonexistent/paywarden/log"), "\(reason)")
+        #expect(reason.contains("No such file or directory"), "\(reason)")
     }
 }

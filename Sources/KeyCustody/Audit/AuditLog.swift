@@ -54,17 +54,17 @@ public struct AuditLog: Sendable {
         }
     }
 
-    /// Appends one record, then ships it to syslog when configured. Each line is written with a
+    /// Appends one record and ships it to syslog when configured. Each line is written with a
     /// single `write` on an `O_APPEND` descriptor, so concurrent writers (other processes included)
-    /// never interleave within a line.
+    /// never interleave within a line. The line is shipped under the same lock, in the file's order,
+    /// and also when the file could not take it (a full disk is when the copy matters most).
     public func append(_ record: Record) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var line = try encoder.encode(record)
         line.append(0x0A)
-        try file.append(line)
-        syslog?.ship(line.dropLast(), of: record)
+        try file.append(line) { written in syslog?.ship(written.dropLast(), of: record) }
     }
 
     /// Every record, oldest first.
@@ -109,8 +109,10 @@ final class AuditFile: Sendable {
         if let open = state.withLock({ $0 }) { close(open.descriptor) }
     }
 
-    func append(_ line: Data) throws {
+    /// Writes `line`, then hands it to `ship` (under the lock, whether the write succeeded or not).
+    func append(_ line: Data, ship: (Data) -> Void = { _ in }) throws {
         try state.withLock { (current: inout Open?) throws in
+            defer { ship(line) }
             if let open = current, !isCurrent(open) {
                 close(open.descriptor)
                 current = nil

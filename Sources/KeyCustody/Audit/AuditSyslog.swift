@@ -43,26 +43,47 @@ public final class AuditSyslog: Sendable {
         return Array(prefix.utf8) + line
     }
 
-    /// Sends `line` of `record`; a failure is told to `onFailure`, never thrown.
+    /// Sends `line` of `record`; a failure is told to `onFailure`, never thrown. A daemon that was
+    /// restarted since the last line (its socket made anew: `ECONNREFUSED`) gets the line on a new
+    /// connection; one that cannot take it now (`EAGAIN`, `ENOBUFS`) loses this copy only.
     func ship(_ line: some Collection<UInt8>, of record: AuditLog.Record) {
         let message = message(line, of: record)
         let failure: String? = connection.withLock { descriptor in
-            if descriptor < 0 {
-                switch Self.openSocket(to: destination) {
-                case .success(let opened): descriptor = opened
-                case .failure(let reason): return reason.description
+            var reason = ""
+            for _ in 0..<2 {
+                if descriptor < 0 {
+                    switch Self.openSocket(to: destination) {
+                    case .success(let opened): descriptor = opened
+                    case .failure(let error): return error.description
+                    }
                 }
-            }
-            let sent = message.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-            guard sent == message.count else {
-                let reason = sent < 0 ? String(cString: strerror(errno)) : "sent \(sent) of \(message.count) bytes"
+                let sent = message.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                if sent == message.count { return nil }
+                let code = errno
+                reason = sent < 0 ? String(cString: strerror(code)) : "sent \(sent) of \(message.count) bytes"
+                if sent < 0, code == EAGAIN || code == ENOBUFS { return reason }
                 close(descriptor)
                 descriptor = -1
-                return reason
+                guard sent < 0, [ECONNREFUSED, ENOTCONN, EPIPE, ECONNRESET].contains(code) else { return reason }
             }
-            return nil
+            return reason
         }
         if let failure { onFailure("an audit line was not shipped to \(destination): \(failure)") }
+    }
+
+    /// Opens the socket now, or says why it cannot be: `serve` refuses to start on a destination
+    /// nothing can be sent to (a mistyped path, no permission).
+    public func openNow() -> String? {
+        connection.withLock { descriptor in
+            if descriptor >= 0 { return nil }
+            switch Self.openSocket(to: destination) {
+            case .success(let opened):
+                descriptor = opened
+                return nil
+            case .failure(let error):
+                return error.description
+            }
+        }
     }
 
     /// A datagram socket connected to `destination`, or why there is none.

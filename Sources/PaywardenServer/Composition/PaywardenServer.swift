@@ -84,6 +84,12 @@ public struct PaywardenServer: Sendable {
             tracing = nil
             hsmConfiguration.operationObserver = { metrics.hsmOperation($0) }
         }
+        let auditShipping = configuration.auditSyslog.map { auditSyslog($0, metrics: metrics, logger: logger) }
+        if let auditShipping, let failure = auditShipping.openNow() {
+            throw ServerStartError(
+                "\(SettingCatalog.auditSyslog.environmentName) is \(auditShipping.destination), where nothing can be sent (\(failure)): "
+                    + "correct the setting, or start the syslog daemon first")
+        }
         hsmConfiguration.dispatchObserver = { metrics.setDispatch($0.rawValue) }
         hsmConfiguration.inputFailureObserver = { metrics.hsmFailureOnInput(operation: $0) }
         let hsm: HSM
@@ -124,9 +130,7 @@ public struct PaywardenServer: Sendable {
         let maintenance = HSMMaintenanceService(
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )
-        let audit = configuration.auditLogPath.map {
-            AuditLog(path: $0, syslog: configuration.auditSyslog.map { auditSyslog($0, metrics: metrics, logger: logger) })
-        }
+        let audit = configuration.auditLogPath.map { AuditLog(path: $0, syslog: auditShipping) }
         let keyring = VaultKeyring(hsm: hsm)
         let vaultCore = CardVault(
             database: database.database, keyring: keyring, policy: configuration.vaultPolicy, clock: configuration.vaultClock)
