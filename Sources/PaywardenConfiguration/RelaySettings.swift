@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// The processor relay's upstreams (docs/processors.md, "Upstreams"): one per message format, each a base
 /// URL with optional extra trust roots; the cnpAPI and MercuryPay upstreams also take the format's
@@ -235,9 +236,6 @@ public struct RelaySettings: Sendable {
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
-        if bare == "localhost" || bare == "::1" { return true }
-        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
-        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+        LoopbackAddress.numeric(host) != nil
     }
 }

@@ -36,25 +36,12 @@ public enum SyslogDestination: Sendable, Hashable, CustomStringConvertible {
         else {
             throw Invalid(description: "udp: needs a host and a port from 1 to 65535, as udp:127.0.0.1:514")
         }
-        var host = hostAndPort[..<colon]
-        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-        guard let address = Self.loopbackAddress(String(host)) else {
+        guard let address = LoopbackAddress.numeric(String(hostAndPort[..<colon])) else {
             throw Invalid(
                 description: "udp: only to loopback (127.0.0.0/8, ::1, localhost): syslog over UDP is cleartext; let the local "
                     + "daemon forward over TLS")
         }
         self = .udp(host: address, port: port)
-    }
-
-    /// The numeric loopback address `host` names, or nil when it is not one.
-    static func loopbackAddress(_ host: String) -> String? {
-        let bare = host.lowercased()
-        if bare == "localhost" { return "127.0.0.1" }
-        if bare == "::1" { return "::1" }
-        let octets = bare.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
-        guard octets.count == 4, octets[0] == 127, octets.allSatisfy({ $0 != nil }) else { return nil }
-        // Written anew from the numbers, as the socket takes it ("127.000.0.1" is 127.0.0.1).
-        return octets.map { String($0!) }.joined(separator: ".")
     }
 
     public var description: String {
