@@ -74,7 +74,7 @@ try: build-tour
 # take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM, and
 # the rolling restart behind HAProxy, whose subject is the process's lifecycle, not the HSM.
 NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
-SOFTHSM_ONLY := HSMTests/FaultInjectingModule|CnpRelayTests/theUpstreamsOwnTokenPassesThroughOnAnHSMThatCannotRunTheVault|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|HSMCapabilityGapTests|StuckHSMCallTests|GracefulShutdownTests|P11KitRemotingTests|TPM2PKCS11Tests
+SOFTHSM_ONLY := HSMTests/FaultInjectingModule|CnpRelayTests/theUpstreamsOwnTokenPassesThroughOnAnHSMThatCannotRunTheVault|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|HSMCapabilityGapTests|StuckHSMCallTests|GracefulShutdownTests|P11KitRemotingTests|TPM2PKCS11Tests|AuditChainTests/aCleanLogOfAHundredThousandLines
 
 test: deps-test
 	swift build --build-tests
@@ -104,13 +104,14 @@ $(RAW_PKCS11_BENCH): scripts/raw_pkcs11_bench.c
 
 # PKCS#11 layer throughput next to the raw module's from the same run; then the engine on SoftHSM
 # and NSS softokn, each against its own raw figures; then the engine with 1 ms added to every
-# PKCS#11 call (a network HSM) against the same run without.
+# PKCS#11 call (a network HSM) against the same run without; then what sealing the audit trail costs.
 bench: deps $(HSM_BENCH) $(RAW_PKCS11_BENCH)
 	swift build -c release --product paywarden-bench
 	swift build -c release --product PaywardenFaultInjectingPKCS11
 	HSM_BENCH=$(HSM_BENCH) .build/release/paywarden-bench
 	RAW_PKCS11_BENCH=$(RAW_PKCS11_BENCH) .build/release/paywarden-bench backends
 	.build/release/paywarden-bench latency
+	.build/release/paywarden-bench audit
 
 # The service under load on loopback: tokens/s, latency, errors and RSS next to the raw HSM rate, in
 # both HSM dispatches, and the PyPI applepay library on uvicorn under the same load (scripts/loadtest.sh).

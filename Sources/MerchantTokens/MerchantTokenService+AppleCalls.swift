@@ -107,18 +107,19 @@ extension MerchantTokenService {
     ) async throws(MerchantTokenFailure) -> Value {
         do {
             let value = try await body()
-            writeAudit(user: user, action: action, merchantID: merchantID, result: "ok", detail: "merchant token \(merchantTokenID)")
+            await writeAudit(user: user, action: action, merchantID: merchantID, result: "ok", detail: "merchant token \(merchantTokenID)")
             return value
         } catch {
-            writeAudit(user: user, action: action, merchantID: merchantID, result: "refused", detail: "\(merchantTokenID): \(error.code)")
+            await writeAudit(
+                user: user, action: action, merchantID: merchantID, result: "refused", detail: "\(merchantTokenID): \(error.code)")
             throw error
         }
     }
 
-    func writeAudit(user: String, action: String, merchantID: String, result: String, detail: String) {
+    func writeAudit(user: String, action: String, merchantID: String, result: String, detail: String) async {
         guard let audit else { return }
         do {
-            try audit.append(
+            try await audit.append(
                 AuditLog.Record(
                     time: vault.now, user: user, action: action, keyID: nil, merchantID: merchantID, result: result, detail: detail))
         } catch {

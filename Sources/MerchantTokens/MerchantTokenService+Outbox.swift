@@ -152,7 +152,7 @@ extension MerchantTokenService {
         guard let outcome = try await process(record) else {
             throw MerchantTokenFailure(.eventBusy, "another instance is attempting event \(eventID); try again shortly")
         }
-        writeAudit(
+        await writeAudit(
             user: user, action: "merchant-tokens.retry", merchantID: record.merchantIdentifier, result: outcome.state.rawValue,
             detail: "event \(eventID)")
         return outcome

@@ -41,12 +41,12 @@ extension MerchantTokenService {
                 state: .awaitingKey, package: package.zip, packageResponse: nil, authenticationTokenHash: nil, updatedAt: vault.now)
             state = try await seal(record, configuration, replacing: existing)
         } catch {
-            writeAudit(
+            await writeAudit(
                 user: user, action: "merchant-token-usage-information", merchantID: merchantID, result: "refused",
                 detail: "merchant token \(merchantTokenID): \(error.code.rawValue)")
             throw error
         }
-        writeAudit(
+        await writeAudit(
             user: user, action: "merchant-token-usage-information", merchantID: merchantID, result: state.rawValue,
             detail: "merchant token \(merchantTokenID), package \(package.zip.count) bytes")
         return state
@@ -61,7 +61,7 @@ extension MerchantTokenService {
             do throws(MerchantTokenFailure) {
                 let state = try await seal(record, configuration, replacing: record)
                 return "usage information \(state.rawValue)"
-            } catch where error.code == .concurrentChange && attempt < 3 {
+            } catch  where error.code == .concurrentChange && attempt < 3 {
                 continue
             }
         }

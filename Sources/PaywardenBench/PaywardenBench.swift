@@ -10,7 +10,8 @@ import PaywardenTesting
 /// Arguments: `pkcs11` and/or `decrypt` (default both); `profile` alone prints the software cost
 /// of each decryption stage; `loadtest-setup`, `loadgen`, `engine`, `http-baseline`, `upstream`
 /// and `collector` serve `make loadtest` and `make soak`, `ledger-footprint` the soak's
-/// replay-ledger share, `fuzz-seeds` the seed corpora of `make fuzz`.
+/// replay-ledger share, `fuzz-seeds` the seed corpora of `make fuzz`; `audit` what sealing the
+/// audit trail costs.
 /// Environment: BENCH_SECONDS (per measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH
 /// (the built hsm_bench).
 @main
@@ -61,6 +62,9 @@ struct PaywardenBench {
             return
         case "ledger-footprint":
             try await LedgerFootprint.run(Array(arguments.dropFirst()))
+            return
+        case "audit":
+            try await AuditBench(seconds: seconds, rounds: rounds).run()
             return
         case "fuzz-seeds":
             try FuzzSeeds.run(Array(arguments.dropFirst()))

@@ -19,7 +19,7 @@ struct Paywarden: AsyncParsableCommand {
         subcommands: [
             DevHSMCommand.self, HSMCommand.self, KeysCommand.self, TokenCommand.self, ServeCommand.self, APIKeysCommand.self,
             ConfigCommand.self, DatabaseCommand.self, PaypagesCommand.self, VaultCommand.self, MerchantTokensCommand.self,
-            WebMerchantsCommand.self,
+            WebMerchantsCommand.self, AuditCommand.self,
         ]
     )
 

@@ -7,6 +7,8 @@ public struct PaywardenSettings: Sendable {
     public var home: String
     /// Where audit lines are shipped besides the file (`PAYWARDEN_AUDIT_SYSLOG`).
     public var auditSyslog: SyslogDestination?
+    /// How often an audit writer signs a checkpoint of its chain (`PAYWARDEN_AUDIT_CHECKPOINT_SECONDS`).
+    public var auditCheckpointSeconds: Int
     public var logLevel: String?
     /// `text` or `json`.
     public var logFormat: String
@@ -38,6 +40,7 @@ public struct PaywardenSettings: Sendable {
                 throw ConfigurationError(C.auditSyslog, value: destination, expected: error.description)
             }
         }
+        auditCheckpointSeconds = try reader.integer(defaulted: C.auditCheckpointSeconds)
         logLevel = try reader.choice(C.logLevel)
         logFormat = try reader.choice(defaulted: C.logFormat)
         tracingEnabled = try reader.choice(defaulted: C.tracing) == "on"

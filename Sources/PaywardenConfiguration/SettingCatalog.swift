@@ -13,6 +13,11 @@ public enum SettingCatalog {
         "ship every audit line, as written to the file, to syslog (RFC 5424, facility authpriv): unix:/PATH for the local daemon's "
             + "datagram socket (unix:/dev/log, where journald or rsyslog listens) or udp:HOST:PORT to loopback only (the daemon "
             + "forwards it off the machine over TLS); serve refuses to start when nothing can be sent there; unset: the file only")
+    public static let auditCheckpointSeconds = Setting(
+        "audit_checkpoint_seconds", .integer(1...86_400), default: .value("300"),
+        "how often a writer of the audit trail signs a checkpoint of its chain (with the HSM's audit signing key) when it wrote a "
+            + "line since the last; one is signed when it stops as well. A cut tail loses at most this much without a trace "
+            + "the public key alone can see (the HSM's MACs see every line)")
     public static let logLevel = Setting(
         "log_level", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
         default: .computed("info for serve, warning for other commands"), "the least severe log level written")
@@ -298,7 +303,7 @@ public enum SettingCatalog {
 
     /// Every setting, in the order `config show` and the example file list them.
     public static let all: [Setting] = [
-        home, auditSyslog, logLevel, logFormat, tracing, traceContextFrom,
+        home, auditSyslog, auditCheckpointSeconds, logLevel, logFormat, tracing, traceContextFrom,
         pkcs11Module, pkcs11InitReserved, tokenLabel, pinFile, pin, pkcs12Password, hsmWorkers, hsmMaxPending, hsmAllowExtractableECDH,
         hsmAllowSoftwareOAEP,
         hsmSessionKeyCopies, hsmDispatch, hsmInlineThresholdMicroseconds, hsmRecycleEvery, hsmOperationTimeoutMilliseconds,

@@ -181,7 +181,9 @@ public final class TestPostgres: Sendable {
         "postgres://\(username)@127.0.0.1:\(port)/\(database)?sslmode=disable"
     }
 
-    public func settings(database: String, statementTimeout: Duration = .seconds(2)) -> PostgresConnectionSettings {
+    /// - Parameter statementTimeout: 10 s unless a test is about the timeout: a CI machine running
+    ///   the commands of a test beside it has been seen to keep a statement past 2 s.
+    public func settings(database: String, statementTimeout: Duration = .seconds(10)) -> PostgresConnectionSettings {
         PostgresConnectionSettings(
             host: "127.0.0.1", port: port, username: username, password: Sensitive(password), database: database, tls: .disable,
             maximumConnections: 8, statementTimeout: statementTimeout, displayLocation: url(database: database))
@@ -189,7 +191,7 @@ public final class TestPostgres: Sendable {
 
     /// Runs `body` with the stores on a new database (migrated), the pool running meanwhile.
     public func withDatabase<R: Sendable>(
-        migrated: Bool = true, statementTimeout: Duration = .seconds(2), _ body: (SQLDatabase<PostgresDriver>) async throws -> R
+        migrated: Bool = true, statementTimeout: Duration = .seconds(10), _ body: (SQLDatabase<PostgresDriver>) async throws -> R
     ) async throws -> R {
         let database = try PostgresDriver.make(
             settings(database: try self.database(), statementTimeout: statementTimeout),

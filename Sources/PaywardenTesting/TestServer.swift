@@ -303,6 +303,7 @@ public final class TestServer: Sendable {
     func stop() async {
         serverTask.cancel()
         _ = try? await serverTask.value
+        await server.closeAuditChain()
         await server.hsm.close()
         token.destroy()
     }

@@ -70,7 +70,7 @@ public enum StoredCredentialRule {
         do {
             try check(facts.kind, for: use, devicePANs: devicePANs)
         } catch {
-            service.recordRefusedUse(of: facts, key: key, organization: organization, failure: error)
+            await service.recordRefusedUse(of: facts, key: key, organization: organization, failure: error)
             throw error
         }
         return try RelayCardData.forwarded(try await service.detokenize(token, key: key, organization: organization))

@@ -50,14 +50,14 @@ import Testing
     }
 
     @Test(arguments: ["unix", "udp"])
-    func eachLineArrivesAsItIsInTheFile(transport: String) throws {
+    func eachLineArrivesAsItIsInTheFile(transport: String) async throws {
         let receiver = try transport == "unix" ? SyslogReceiver.unixSocket() : SyslogReceiver.udp()
         defer { receiver.close() }
         let path = Self.temporaryAuditPath()
         let log = AuditLog(path: path, syslog: AuditSyslog(destination: receiver.destination))
         let time = Date(timeIntervalSince1970: 1_795_000_000.25)
-        try log.append(Self.record("keys-create", at: time, detail: "CSR written to ./Keys/csr/x.csr"))
-        try log.append(Self.record("vault rotate \u{7} key", at: time, detail: "déjà: non-ASCII text stays as written"))
+        try await log.append(Self.record("keys-create", at: time, detail: "CSR written to ./Keys/csr/x.csr"))
+        try await log.append(Self.record("vault rotate \u{7} key", at: time, detail: "déjà: non-ASCII text stays as written"))
 
         let lines = try Self.fileLines(path)
         #expect(lines.count == 2)
@@ -76,13 +76,13 @@ import Testing
     }
 
     /// The MSGID is the action in printable US-ASCII without spaces, at most 32 characters.
-    @Test func theMessageIDIsTheActionInHeaderCharacters() throws {
+    @Test func theMessageIDIsTheActionInHeaderCharacters() async throws {
         let receiver = try SyslogReceiver.udp()
         defer { receiver.close() }
         let log = AuditLog(path: Self.temporaryAuditPath(), syslog: AuditSyslog(destination: receiver.destination))
-        try log.append(Self.record("vault rotate \u{7} key", at: Date(), detail: nil))
-        try log.append(Self.record(String(repeating: "x", count: 40), at: Date(), detail: nil))
-        try log.append(Self.record(" ", at: Date(), detail: nil))
+        try await log.append(Self.record("vault rotate \u{7} key", at: Date(), detail: nil))
+        try await log.append(Self.record(String(repeating: "x", count: 40), at: Date(), detail: nil))
+        try await log.append(Self.record(" ", at: Date(), detail: nil))
         let ids = try [0, 1, 2].map { _ in try Message(try #require(receiver.next())).msgID }
         #expect(ids == ["vaultrotatekey", String(repeating: "x", count: 32), "-"])
     }
@@ -90,7 +90,7 @@ import Testing
     /// A daemon that stops loses the copy, not the line: the file has it and the failure is told.
     /// Started again at the same path, it gets the next line on a new connection, and a restart
     /// between two lines loses nothing.
-    @Test func aDaemonThatIsDownLosesTheCopyNotTheLine() throws {
+    @Test func aDaemonThatIsDownLosesTheCopyNotTheLine() async throws {
         let socketPath = try #require(
             { if case .unixSocket(let path) = $0 { path } else { nil } }(try SyslogReceiver.unixSocket().destination))
         let failures = Mutex<[String]>([])
@@ -100,23 +100,23 @@ import Testing
             syslog: AuditSyslog(destination: .unixSocket(path: socketPath)) { reason in failures.withLock { $0.append(reason) } })
 
         var daemon = try SyslogReceiver.unixSocket(at: socketPath)
-        try log.append(Self.record("keys-create", at: Date(), detail: nil))
+        try await log.append(Self.record("keys-create", at: Date(), detail: nil))
         #expect(try Message(try #require(daemon.next())).body == (try Self.fileLines(path))[0])
 
         daemon.close()
-        try log.append(Self.record("keys-import", at: Date(), detail: nil))
+        try await log.append(Self.record("keys-import", at: Date(), detail: nil))
         #expect(try Self.fileLines(path).count == 2, "the file has the line")
         let told = failures.withLock { $0 }
         #expect(told.count == 1 && told[0].hasPrefix("an audit line was not shipped to unix:\(socketPath): connect:"), "\(told)")
 
         daemon = try SyslogReceiver.unixSocket(at: socketPath)
-        try log.append(Self.record("keys-activate", at: Date(), detail: nil))
+        try await log.append(Self.record("keys-activate", at: Date(), detail: nil))
         #expect(try Message(try #require(daemon.next())).body == (try Self.fileLines(path))[2])
 
         // Restarted between two lines: the old connection is refused, the line goes on a new one.
         daemon.close()
         daemon = try SyslogReceiver.unixSocket(at: socketPath)
-        try log.append(Self.record("keys-retire", at: Date(), detail: nil))
+        try await log.append(Self.record("keys-retire", at: Date(), detail: nil))
         #expect(try Message(try #require(daemon.next())).body == (try Self.fileLines(path))[3])
         #expect(failures.withLock { $0.count } == 1, "\(failures.withLock { $0 })")
         daemon.close()

@@ -108,7 +108,8 @@ struct LifecycleTests {
         _ = try await hsm.deriveConcatenationKDFKey(
             id, peerPoint: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), otherInfo: [1])
         let privateKeys = { () async throws -> Int in
-            try await hsm.withSession { session throws(PKCS11Error) in try session.findObjects([.objectClass(.privateKey)]).count }
+            // This key's objects only: the token also holds the audit trail's signing key.
+            try await hsm.withSession { session throws(PKCS11Error) in try session.findObjects([.objectClass(.privateKey), .id(id)]).count }
         }
         #expect(try await privateKeys() == 2, "the token key and one worker's copy")
 

@@ -1,9 +1,12 @@
+import Crypto
 import Foundation
+import KeyCustody
 import PaywardenSandbox
 import PaywardenServer
 import PaywardenServices
 import PaywardenTestTraits
 import PaywardenTesting
+import Synchronization
 import Testing
 
 /// The service's audit lines shipped to syslog (`PAYWARDEN_AUDIT_SYSLOG`) as they are written,
@@ -29,10 +32,12 @@ struct AuditShippingTests {
         defer { receiver.close() }
         let directory = NSTemporaryDirectory() + "paywarden-audit-\(UUID().uuidString.prefix(8))"
         TestResources.track(directory: directory)
+        let publicKey = Mutex<P256.Signing.PublicKey?>(nil)
         try await withServer({
             $0.auditSyslog = receiver.destination
             $0.auditLogPath = directory + "/audit.jsonl"
         }) { server in
+            publicKey.withLock { $0 = server.server.auditChain?.keys.publicKey }
             let registered = try await server.send(
                 .POST, "/eProtect/paypage",
                 body: try EProtectForms.form(token: try server.ecToken(), paypageID: TestServer.examplePaypage), apiKey: .some(nil),
@@ -62,6 +67,10 @@ struct AuditShippingTests {
             #expect(server.logs.text.contains("audit lines are not reaching syslog; the audit file still has them"))
             #expect(!server.logs.text.contains(id))
         }
+        // Sealed, and closed when the server stopped: the trail verifies with the public key alone.
+        let key = try #require(publicKey.withLock { $0 })
+        let report = try await AuditVerifier(publicKeys: [key]).verify(files: [directory + "/audit.jsonl"])
+        #expect(report.verified && report.writers == 1 && report.unsealed == 0 && report.checkpoints == 1, "\(report.findings)")
     }
 
     /// A destination nothing can be sent to (a mistyped socket path) refuses the start, naming the setting.

@@ -10,16 +10,38 @@ import Synchronization
 /// a directory check per line cost more than the line). It is opened again when it was rotated
 /// (the path names another file, or none: logrotate's rename or delete), when it was truncated in
 /// place (copytruncate), and after ``reopenAll()`` (`serve` calls it on `SIGHUP`).
+///
+/// With an ``AuditChain`` (a writer with the HSM's audit keys), every line is sealed into the
+/// writer's chain and ``checkpoint(final:)`` signs where it has reached; without one (the HSM
+/// could not be opened) lines are written unsealed, and `paywarden audit verify` says so.
 public struct AuditLog: Sendable {
     public let path: String
     /// Where each line goes as well, once it is in the file (`PAYWARDEN_AUDIT_SYSLOG`).
     public let syslog: AuditSyslog?
+    /// This writer's chain, when it has the HSM's audit keys.
+    public let chain: AuditChain?
     private let file: AuditFile
 
-    public init(path: String, syslog: AuditSyslog? = nil) {
+    /// The action of checkpoint lines, which ``records()`` leaves out: they record the trail, not an action.
+    public static let checkpointAction = "audit.checkpoint"
+
+    public init(path: String, syslog: AuditSyslog? = nil, chain: AuditChain? = nil) {
         self.path = path
         self.syslog = syslog
+        self.chain = chain
         self.file = AuditFile(path: path)
+    }
+
+    /// The same log, its lines sealed into `chain` from now on.
+    public func sealed(by chain: AuditChain) -> AuditLog {
+        AuditLog(path: path, syslog: syslog, chain: chain, file: file)
+    }
+
+    private init(path: String, syslog: AuditSyslog?, chain: AuditChain?, file: AuditFile) {
+        self.path = path
+        self.syslog = syslog
+        self.chain = chain
+        self.file = file
     }
 
     /// Every audit log opens its file again before its next record (`SIGHUP`).
@@ -58,21 +80,51 @@ public struct AuditLog: Sendable {
     /// single `write` on an `O_APPEND` descriptor, so concurrent writers (other processes included)
     /// never interleave within a line. The line is shipped under the same lock, in the file's order,
     /// and also when the file could not take it (a full disk is when the copy matters most).
-    public func append(_ record: Record) throws {
+    public func append(_ record: Record) async throws {
+        try await write(try Self.encoded(record), of: record)
+    }
+
+    /// Signs where this writer's chain has reached in a checkpoint line, when it wrote a line since
+    /// the last; `final` when the writer stops (its chain then ends there). Nothing without a chain.
+    public func checkpoint(final: Bool = false) async throws {
+        guard let chain, let checkpoint = try await chain.checkpoint(final: final) else { return }
+        let record = Record(
+            time: Date(), user: Self.currentUser, action: Self.checkpointAction, keyID: nil, merchantID: nil, result: "ok", detail: nil)
+        try await write(AuditLineFormat.inserting("," + checkpoint.jsonFields, into: try Self.encoded(record)), of: record)
+    }
+
+    private func write(_ object: Data, of record: Record) async throws {
+        let file = file
+        let syslog = syslog
+        guard let chain else {
+            try file.append(object + [0x0A]) { written in syslog?.ship(written.dropLast(), of: record) }
+            return
+        }
+        do {
+            try await chain.append(object) { line in
+                try file.append(line) { written in syslog?.ship(written.dropLast(), of: record) }
+            }
+        } catch let failure as AuditChain.SealingFailure {
+            // The record matters more than its seal: written unsealed, which the verifier notes.
+            chain.sealingFailed(failure.reason)
+            try file.append(object + [0x0A]) { written in syslog?.ship(written.dropLast(), of: record) }
+        }
+    }
+
+    private static func encoded(_ record: Record) throws -> Data {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var line = try encoder.encode(record)
-        line.append(0x0A)
-        try file.append(line) { written in syslog?.ship(written.dropLast(), of: record) }
+        return try encoder.encode(record)
     }
 
-    /// Every record, oldest first.
+    /// Every record, oldest first (checkpoints left out).
     public func records() throws -> [Record] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return try data.split(separator: 0x0A).map { try decoder.decode(Record.self, from: Data($0)) }
+            .filter { $0.action != Self.checkpointAction }
     }
 
     /// The operating-system user running this process.

@@ -436,7 +436,8 @@ public final class MerchantKeyStore: Sendable {
         var managed: [MerchantKey] = []
         var unreadable: [UnreadableMerchantKey] = []
         var unadopted: [UnadoptedKey] = []
-        for key in listing.keys {
+        // The audit trail's signing key is Paywarden's own and no merchant's: neither managed nor unadopted.
+        for key in listing.keys where !AuditKeys.isAuditKey(key) {
             guard let result = records[key.id] else {
                 if let spki = try? key.publicKey.subjectPublicKeyInfo() {
                     unadopted.append(UnadoptedKey(key: key, publicKeyHash: Data(SHA256.hash(data: spki)).base64EncodedString()))

@@ -252,10 +252,10 @@ public final class WebMerchantService: Sendable {
         do throws(StorageError) {
             try await store.saveDomainAssociation(record)
         } catch {
-            writeAudit(user: user, action: "web-merchants.domain-association", identifier: nil, result: "refused", detail: "database")
+            await writeAudit(user: user, action: "web-merchants.domain-association", identifier: nil, result: "refused", detail: "database")
             throw MerchantTokenFailure(error)
         }
-        writeAudit(
+        await writeAudit(
             user: user, action: "web-merchants.domain-association", identifier: nil, result: "ok",
             detail: "\(content.count) bytes, sha256 \(record.sha256)")
         return record
@@ -398,18 +398,19 @@ public final class WebMerchantService: Sendable {
     ) async throws(MerchantTokenFailure) -> Value {
         do {
             let value = try await body()
-            writeAudit(user: user, action: action, identifier: identifier, result: "ok", detail: detail)
+            await writeAudit(user: user, action: action, identifier: identifier, result: "ok", detail: detail)
             return value
         } catch {
-            writeAudit(user: user, action: action, identifier: identifier, result: "refused", detail: "\(detail): \(error.code.rawValue)")
+            await writeAudit(
+                user: user, action: action, identifier: identifier, result: "refused", detail: "\(detail): \(error.code.rawValue)")
             throw error
         }
     }
 
-    func writeAudit(user: String, action: String, identifier: String?, result: String, detail: String) {
+    func writeAudit(user: String, action: String, identifier: String?, result: String, detail: String) async {
         guard let audit else { return }
         do {
-            try audit.append(
+            try await audit.append(
                 AuditLog.Record(
                     time: clock(), user: user, action: action, keyID: nil, merchantID: identifier, result: result, detail: detail))
         } catch {

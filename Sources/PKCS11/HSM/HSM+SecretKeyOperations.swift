@@ -18,14 +18,22 @@ extension HSM {
     /// Generates a secret key inside the HSM (sensitive, never extractable, a token object).
     public func generateSecretKey(_ specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
         try await makeKey { [self] session throws(PKCS11Error) in
-            try session.generateSecretKey(specification, omitting: capabilities.unknownAttributes)
+            try session.generateSecretKey(specification, omitting: optionalAttributesUnknown(session))
         }
+    }
+
+    /// The optional attributes secret-key templates leave out: the probe's answer, or, on a token
+    /// opened without probing (an admin command), the same question asked of it now.
+    private func optionalAttributesUnknown(_ session: Session) -> Set<AttributeType> {
+        guard !capabilities.isProbed else { return capabilities.unknownAttributes }
+        var report: [String] = []
+        return CapabilityProbe.probeOptionalAttributes(session: session, report: &report)
     }
 
     /// Creates a secret key from a known value, protected like a generated one from then on.
     public func importSecretKey(_ value: [UInt8], as specification: SecretKeySpecification) async throws(PKCS11Error) -> SecretKeyObject {
         try await makeKey { [self] session throws(PKCS11Error) in
-            try session.importSecretKey(value, as: specification, omitting: capabilities.unknownAttributes)
+            try session.importSecretKey(value, as: specification, omitting: optionalAttributesUnknown(session))
         }
     }
 
@@ -110,11 +118,23 @@ extension HSM {
 
     /// HMAC-SHA256 of `data` under the secret key `id`, computed in the HSM.
     public func hmacSHA256(_ id: KeyIdentifier, data: [UInt8]) async throws(PKCS11Error) -> [UInt8] {
+        try await withHMACSHA256(id) { mac throws(PKCS11Error) in try mac(data) }
+    }
+
+    /// HMAC-SHA256 under the secret key `id` inside one HSM job: `body` runs on the job's thread
+    /// with a function computing MACs, so a caller can hold its own lock across a MAC and what it
+    /// does with it (the audit chain writes each line in the order of the MACs it chains). `body`
+    /// runs again when the job is retried (a stale handle, a lost login): it must not have acted
+    /// before a MAC it asked for was returned.
+    public func withHMACSHA256<R: Sendable>(
+        _ id: KeyIdentifier, _ body: @escaping @Sendable (_ mac: ([UInt8]) throws(PKCS11Error) -> [UInt8]) throws(PKCS11Error) -> R
+    ) async throws(PKCS11Error) -> R {
         if let gap = capabilityGap(.hmacSHA256) { throw .capabilityMissing(gap) }
-        try requireCapability(capabilities.hmacSHA256, "HMAC-SHA256")
+        // Unprobed (an admin command), the module's answer to the mechanism is the probe.
+        try requireCapability(capabilities.hmacSHA256 || !capabilities.isProbed, "HMAC-SHA256")
         return try await withSecretKey(id, operation: "hmac-sha256") { (session, key) throws(PKCS11Error) in
             try Self.require(key, .hmacSHA256)
-            return try session.hmacSHA256(key: key.handle, data: data)
+            return try body { data throws(PKCS11Error) in try session.hmacSHA256(key: key.handle, data: data) }
         }
     }
 

@@ -47,40 +47,46 @@ struct AdminAction {
     /// generating vault keys needs; merchant keys do without the probe's cost).
     func run(hsm options: HSMOptions, probeCapabilities: Bool, _ body: (HSM, inout AdminAction) async throws -> String?) async throws {
         var action = self
-        var outcome = "ok"
-        var detail: String?
         var audit: AuditLog?
-        defer {
-            let record = AuditLog.Record(
-                time: Date(), user: AuditLog.currentUser, action: action.name, keyID: action.keyID,
-                merchantID: action.merchantID, result: outcome, detail: detail
-            )
-            do {
-                try audit?.append(record)
-            } catch {
-                FileHandle.standardError.write(Data("paywarden: warning: the audit log could not be written: \(error)\n".utf8))
-            }
-        }
+        var hsm: HSM?
+        let outcome: String
+        var detail: String?
+        var failure: CommandFailure?
         do {
             let settings = try await PaywardenSettings.load()
             CommandLogging.bootstrap(settings, defaultLevel: .warning)
             action.home = PaywardenHome(settings)
             action.settings = settings
-            audit = PaywardenHome.auditTrail(settings)
+            let trail = PaywardenHome.auditTrail(settings)
+            audit = trail
             let lock = mutates ? try AdminLock(path: action.home.adminLock) : nil
-            let hsm = try await HSM.open(options.configuration(settings), probeCapabilities: probeCapabilities)
-            do {
-                detail = try await body(hsm, &action)
-                await hsm.close()
-            } catch {
-                await hsm.close()
-                throw error
-            }
+            let opened = try await HSM.open(options.configuration(settings), probeCapabilities: probeCapabilities)
+            hsm = opened
+            audit = await PaywardenHome.sealed(trail, hsm: opened)
+            detail = try await body(opened, &action)
+            outcome = "ok"
             withExtendedLifetime(lock) {}
         } catch {
-            let failure = CommandFailure(describing: error)
-            outcome = failure.status == .refused ? "refused" : "failed"
-            detail = [action.progress, failure.message].compactMap { $0 }.joined(separator: "; ")
+            let described = CommandFailure(describing: error)
+            outcome = described.status == .refused ? "refused" : "failed"
+            detail = [action.progress, described.message].compactMap { $0 }.joined(separator: "; ")
+            failure = described
+        }
+        // The record and the chain's final checkpoint before the HSM closes: both are sealed in it.
+        if let audit {
+            let record = AuditLog.Record(
+                time: Date(), user: AuditLog.currentUser, action: action.name, keyID: action.keyID,
+                merchantID: action.merchantID, result: outcome, detail: detail
+            )
+            do {
+                try await audit.append(record)
+            } catch {
+                FileHandle.standardError.write(Data("paywarden: warning: the audit log could not be written: \(error)\n".utf8))
+            }
+            await PaywardenHome.close(audit)
+        }
+        await hsm?.close()
+        if let failure {
             failure.report()
             throw failure.exitCode
         }

@@ -1,5 +1,6 @@
 import Foundation
 import KeyCustody
+import PKCS11
 import PaywardenConfiguration
 
 /// The Paywarden home (`PAYWARDEN_HOME`, default `./Keys`): the development token, the CSRs and
@@ -26,5 +27,30 @@ struct PaywardenHome {
             syslog: settings.auditSyslog.map {
                 AuditSyslog(destination: $0) { reason in FileHandle.standardError.write(Data("paywarden: warning: \(reason)\n".utf8)) }
             })
+    }
+
+    /// `log` sealed into a chain of this command's own under the HSM's audit keys (made there on
+    /// first use). When they can be neither found nor made the line is written unsealed, with a
+    /// warning: the record of what an admin did matters more than its seal.
+    static func sealed(_ log: AuditLog, hsm: HSM) async -> AuditLog {
+        do {
+            return log.sealed(
+                by: try await AuditChain.open(hsm) { reason in
+                    FileHandle.standardError.write(Data("paywarden: warning: the audit line is written unsealed: \(reason)\n".utf8))
+                })
+        } catch {
+            FileHandle.standardError.write(Data("paywarden: warning: the audit line is written unsealed: \(error.message)\n".utf8))
+            return log
+        }
+    }
+
+    /// The final checkpoint of the command's chain (nothing when it wrote no sealed line).
+    static func close(_ log: AuditLog) async {
+        do {
+            try await log.checkpoint(final: true)
+        } catch {
+            FileHandle.standardError.write(
+                Data("paywarden: warning: the audit chain's final checkpoint could not be written: \(error)\n".utf8))
+        }
     }
 }

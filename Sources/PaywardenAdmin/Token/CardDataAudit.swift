@@ -11,26 +11,26 @@ import Vault
 /// the transaction that is not its id: an HMAC under the vault's fingerprint key when the HSM has
 /// one (a reader of the log cannot confirm a guess), else a SHA-256 (the id is 32 random bytes).
 struct CardDataAudit {
-    let log: AuditLog
+    var log: AuditLog
     let revealed: Bool
     let at: Date?
 
-    func refused(_ code: String) throws {
-        try append(result: "refused", keyID: nil, merchantID: nil, detail: code + (revealed ? " (--reveal)" : ""))
+    func refused(_ code: String) async throws {
+        try await append(result: "refused", keyID: nil, merchantID: nil, detail: code + (revealed ? " (--reveal)" : ""))
     }
 
     func decrypted(_ token: DecryptedPaymentToken, merchantID: String?, hsm: HSM) async throws {
         var detail = "\(await Self.reference(token.transactionID, hsm: hsm)) \(revealed ? "revealed" : "masked")"
         if let at { detail += " at \(ISO8601DateFormatter().string(from: at))" }
         do {
-            try append(result: "ok", keyID: token.keyID, merchantID: merchantID, detail: detail)
+            try await append(result: "ok", keyID: token.keyID, merchantID: merchantID, detail: detail)
         } catch {
             throw CommandFailure(.unavailable, "the audit log \(log.path) cannot be written, so the card data is not shown: \(error)")
         }
     }
 
-    private func append(result: String, keyID: String?, merchantID: String?, detail: String) throws {
-        try log.append(
+    private func append(result: String, keyID: String?, merchantID: String?, detail: String) async throws {
+        try await log.append(
             AuditLog.Record(
                 time: Date(), user: AuditLog.currentUser, action: "token-decrypt", keyID: keyID, merchantID: merchantID, result: result,
                 detail: detail))

@@ -28,8 +28,9 @@ struct TokenDecrypt: AsyncParsableCommand {
             // Card data read outside the service, with no replay ledger and, with --at, any time
             // after the token was made: every run is audited, and nothing is printed unless its
             // audit line was written.
-            let audit = CardDataAudit(log: PaywardenHome.auditTrail(settings), revealed: reveal, at: at)
+            var audit = CardDataAudit(log: PaywardenHome.auditTrail(settings), revealed: reveal, at: at)
             let hsm = try await HSM.open(hsmOptions.configuration(settings))
+            audit.log = await PaywardenHome.sealed(audit.log, hsm: hsm)
             let result: DecryptedPaymentToken
             do {
                 let keys = HSMPaymentKeys(hsm: hsm)
@@ -42,13 +43,15 @@ struct TokenDecrypt: AsyncParsableCommand {
                 do throws(PaymentTokenError) {
                     result = try await decrypter.decrypt(json: bytes, at: at)
                 } catch {
-                    try audit.refused(error.code.rawValue)
+                    try await audit.refused(error.code.rawValue)
                     throw error
                 }
                 let merchant = inventory.keys.first { $0.id.hex == result.keyID }?.merchantID
                 try await audit.decrypted(result, merchantID: merchant, hsm: hsm)
+                await PaywardenHome.close(audit.log)
                 await hsm.close()
             } catch {
+                await PaywardenHome.close(audit.log)
                 await hsm.close()
                 throw error
             }

@@ -130,7 +130,13 @@ public struct PaywardenServer: Sendable {
         let maintenance = HSMMaintenanceService(
             decryption: decryption, metrics: metrics, refreshInterval: configuration.keyRefreshInterval, logger: logger
         )
-        let audit = configuration.auditLogPath.map { AuditLog(path: $0, syslog: auditShipping) }
+        let audit: AuditLog?
+        do {
+            audit = try await auditTrail(configuration, hsm: hsm, shipping: auditShipping, logger: logger)
+        } catch {
+            await hsm.close()
+            throw ServerStartError(error.message)
+        }
         let keyring = VaultKeyring(hsm: hsm)
         let vaultCore = CardVault(
             database: database.database, keyring: keyring, policy: configuration.vaultPolicy, clock: configuration.vaultClock)
@@ -191,6 +197,25 @@ public struct PaywardenServer: Sendable {
             logger: logger)
     }
 
+    /// The audit trail, its lines sealed into this server's chain under the HSM's audit keys (made
+    /// on first use). An HSM that cannot compute HMAC-SHA256 leaves it unsealed, with a warning:
+    /// a capability gap is no reason to stop payments, and `audit verify` names every unsealed line.
+    private static func auditTrail(
+        _ configuration: ServerConfiguration, hsm: HSM, shipping: AuditSyslog?, logger: Logger
+    ) async throws(CustodyError) -> AuditLog? {
+        guard let path = configuration.auditLogPath else { return nil }
+        let log = AuditLog(path: path, syslog: shipping)
+        if let gap = hsm.capabilityGap(.hmacSHA256) {
+            logger.warning("the audit trail is written unsealed: \(gap)")
+            return log
+        }
+        let chain = try await AuditChain.open(hsm) { reason in
+            logger.error("an audit line was written unsealed", metadata: ["reason": "\(reason)"])
+        }
+        logger.info("audit trail sealed in the HSM", metadata: ["writer": "\(chain.writer)", "signing_key": "\(chain.keys.signing)"])
+        return log.sealed(by: chain)
+    }
+
     /// Ships audit lines to `destination`; a line not shipped is counted
     /// (`paywarden_audit_syslog_failures_total`) and logged, at most once a minute with the count since.
     private static func auditSyslog(_ destination: SyslogDestination, metrics: ServerMetrics, logger: Logger) -> AuditSyslog {
@@ -240,7 +265,7 @@ public struct PaywardenServer: Sendable {
         do {
             for key in try await keyring.createMissing() {
                 logger.notice("vault key generated in the HSM", metadata: ["purpose": "\(key.purpose.rawValue)", "key": "\(key.id)"])
-                try? audit?.append(
+                try? await audit?.append(
                     AuditLog.Record(
                         time: Date(), user: AuditLog.currentUser, action: "vault-key-create", keyID: key.id.hex, merchantID: nil,
                         result: "ok", detail: "first \(key.purpose.rawValue) key, generated at start-up"))
@@ -278,7 +303,9 @@ public struct PaywardenServer: Sendable {
         var api = try application(
             router: apiRouter(includingOperations: !separateOperations), address: configuration.listen, tls: configuration.tls,
             services: (tracing.map { [$0] } ?? []) + database.services
-                + [databaseHealth, maintenance, vaultMaintenance, merchantTokenEvents, relay],
+                + [databaseHealth, maintenance, vaultMaintenance, merchantTokenEvents, relay]
+                + (audit.map { [AuditCheckpointService(audit: $0, interval: configuration.auditCheckpointInterval, logger: logger)] }
+                    ?? []),
             onRunning: { await onListening(.api, $0) }
         )
         api.beforeServerStarts { try await prepareDatabase() }
@@ -312,10 +339,26 @@ public struct PaywardenServer: Sendable {
                 services: services + [drain], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             try await ServiceGroup(configuration: group).run()
         } catch {
+            await closeAuditChain()
             await hsm.close()
             throw error
         }
+        await closeAuditChain()
         await hsm.close()
+    }
+
+    /// This server's chain through the audit trail, when its lines are sealed.
+    public var auditChain: AuditChain? { audit?.chain }
+
+    /// The final checkpoint of this server's audit chain, once nothing writes to it any more
+    /// (``run()`` writes it before it closes the HSM).
+    public func closeAuditChain() async {
+        do {
+            try await audit?.checkpoint(final: true)
+        } catch {
+            logger.error(
+                "the audit chain's final checkpoint could not be written; audit verify will call it cut", metadata: ["error": "\(error)"])
+        }
     }
 
     private static func reopenAuditLogOnHangUp() -> any DispatchSourceSignal {

@@ -57,6 +57,8 @@ public struct ServerConfiguration: Sendable {
     public var auditLogPath: String?
     /// Where audit lines are shipped besides the file (`PAYWARDEN_AUDIT_SYSLOG`).
     public var auditSyslog: SyslogDestination?
+    /// How often this server signs a checkpoint of its audit chain (`PAYWARDEN_AUDIT_CHECKPOINT_SECONDS`).
+    public var auditCheckpointInterval: Duration = .seconds(300)
     /// Apple's gateway and the merchant-token notifications.
     public var merchantTokens: MerchantTokenConfiguration
     /// How a web domain's challenge file is read (docs/web-merchants.md): from the domain itself,
@@ -109,6 +111,7 @@ public struct ServerConfiguration: Sendable {
         // The same file the admin commands append to (`PaywardenHome.auditLog`).
         auditLogPath = settings.home + "/audit/audit.jsonl"
         auditSyslog = settings.auditSyslog
+        auditCheckpointInterval = .seconds(settings.auditCheckpointSeconds)
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
         tracing = settings.tracingEnabled ? TracingConfiguration() : nil

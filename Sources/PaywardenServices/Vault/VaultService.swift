@@ -200,8 +200,8 @@ public final class VaultService: Sendable {
 
     /// Audits a relay's refusal to use a stored token as the request asked (``StoredCredentialRule``):
     /// who, the stable code and the token's reference. Nothing was detokenized.
-    public func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: String, failure: VaultFailure) {
-        record(
+    public func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: String, failure: VaultFailure) async {
+        await record(
             action: "use-stored-token", key: key, organization: organization, result: "refused",
             detail: "\(failure.code.rawValue) token \(facts.reference)")
     }
@@ -229,23 +229,23 @@ public final class VaultService: Sendable {
     ) async throws(VaultFailure) -> Value {
         do {
             let value = try await measured(action.replacingOccurrences(of: "-", with: "_"), body)
-            record(action: action, key: key, organization: organization, result: "ok", detail: naming(value))
+            await record(action: action, key: key, organization: organization, result: "ok", detail: naming(value))
             return value
         } catch {
-            record(action: action, key: key, organization: organization, result: "refused", detail: error.code.rawValue)
+            await record(action: action, key: key, organization: organization, result: "refused", detail: error.code.rawValue)
             throw error
         }
     }
 
     /// One audit line: who (the API key's name), what, for which organisation, and a reference
     /// to the token that is neither the token nor its account number.
-    private func record(action: String, key: APIKey, organization: String, result: String, detail: String) {
+    private func record(action: String, key: APIKey, organization: String, result: String, detail: String) async {
         guard let audit else { return }
         let record = AuditLog.Record(
             time: vault.now, user: "api-key:\(key.name)", action: action, keyID: nil, merchantID: organization, result: result,
             detail: detail)
         do {
-            try audit.append(record)
+            try await audit.append(record)
         } catch {
             logger.error("the audit log could not be written", metadata: ["action": "\(action)", "error": "\(error)"])
         }

@@ -1,0 +1,96 @@
+import Foundation
+import KeyCustody
+import PKCS11
+import PaywardenTesting
+
+/// `paywarden-bench audit` (part of `make bench`): what sealing the audit trail costs. In the same
+/// run, alternating: audit lines appended unsealed and sealed (one HSM HMAC each), by one writer
+/// and by four at once, as lines per second and CPU per line; the HSM's bare HMAC rate beside them;
+/// and `audit verify`'s rate with the HSM and with the public key alone.
+struct AuditBench {
+    let seconds: Double
+    let rounds: Int
+
+    func run() async throws {
+        let token = try await SoftHSMTestToken.make(labelPrefix: "bench-audit")
+        defer { token.destroy() }
+        let hsm = try await token.open()
+        let keys = try await AuditKeys.open(hsm)
+        let directory = NSTemporaryDirectory() + "paywarden-bench-audit-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let record = AuditLog.Record(
+            time: Date(), user: "api-key:bench", action: "redeem", keyID: nil, merchantID: "organization-1", result: "ok",
+            detail: "registration reg:0123456789abcdef")
+        var rows: [(String, [Double], [Double])] = []
+        for writers in [1, 4] {
+            var plain: ([Double], [Double]) = ([], [])
+            var sealed: ([Double], [Double]) = ([], [])
+            var hmac: ([Double], [Double]) = ([], [])
+            for round in 0..<rounds {
+                let path = directory + "/audit-\(writers)-\(round).jsonl"
+                let unsealedLog = AuditLog(path: path + ".plain")
+                let logs = (0..<writers).map { _ in AuditLog(path: path).sealed(by: AuditChain(hsm: hsm, keys: keys)) }
+                let plainRun = try await measure(inFlight: writers) { _ in try await unsealedLog.append(record) }
+                plain.0.append(plainRun.perSecond)
+                plain.1.append(plainRun.cpuMicroseconds)
+                let sealedRun = try await measure(inFlight: writers) { index in try await logs[index % writers].append(record) }
+                sealed.0.append(sealedRun.perSecond)
+                sealed.1.append(sealedRun.cpuMicroseconds)
+                let input = [UInt8](repeating: 0x41, count: 300)
+                let hmacRun = try await measure(inFlight: writers) { _ in _ = try await hsm.hmacSHA256(keys.mac, data: input) }
+                hmac.0.append(hmacRun.perSecond)
+                hmac.1.append(hmacRun.cpuMicroseconds)
+                for log in logs { try await log.checkpoint(final: true) }
+            }
+            rows += [
+                ("audit line, unsealed (file only)", plain.0, plain.1), ("audit line, sealed (HSM HMAC + file)", sealed.0, sealed.1),
+                ("  HSM HMAC-SHA256 alone", hmac.0, hmac.1),
+            ]
+            print("writers: \(writers)")
+            for (name, rates, cpu) in rows.suffix(3) {
+                let label = name.padding(toLength: 40, withPad: " ", startingAt: 0)
+                print("  \(label) \(Int(median(rates))) lines/s, \(fmt(median(cpu))) µs CPU each")
+            }
+            let ratio = fmt(median(sealed.0) / median(plain.0))
+            print("  sealed ÷ unsealed: \(ratio) of the rate, +\(fmt(median(sealed.1) - median(plain.1))) µs CPU a line")
+        }
+        // Verification of what the last rounds wrote.
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasSuffix(".plain") }.sorted()
+            .map { directory + "/" + $0 }
+        let macKeys = try await AuditKeys.macKeys(hsm).map(\.id)
+        let withHSM = AuditVerifier(publicKeys: [keys.publicKey], macKeys: macKeys) { key, inputs in
+            try await hsm.withHMACSHA256(key) { mac throws(PKCS11Error) in try inputs.map { input throws(PKCS11Error) in try mac(input) } }
+        }
+        for (name, verifier) in [
+            ("audit verify with the HSM", withHSM), ("audit verify --public-key", AuditVerifier(publicKeys: [keys.publicKey])),
+        ] {
+            let start = ContinuousClock.now
+            let cpu = ProcessCPU.now()
+            let report = try await verifier.verify(files: files)
+            let elapsed = ContinuousClock.now - start
+            guard report.verified else { throw BenchError("the bench's own trail did not verify: \(report.failures.prefix(3))") }
+            let perLine = (ProcessCPU.now() - cpu) / report.lines
+            let rate = Int(Double(report.lines) / (elapsed / .seconds(1)))
+            print("\(name): \(report.lines) lines, \(rate) lines/s, \(fmt(perLine / .microseconds(1))) µs CPU each")
+        }
+        await hsm.close()
+    }
+
+    private func measure(inFlight: Int, _ operation: @escaping @Sendable (Int) async throws -> Void) async throws
+        -> (perSecond: Double, cpuMicroseconds: Double)
+    {
+        let cpu = ProcessCPU.now()
+        let run = try await TimedRun(seconds: seconds, inFlight: inFlight, executor: nil).rate { index in
+            try await operation(index)
+            return true
+        }
+        return (run.perSecond, (ProcessCPU.now() - cpu) / .microseconds(1) / Double(max(run.count, 1)))
+    }
+
+    private func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    private func fmt(_ value: Double) -> String { String(format: "%.2f", value) }
+}
