@@ -57,10 +57,7 @@ struct AuditBench {
         // Verification of what the last rounds wrote.
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasSuffix(".plain") }.sorted()
             .map { directory + "/" + $0 }
-        let macKeys = try await AuditKeys.macKeys(hsm).map(\.id)
-        let withHSM = AuditVerifier(publicKeys: [keys.publicKey], macKeys: macKeys) { key, inputs in
-            try await hsm.withHMACSHA256(key) { mac throws(PKCS11Error) in try inputs.map { input throws(PKCS11Error) in try mac(input) } }
-        }
+        let withHSM = try await AuditVerifier.checkingMACs(in: hsm)
         for (name, verifier) in [
             ("audit verify with the HSM", withHSM), ("audit verify --public-key", AuditVerifier(publicKeys: [keys.publicKey])),
         ] {

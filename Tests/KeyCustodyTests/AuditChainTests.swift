@@ -22,15 +22,6 @@ struct AuditChainTests {
         return directory
     }
 
-    /// The verifier as `paywarden audit verify` makes it with the HSM.
-    private static func verifier(_ hsm: HSM) async throws -> AuditVerifier {
-        let macKeys = try await AuditKeys.macKeys(hsm).map(\.id)
-        let signing = try await AuditKeys.signingKeys(hsm).map(\.publicKey)
-        return AuditVerifier(publicKeys: signing, macKeys: macKeys) { key, inputs in
-            try await hsm.withHMACSHA256(key) { mac throws(PKCS11Error) in try inputs.map { input throws(PKCS11Error) in try mac(input) } }
-        }
-    }
-
     @Test func theAuditKeysAreMadeInTheHSMSensitiveAndNeverExtractableAndFoundAgain() async throws {
         let token = try await TestToken.make()
         let hsm = try await token.open()
@@ -79,7 +70,7 @@ struct AuditChainTests {
             }
             try await group.waitForAll()
         }
-        let report = try await Self.verifier(hsm).verify(files: [path])
+        let report = try await AuditVerifier.checkingMACs(in: hsm).verify(files: [path])
         #expect(report.verified, "\(report.failures.prefix(5))")
         #expect(report.writers == writers && report.unsealed == 0)
         #expect(report.macsChecked == report.lines && report.lines == writers * perWriter + report.checkpoints)
@@ -128,7 +119,7 @@ struct AuditChainTests {
         let token = try await TestToken.make()
         let hsm = try await token.open()
         let trail = try await Self.trail(hsm)
-        let verifier = try await Self.verifier(hsm)
+        let verifier = try await AuditVerifier.checkingMACs(in: hsm)
         let publicOnly = AuditVerifier(publicKeys: [try await AuditKeys.open(hsm).publicKey])
 
         try trail.write(trail.lines)

@@ -54,6 +54,24 @@ public struct AuditVerifier: Sendable {
         self.macs = macs
     }
 
+    /// The verifier with the HSM: every audit key it holds, and every line's MAC computed there.
+    public static func checkingMACs(in hsm: HSM) async throws(CustodyError) -> AuditVerifier {
+        do throws(PKCS11Error) {
+            let macKeys = try await AuditKeys.macKeys(hsm).map(\.id)
+            let signing = try await AuditKeys.signingKeys(hsm).map(\.publicKey)
+            return AuditVerifier(publicKeys: signing, macKeys: macKeys) { key, inputs in
+                try await hsm.withHMACSHA256(key) { mac throws(PKCS11Error) in
+                    try inputs.map { input throws(PKCS11Error) in try mac(input) }
+                }
+            }
+        } catch {
+            throw CustodyError(error)
+        }
+    }
+
+    /// Whether it has a key to check MACs with and one to check signatures with.
+    public var hasHSMKeys: Bool { !macKeys.isEmpty && macs != nil && !publicKeys.isEmpty }
+
     public func verify(files: [String]) async throws(CustodyError) -> Report {
         var report = Report()
         var writers: [String: [SealedLine]] = [:]

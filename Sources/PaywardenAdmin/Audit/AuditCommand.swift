@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import KeyCustody
 import PKCS11
+import PaywardenConfiguration
 
 public struct AuditCommand: AsyncParsableCommand {
     public init() {}
@@ -60,17 +61,12 @@ struct AuditVerify: AsyncParsableCommand {
             } else {
                 let hsm = try await HSM.open(hsmOptions.configuration(settings), probeCapabilities: false)
                 do {
-                    let macKeys = try await AuditKeys.macKeys(hsm).map(\.id)
-                    let signing = try await AuditKeys.signingKeys(hsm).map(\.publicKey)
-                    guard !macKeys.isEmpty, !signing.isEmpty else {
+                    let verifier = try await AuditVerifier.checkingMACs(in: hsm)
+                    guard verifier.hasHSMKeys else {
                         throw CommandFailure(
                             .misconfiguration,
-                            "the HSM holds no audit keys, so no line of this trail was sealed by it; check the token named")
-                    }
-                    let verifier = AuditVerifier(publicKeys: signing, macKeys: macKeys) { key, inputs in
-                        try await hsm.withHMACSHA256(key) { mac throws(PKCS11Error) in
-                            try inputs.map { input throws(PKCS11Error) in try mac(input) }
-                        }
+                            "the HSM holds no audit keys, so it sealed no line of any trail: name the token the trail was written "
+                                + "with (\(SettingCatalog.tokenLabel.environmentName)), or verify with --public-key")
                     }
                     report = try await verifier.verify(files: files)
                     await hsm.close()
