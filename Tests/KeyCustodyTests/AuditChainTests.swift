@@ -4,6 +4,7 @@ import KeyCustody
 import PKCS11
 import PaywardenTestTraits
 import PaywardenTesting
+import Synchronization
 import Testing
 
 /// The audit trail sealed in a real token: each writer's lines chained by an HMAC key in the HSM,
@@ -188,10 +189,39 @@ struct AuditChainTests {
         #expect(report.failures.first?.message.contains("between audit.jsonl.2 and audit.jsonl") == true, "\(report.findings)")
         #expect(!(try await publicOnly.verify(files: [trail.files[0], trail.files[2]]).verified))
 
-        // The oldest file deleted by retention: a note, not a failure.
+        // The oldest file deleted by retention: a failure (its lines may as well have been removed),
+        // a note when the operator says so (--partial).
         report = try await verifier.verify(files: Array(trail.files.dropFirst()))
+        #expect(report.failures.first?.file == "audit.jsonl.1" && report.failures.first?.line == 1, "\(report.findings)")
+        var partial = verifier
+        partial.allowances = .partialStart
+        report = try await partial.verify(files: Array(trail.files.dropFirst()))
         #expect(report.verified, "\(report.findings)")
         #expect(report.findings.contains { !$0.isFailure && $0.message.contains("files not given") })
+
+        // A checkpoint line's record changed (its time): the signature covers it.
+        let retimed = try trail.tampered { lines in
+            let text = String(decoding: lines[0][10], as: UTF8.self)
+            let time = try! #require(text.range(of: #""time":"[^"]*""#, options: .regularExpression))
+            lines[0][10] = Data(text.replacingCharacters(in: time, with: #""time":"2020-01-01T00:00:00Z""#).utf8)
+        }
+        report = try await publicOnly.verify(files: retimed)
+        #expect(report.failures.first?.line == 11 && report.failures.first?.message.contains("signature") == true, "\(report.findings)")
+
+        // A MAC written in capitals: the same bytes to a lenient reader, a changed line here.
+        let recased = try trail.tampered { lines in
+            let text = String(decoding: lines[0][3], as: UTF8.self)
+            let mac = try! #require(text.range(of: #""mac":"[0-9a-f]+""#, options: .regularExpression))
+            lines[0][3] = Data(text.replacingCharacters(in: mac, with: text[mac].uppercased()).utf8)
+        }
+        #expect(try await verifier.verify(files: recased).failures.first?.line == 4)
+
+        // A running writer's open chain: a failure unless allowed.
+        let open = try trail.tampered { $0[2].removeLast() }
+        #expect(!(try await verifier.verify(files: open).verified))
+        var allowingOpen = verifier
+        allowingOpen.allowances = .openChains
+        #expect(try await allowingOpen.verify(files: open).verified)
 
         // A checkpoint's signature by another key, and an unsealed line: the first fails, the second is noted.
         let otherKey = P256.Signing.PrivateKey().publicKey
@@ -200,7 +230,36 @@ struct AuditChainTests {
             $0[1].insert(Data(#"{"action":"keys-list","result":"ok","time":"2026-11-29T00:00:00Z","user":"root"}"#.utf8 + [0x0A]), at: 0)
         }
         report = try await verifier.verify(files: withUnsealed)
-        #expect(report.verified && report.unsealed == 1, "\(report.findings)")
+        #expect(report.failures.first?.message.hasPrefix("unsealed") == true && report.unsealed == 1, "\(report.findings)")
+        var allowingUnsealed = verifier
+        allowingUnsealed.allowances = .unsealed
+        #expect(try await allowingUnsealed.verify(files: withUnsealed).verified)
+        await hsm.close()
+    }
+
+    /// A writer checkpoints only when it wrote since its last checkpoint (an idle server signs
+    /// nothing), and after its final checkpoint a line goes unsealed rather than reopen its chain.
+    @Test func anIdleWriterSignsNothingAndAClosedChainTakesNoLine() async throws {
+        let token = try await TestToken.make()
+        let hsm = try await token.open()
+        let path = Self.directory() + "/audit.jsonl"
+        let unsealed = Mutex<[String]>([])
+        let chain = AuditChain(hsm: hsm, keys: try await AuditKeys.open(hsm)) { reason in unsealed.withLock { $0.append(reason) } }
+        let log = AuditLog(path: path).sealed(by: chain)
+        try await log.checkpoint()
+        try await log.append(Self.record("one"))
+        try await log.checkpoint()
+        try await log.checkpoint()
+        try await log.checkpoint()
+        try await log.checkpoint(final: true)
+        try await log.append(Self.record("late"))
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 4, "the record, one checkpoint, the final one, the late line: \(lines)")
+        #expect(lines.last?.contains("\"mac\"") == false && unsealed.withLock { $0 } == ["the writer's chain was closed"])
+        var verifier = try await AuditVerifier.checkingMACs(in: hsm)
+        verifier.allowances = .unsealed
+        let report = try await verifier.verify(files: [path])
+        #expect(report.verified && report.unsealed == 1 && report.checkpoints == 2, "\(report.findings)")
         await hsm.close()
     }
 }

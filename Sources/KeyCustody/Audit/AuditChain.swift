@@ -39,6 +39,10 @@ public final class AuditChain: Sendable {
         var hash = AuditLineFormat.initialChainValue
         /// The last line a checkpoint covers.
         var checkpointed: UInt64 = 0
+        /// The last checkpoint line: a checkpoint after it would cover nothing new.
+        var lastCheckpointLine: UInt64 = 0
+        /// Set by the final checkpoint: no line but its own joins the chain after it.
+        var closed = false
     }
 
     public init(hsm: HSM, keys: AuditKeys, sealingFailed: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -60,11 +64,16 @@ public final class AuditChain: Sendable {
     /// newline included, to `write`, in the chain's order. When `write` fails the chain does not
     /// advance: the next line takes the sequence number and follows the last line written. When
     /// the HSM fails the MAC it throws ``SealingFailure`` and nothing was written.
-    func append(_ object: Data, write: @escaping @Sendable (Data) throws -> Void) async throws {
+    ///
+    /// The writer's lock is held across the MAC and the write (microseconds on a local module):
+    /// that is what keeps the file's order the chain's.
+    func append(_ object: Data, checkpoint: Bool = false, write: @escaping @Sendable (Data) throws -> Void) async throws {
         let written: Result<Void, any Error>
         do {
             written = try await hsm.withHMACSHA256(keys.mac) { [self] mac throws(PKCS11Error) in
                 try state.withLock { (state: inout State) throws(PKCS11Error) -> Result<Void, any Error> in
+                    // A line after the final checkpoint would make the chain look cut: it goes unsealed.
+                    if state.closed && !checkpoint { return .failure(SealingFailure(reason: "the writer's chain was closed")) }
                     let sequence = state.sequence + 1
                     let canonical = AuditLineFormat.inserting(",\"seq\":\(sequence),\"writer\":\"\(writer)\"", into: object)
                     let code = try mac(state.mac + Array(canonical))
@@ -76,34 +85,46 @@ public final class AuditChain: Sendable {
                         return .failure(error)
                     }
                     state.sequence = sequence
+                    if checkpoint { state.lastCheckpointLine = sequence }
                     state.mac = code
                     state.hash = AuditLineFormat.nextHash(state.hash, line: line.dropLast())
                     return .success(())
                 }
             }
+        } catch  where error.code == .timedOut {
+            // The job may still run and write the line sealed: writing it unsealed too would record it twice.
+            throw CustodyError(.hsm, "the HSM did not seal the audit line in time; it may still be written", underlying: error)
         } catch {
             throw SealingFailure(reason: "the HSM could not compute the line's MAC: \(error)")
         }
         try written.get()
     }
 
-    /// What the next checkpoint states, signed: nil when no line was written since the last
-    /// (a final checkpoint too: a writer that wrote nothing has no chain to close).
-    func checkpoint(final: Bool) async throws(CustodyError) -> AuditCheckpoint? {
+    /// What the next checkpoint states, signed: nil when no line but checkpoints was written since
+    /// the last, and for a final one when the writer wrote nothing (it has no chain to close). A
+    /// final checkpoint closes the chain at once, so that it is the chain's last line.
+    ///
+    /// - Parameter record: the checkpoint line's record (time, user, action), which the signature covers too.
+    func checkpoint(final: Bool, record: Data) async throws(CustodyError) -> AuditCheckpoint? {
         let reached: (through: UInt64, hash: [UInt8], mac: [UInt8])? = state.withLock { state in
-            guard state.sequence > state.checkpointed || (final && state.sequence > 0) else { return nil }
+            let wroteSince = state.sequence > state.checkpointed && state.sequence != state.lastCheckpointLine
+            guard final ? state.sequence > 0 && !state.closed : wroteSince else { return nil }
             state.checkpointed = state.sequence
+            if final { state.closed = true }
             return (state.sequence, state.hash, state.mac)
         }
         guard let reached else { return nil }
         var checkpoint = AuditCheckpoint(
             writer: writer, through: reached.through, chainHash: reached.hash, chainMAC: reached.mac, final: final,
-            signingKey: keys.signing, signature: [])
+            signingKey: keys.signing, signature: [], recordDigest: Array(SHA256.hash(data: record)))
         do {
             checkpoint.signature = try await hsm.signECDSA(keys.signing, digest: Array(SHA256.hash(data: checkpoint.signedMessage)))
         } catch {
-            // Not signed: the next checkpoint covers these lines as well.
-            state.withLock { $0.checkpointed = min($0.checkpointed, reached.through - 1) }
+            // Not signed: the next checkpoint covers these lines as well (a final one may be tried again).
+            state.withLock { state in
+                state.checkpointed = min(state.checkpointed, reached.through - 1)
+                if final { state.closed = false }
+            }
             throw CustodyError(.hsm, "the audit checkpoint could not be signed in the HSM: \(error)", underlying: error)
         }
         return checkpoint
@@ -112,7 +133,7 @@ public final class AuditChain: Sendable {
 
 /// A checkpoint of one writer's chain: through which line, the hash chain and the MAC reached
 /// there, and whether the writer stopped; signed by the audit signing key.
-public struct AuditCheckpoint: Sendable, Hashable, Codable {
+public struct AuditCheckpoint: Sendable, Hashable, Decodable {
     public var writer: String
     public var through: UInt64
     public var chainHash: [UInt8]
@@ -121,11 +142,15 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
     public var signingKey: KeyIdentifier
     /// ECDSA P-256 over SHA-256 of ``signedMessage``, DER.
     public var signature: [UInt8]
+    /// SHA-256 of the checkpoint line's record (its bytes before the checkpoint, closed with `}`):
+    /// not written, computed by the writer and again by the reader.
+    public var recordDigest: [UInt8]
 
-    /// What the signature covers: every field but the signature, in a fixed text form.
+    /// What the signature covers: every field but the signature, and the line's record, in a
+    /// fixed text form.
     public var signedMessage: [UInt8] {
-        Array(
-            "paywarden audit checkpoint v1\n\(writer)\n\(through)\n\(Hex.encode(chainHash))\n\(Hex.encode(chainMAC))\n\(final)\n".utf8)
+        let chain = "\(writer)\n\(through)\n\(Hex.encode(chainHash))\n\(Hex.encode(chainMAC))\n\(final)\n"
+        return Array(("paywarden audit checkpoint v1\n" + chain + "\(Hex.encode(recordDigest))\n").utf8)
     }
 
     /// The fields the checkpoint line carries under `"checkpoint"`.
@@ -143,7 +168,7 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
 
     public init(
         writer: String, through: UInt64, chainHash: [UInt8], chainMAC: [UInt8], final: Bool, signingKey: KeyIdentifier,
-        signature: [UInt8]
+        signature: [UInt8], recordDigest: [UInt8]
     ) {
         self.writer = writer
         self.through = through
@@ -152,6 +177,7 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
         self.final = final
         self.signingKey = signingKey
         self.signature = signature
+        self.recordDigest = recordDigest
     }
 
     public init(from decoder: any Decoder) throws {
@@ -162,7 +188,7 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
             }
             return bytes
         }
-        writer = try container.decodeIfPresent(String.self, forKey: .writer) ?? ""
+        writer = ""  // the line's, set by the reader: the signature covers it
         through = try container.decode(UInt64.self, forKey: .through)
         chainHash = try hex(.chainHash)
         chainMAC = try hex(.chainMAC)
@@ -172,17 +198,7 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
             throw DecodingError.dataCorruptedError(forKey: .signature, in: container, debugDescription: "not base64")
         }
         self.signature = Array(signature)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(writer, forKey: .writer)
-        try container.encode(through, forKey: .through)
-        try container.encode(Hex.encode(chainHash), forKey: .chainHash)
-        try container.encode(Hex.encode(chainMAC), forKey: .chainMAC)
-        try container.encode(final, forKey: .final)
-        try container.encode(signingKey.hex, forKey: .signingKey)
-        try container.encode(Data(signature).base64EncodedString(), forKey: .signature)
+        recordDigest = []  // the reader's, from the line
     }
 
     /// Whether one of `keys` signed this checkpoint.
@@ -225,18 +241,16 @@ public enum AuditLineFormat {
     /// writes them: `,"seq":N,"writer":"W","mac":"M"}`; nil when it does not end so.
     static func chainFields(_ line: ArraySlice<UInt8>) -> (sequence: UInt64, writer: String, mac: [UInt8])? {
         let macStart = line.endIndex - macSuffixLength
+        // At least `{`, `,"seq":` and a digit before the writer's field.
         guard line.count > macSuffixLength + writerFieldLength + 8, line[macStart...].starts(with: macPrefix),
             line[line.endIndex - 2] == UInt8(ascii: "\""), line[line.endIndex - 1] == UInt8(ascii: "}"),
+            line[(macStart + macPrefix.count)..<(line.endIndex - 2)].allSatisfy(isLowercaseHex),
             let mac = Hex.decode(utf8: Array(line[(macStart + macPrefix.count)..<(line.endIndex - 2)]))
         else { return nil }
         let writerStart = macStart - writerFieldLength
         guard line[writerStart...].starts(with: writerPrefix), line[macStart - 1] == UInt8(ascii: "\"") else { return nil }
         let writer = line[(writerStart + writerPrefix.count)..<(macStart - 1)]
-        guard
-            writer.allSatisfy({
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
-            })
-        else { return nil }
+        guard writer.allSatisfy(isLowercaseHex) else { return nil }
         var digitsStart = writerStart
         while digitsStart > line.startIndex, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(line[digitsStart - 1]) { digitsStart -= 1 }
         guard digitsStart < writerStart, digitsStart - sequencePrefix.count >= line.startIndex,
@@ -244,6 +258,19 @@ public enum AuditLineFormat {
             let sequence = UInt64(String(decoding: line[digitsStart..<writerStart], as: UTF8.self)), sequence > 0
         else { return nil }
         return (sequence, String(decoding: writer, as: UTF8.self), mac)
+    }
+
+    /// Hex as the writer writes it: lowercase only, so a re-cased MAC or name is a changed line.
+    private static func isLowercaseHex(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+
+    /// The record of a checkpoint line: its bytes before `,"checkpoint":{`, closed with `}` (a
+    /// record's strings escape their quotes, so the sequence cannot occur inside one).
+    static func checkpointRecord(_ line: ArraySlice<UInt8>) -> [UInt8]? {
+        let marker = Array(",\"checkpoint\":{".utf8)
+        guard let start = line.indices.first(where: { line[$0...].starts(with: marker) }) else { return nil }
+        return Array(line[..<start]) + [UInt8(ascii: "}")]
     }
 
     private static let macPrefix = Array(",\"mac\":\"".utf8)

@@ -87,27 +87,27 @@ public struct AuditLog: Sendable {
     /// Signs where this writer's chain has reached in a checkpoint line, when it wrote a line since
     /// the last; `final` when the writer stops (its chain then ends there). Nothing without a chain.
     public func checkpoint(final: Bool = false) async throws {
-        guard let chain, let checkpoint = try await chain.checkpoint(final: final) else { return }
+        guard let chain else { return }
         let record = Record(
             time: Date(), user: Self.currentUser, action: Self.checkpointAction, keyID: nil, merchantID: nil, result: "ok", detail: nil)
-        try await write(AuditLineFormat.inserting("," + checkpoint.jsonFields, into: try Self.encoded(record)), of: record)
+        let encoded = try Self.encoded(record)
+        guard let checkpoint = try await chain.checkpoint(final: final, record: encoded) else { return }
+        try await write(AuditLineFormat.inserting("," + checkpoint.jsonFields, into: encoded), of: record, checkpoint: true)
     }
 
-    private func write(_ object: Data, of record: Record) async throws {
+    private func write(_ object: Data, of record: Record, checkpoint: Bool = false) async throws {
         let file = file
         let syslog = syslog
-        guard let chain else {
-            try file.append(object + [0x0A]) { written in syslog?.ship(written.dropLast(), of: record) }
-            return
+        let append: @Sendable (Data) throws -> Void = { line in
+            try file.append(line) { written in syslog?.ship(written.dropLast(), of: record) }
         }
+        guard let chain else { return try append(object + [0x0A]) }
         do {
-            try await chain.append(object) { line in
-                try file.append(line) { written in syslog?.ship(written.dropLast(), of: record) }
-            }
+            try await chain.append(object, checkpoint: checkpoint, write: append)
         } catch let failure as AuditChain.SealingFailure {
-            // The record matters more than its seal: written unsealed, which the verifier notes.
+            // The record matters more than its seal: written unsealed, which the verifier reports.
             chain.sealingFailed(failure.reason)
-            try file.append(object + [0x0A]) { written in syslog?.ship(written.dropLast(), of: record) }
+            try append(object + [0x0A])
         }
     }
 

@@ -43,6 +43,22 @@ public struct AuditVerifier: Sendable {
     let publicKeys: [P256.Signing.PublicKey]
     let macKeys: [KeyIdentifier]
     let macs: MACs?
+    /// What may pass as a note rather than fail: see ``Allowances``.
+    public var allowances: Allowances = []
+
+    /// What an operator may accept, each after reading what the report says of it.
+    public struct Allowances: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// Chains that begin inside the first file given (its older files were deleted by
+        /// retention): their lines before it cannot be checked, nor the first line's MAC.
+        public static let partialStart = Allowances(rawValue: 1 << 0)
+        /// Lines written without the HSM (it could not be opened or failed a MAC): they prove nothing.
+        public static let unsealed = Allowances(rawValue: 1 << 1)
+        /// Chains without their final checkpoint (a writer still running, or killed): a cut tail
+        /// then goes unseen.
+        public static let openChains = Allowances(rawValue: 1 << 2)
+    }
 
     /// - Parameters:
     ///   - publicKeys: the keys checkpoints may be signed by.
@@ -94,11 +110,12 @@ public struct AuditVerifier: Sendable {
                 case .unsealed:
                     report.unsealed += 1
                     unsealedNoted += 1
-                    if unsealedNoted <= 10 {
+                    // Every one when they fail (one may be forged); the first ten when they are allowed.
+                    if !allowances.contains(.unsealed) || unsealedNoted <= 10 {
                         report.findings.append(
                             Finding(
                                 file: name, line: number, message: "unsealed: written without the HSM, so it proves nothing",
-                                isFailure: false))
+                                isFailure: !allowances.contains(.unsealed)))
                     }
                 case .malformed(let reason):
                     report.findings.append(Finding(file: name, line: number, message: reason, isFailure: true))
@@ -107,7 +124,7 @@ public struct AuditVerifier: Sendable {
         }
         report.writers = order.count
         for writer in order {
-            var check = WriterCheck(writer: writer, lines: writers[writer] ?? [], publicKeys: publicKeys)
+            var check = WriterCheck(writer: writer, lines: writers[writer] ?? [], publicKeys: publicKeys, allowances: allowances)
             check.run()
             report.checkpoints += check.checkpoints
             report.findings += check.findings
@@ -193,7 +210,8 @@ struct SealedLine {
         var checkpoint: AuditCheckpoint?
         if bytes.starts(with: AuditLineFormat.checkpointPrefix) {
             guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
-                let decoded = decodeCheckpoint(object["checkpoint"], writer: fields.writer)
+                let record = AuditLineFormat.checkpointRecord(bytes),
+                let decoded = decodeCheckpoint(object["checkpoint"], writer: fields.writer, record: record)
             else { return .malformed("a checkpoint line whose checkpoint cannot be read: changed") }
             checkpoint = decoded
         }
@@ -213,11 +231,13 @@ struct SealedLine {
         return object["action"] is String ? .unsealed : .malformed("not an audit line: it has no action")
     }
 
-    private static func decodeCheckpoint(_ fields: Any?, writer: String) -> AuditCheckpoint? {
+    private static func decodeCheckpoint(_ fields: Any?, writer: String, record: [UInt8]) -> AuditCheckpoint? {
         guard let fields, let data = try? JSONSerialization.data(withJSONObject: fields),
             var checkpoint = try? JSONDecoder().decode(AuditCheckpoint.self, from: data)
         else { return nil }
+        // What the signature covers besides the fields: the writer the line names, its record.
         checkpoint.writer = writer
+        checkpoint.recordDigest = Array(SHA256.hash(data: record))
         return checkpoint
     }
 }
@@ -227,15 +247,17 @@ struct WriterCheck {
     let writer: String
     let lines: [SealedLine]
     let publicKeys: [P256.Signing.PublicKey]
+    let allowances: AuditVerifier.Allowances
     var findings: [AuditVerifier.Finding] = []
     var checkpoints = 0
     /// Each line whose previous line is known, with the bytes its MAC covers.
     var macInputs: [(line: SealedLine, input: [UInt8])] = []
 
-    init(writer: String, lines: [SealedLine], publicKeys: [P256.Signing.PublicKey]) {
+    init(writer: String, lines: [SealedLine], publicKeys: [P256.Signing.PublicKey], allowances: AuditVerifier.Allowances) {
         self.writer = writer
         self.lines = lines
         self.publicKeys = publicKeys
+        self.allowances = allowances
     }
 
     private mutating func fail(_ line: SealedLine, _ message: String) {
@@ -264,8 +286,13 @@ struct WriterCheck {
         let chain = seen.values.sorted { $0.sequence < $1.sequence }
         guard let first = chain.first else { return }
         if first.sequence > 1 {
-            if first.file == 0 {
+            if first.file == 0 && allowances.contains(.partialStart) {
                 note(first, "writer \(writer) begins at seq \(first.sequence): its earlier lines are in files not given")
+            } else if first.file == 0 {
+                fail(
+                    first,
+                    "lines 1–\(first.sequence - 1) of writer \(writer) are missing before this one: removed, or in older files "
+                        + "(give them, or --partial when retention deleted them)")
             } else {
                 fail(
                     first,
@@ -279,8 +306,8 @@ struct WriterCheck {
         /// Whether a failure was reported since the last checkpoint that vouched for the lines.
         var failedSinceAnchor = false
         var anchor: SealedLine?
-        let failuresBefore = { (findings: [AuditVerifier.Finding]) in findings.filter(\.isFailure).count }
-        var failureCount = failuresBefore(findings)
+        let failures = { (findings: [AuditVerifier.Finding]) in findings.filter(\.isFailure).count }
+        var failureCount = failures(findings)
         for line in chain {
             if let previous, line.sequence != previous.sequence + 1 {
                 let missing = line.sequence - previous.sequence - 1
@@ -301,19 +328,26 @@ struct WriterCheck {
             }
             if let checkpoint = line.checkpoint {
                 checkpoints += 1
-                failedSinceAnchor = failedSinceAnchor || failuresBefore(findings) > failureCount
+                failedSinceAnchor = failedSinceAnchor || failures(findings) > failureCount
                 check(checkpoint, at: line, seen: seen, hash: &hash, hashes: &hashes, anchor: anchor, failedSinceAnchor: failedSinceAnchor)
-                failureCount = failuresBefore(findings)
+                failureCount = failures(findings)
                 failedSinceAnchor = false
                 anchor = line
             }
             previous = line
         }
         if let last = chain.last {
-            if let checkpoint = last.checkpoint, checkpoint.final, checkpoint.through + 1 == last.sequence {
+            // A subtraction: `through` is read from the file and may be anything.
+            if let checkpoint = last.checkpoint, checkpoint.final, checkpoint.through < last.sequence,
+                last.sequence - checkpoint.through == 1
+            {
                 return
             }
             let sealed = chain.last { $0.checkpoint != nil }.map { "its last checkpoint is at \($0.place)" } ?? "it has no checkpoint"
+            if allowances.contains(.openChains) {
+                note(last, "open: writer \(writer)'s chain ends here without its final checkpoint (\(sealed)): still running, or killed")
+                return
+            }
             fail(
                 last,
                 "truncated: writer \(writer)'s chain ends here without its final checkpoint (\(sealed)): "

@@ -24,7 +24,9 @@ struct AuditVerify: AsyncParsableCommand {
             without FILE, the home's audit.jsonl after its rotations (audit.jsonl.N … audit.jsonl.1). With the HSM (the \
             default) every line's MAC is checked; with --public-key, no HSM is needed and the signed checkpoints vouch for the \
             lines (a change is then placed between two checkpoints). Prints every problem as FILE:LINE: what; exits 0 only \
-            when everything verifies, 1 when something does not.
+            when everything verifies, 1 when something does not. Strict by default: a chain beginning inside the first file \
+            (--partial), an unsealed line (--allow-unsealed) and a chain without its final checkpoint, as a running serve's is \
+            (--allow-open), fail unless allowed.
             """
     )
 
@@ -36,7 +38,24 @@ struct AuditVerify: AsyncParsableCommand {
         help: "The audit signing key's public key (PEM, from `paywarden audit public-key`): check without the HSM.")
     var publicKey: String?
 
+    @Flag(help: "Chains may begin inside the first file (retention deleted the older ones); reported as notes.")
+    var partial = false
+
+    @Flag(name: .customLong("allow-unsealed"), help: "Lines written without the HSM are notes, not failures (read each first).")
+    var allowUnsealed = false
+
+    @Flag(name: .customLong("allow-open"), help: "Chains without their final checkpoint (a running serve) are notes, not failures.")
+    var allowOpen = false
+
     @OptionGroup var hsmOptions: HSMOptions
+
+    private var allowances: AuditVerifier.Allowances {
+        var allowances: AuditVerifier.Allowances = []
+        if partial { allowances.insert(.partialStart) }
+        if allowUnsealed { allowances.insert(.unsealed) }
+        if allowOpen { allowances.insert(.openChains) }
+        return allowances
+    }
 
     func run() async throws {
         try await reportingFailures { settings in
@@ -57,11 +76,14 @@ struct AuditVerify: AsyncParsableCommand {
                     throw CommandFailure(
                         .refused, "\(publicKey) is not a P-256 public key in PEM; write it with `paywarden audit public-key`")
                 }
-                report = try await AuditVerifier(publicKeys: keys).verify(files: files)
+                var verifier = AuditVerifier(publicKeys: keys)
+                verifier.allowances = allowances
+                report = try await verifier.verify(files: files)
             } else {
                 let hsm = try await HSM.open(hsmOptions.configuration(settings), probeCapabilities: false)
                 do {
-                    let verifier = try await AuditVerifier.checkingMACs(in: hsm)
+                    var verifier = try await AuditVerifier.checkingMACs(in: hsm)
+                    verifier.allowances = allowances
                     guard verifier.hasHSMKeys else {
                         throw CommandFailure(
                             .misconfiguration,

@@ -200,6 +200,8 @@ public struct PaywardenServer: Sendable {
     /// The audit trail, its lines sealed into this server's chain under the HSM's audit keys (made
     /// on first use). An HSM that cannot compute HMAC-SHA256 leaves it unsealed, with a warning:
     /// a capability gap is no reason to stop payments, and `audit verify` names every unsealed line.
+    /// Any other failure to find or make the keys stops the start: the HSM answered its probe, so
+    /// it is a permission or a setting to mend, which an unsealed trail would hide.
     private static func auditTrail(
         _ configuration: ServerConfiguration, hsm: HSM, shipping: AuditSyslog?, logger: Logger
     ) async throws(CustodyError) -> AuditLog? {
