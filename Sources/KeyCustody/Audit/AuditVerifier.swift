@@ -303,11 +303,10 @@ struct WriterCheck {
         var previous: SealedLine?
         var hash: [UInt8]? = first.sequence == 1 ? AuditLineFormat.initialChainValue : nil
         var hashes: [UInt64: [UInt8]] = [:]
-        /// Whether a failure was reported since the last checkpoint that vouched for the lines.
-        var failedSinceAnchor = false
         var anchor: SealedLine?
         let failures = { (findings: [AuditVerifier.Finding]) in findings.filter(\.isFailure).count }
-        var failureCount = failures(findings)
+        /// The failures reported when the last checkpoint vouched for the lines.
+        var failuresAtAnchor = failures(findings)
         for line in chain {
             if let previous, line.sequence != previous.sequence + 1 {
                 let missing = line.sequence - previous.sequence - 1
@@ -328,10 +327,9 @@ struct WriterCheck {
             }
             if let checkpoint = line.checkpoint {
                 checkpoints += 1
-                failedSinceAnchor = failedSinceAnchor || failures(findings) > failureCount
+                let failedSinceAnchor = failures(findings) > failuresAtAnchor
                 check(checkpoint, at: line, seen: seen, hash: &hash, hashes: &hashes, anchor: anchor, failedSinceAnchor: failedSinceAnchor)
-                failureCount = failures(findings)
-                failedSinceAnchor = false
+                failuresAtAnchor = failures(findings)
                 anchor = line
             }
             previous = line
