@@ -128,6 +128,12 @@ struct AuditChainTests {
         #expect(clean.verified && clean.lines == 34 && clean.checkpoints == 4 && clean.macsChecked == 34, "\(clean.findings)")
         #expect(try await publicOnly.verify(files: trail.files).verified)
 
+        // A file logrotate has just emptied adds nothing.
+        let emptied = (trail.files[2] as NSString).deletingLastPathComponent + "/audit.jsonl.new"
+        try Data().write(to: URL(fileURLWithPath: emptied))
+        let withEmpty = try await verifier.verify(files: trail.files + [emptied])
+        #expect(withEmpty.verified && withEmpty.lines == 34, "\(withEmpty.findings)")
+
         // A byte changed (a detail's digit) in the second file's fourth line.
         let changed = try trail.tampered { lines in
             var line = [UInt8](lines[1][3])

@@ -100,7 +100,9 @@ public struct AuditVerifier: Sendable {
             let name = (path as NSString).lastPathComponent
             let content = [UInt8](data)
             var number = 0
-            for bytes in content.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast(content.last == 0x0A ? 1 : 0) {
+            // An empty file (just rotated) has no line; the last line's newline ends it, not another.
+            let lines = content.isEmpty ? [] : content.split(separator: 0x0A, omittingEmptySubsequences: false)
+            for bytes in lines.dropLast(content.last == 0x0A ? 1 : 0) {
                 number += 1
                 report.lines += 1
                 switch SealedLine.parse(bytes, file: index, name: name, number: number) {
