@@ -45,7 +45,7 @@ public struct HSMTLSSigningKey: NIOSSLCustomPrivateKey, Hashable {
     public var supportsTLS13: Bool { signatureAlgorithms.contains(.rsaPssRsaeSha256) }
 
     /// The HSM error behind a handshake that failed after `instant`, if signing was the cause.
-    func signingFailure(since instant: ContinuousClock.Instant) -> PKCS11Error? {
+    public func signingFailure(since instant: ContinuousClock.Instant) -> PKCS11Error? {
         failures.failure(since: instant)
     }
 

@@ -19,15 +19,19 @@ public struct RelaySettings: Sendable {
         public var clientCertificate: String?
         /// The PEM file of the client certificate's key, when the key is not in the HSM.
         public var clientKey: String? {
-            guard case .pemFile(let path)? = clientKeySource else { return nil }
+            guard case .pemFile(let path)? = clientKeySources.first else { return nil }
             return path
         }
-        /// The key in the HSM (its id, lowercase hex) that signs the handshake, when it is there.
-        public var clientKeyID: String? {
-            guard case .hsm(let keyID)? = clientKeySource else { return nil }
-            return keyID
+        /// The keys in the HSM (their ids, lowercase hex) that may sign the handshake, in order of
+        /// preference: two during a changeover, and the first the upstream accepts is presented.
+        public var clientKeyIDs: [String] {
+            clientKeySources.compactMap { source in
+                guard case .hsm(let keyID) = source else { return nil }
+                return keyID
+            }
         }
-        public var clientKeySource: UpstreamClientKeySource?
+        /// One PEM file, or one or more HSM keys.
+        public var clientKeySources: [UpstreamClientKeySource]
     }
 
     public var cnp: Upstream?
@@ -186,13 +190,8 @@ public struct RelaySettings: Sendable {
             throw ConfigurationError(ca, value: path, expected: "readable PEM files")
         }
         let certificate = try reader.file(client.certificate)
-        let key = try reader.string(client.key).map { text throws(ConfigurationError) in
-            try UpstreamClientKeySource.parse(text, setting: client.key)
-        }
-        if case .pemFile(let path)? = key, !FileManager.default.isReadableFile(atPath: path) {
-            throw ConfigurationError(
-                client.key, value: path, expected: "a readable file (a PEM key), a key id in hex or a pkcs11: URI with an id")
-        }
+        let keys = try clientKeys(&reader, client.key)
+        let key = keys.first
         // A key in the HSM brings its stored certificate; a PEM key needs its certificate named.
         switch (certificate, key) {
         case (.some, nil):
@@ -213,7 +212,37 @@ public struct RelaySettings: Sendable {
             return nil
         }
         try checkUpstreamURL(url, setting)
-        return Upstream(url: url, trustRoots: roots, user: nil, passwordFile: nil, clientCertificate: certificate, clientKeySource: key)
+        return Upstream(url: url, trustRoots: roots, user: nil, passwordFile: nil, clientCertificate: certificate, clientKeySources: keys)
+    }
+
+    /// The client key setting's entries: one PEM file, or one or two HSM keys in order of
+    /// preference (a changeover names two: the next key, once the processor has its certificate,
+    /// and the current). Comma-separated: a PEM path or a pkcs11: URI with a comma cannot be named.
+    private static func clientKeys(_ reader: inout SettingsReader, _ setting: Setting) throws(ConfigurationError)
+        -> [UpstreamClientKeySource]
+    {
+        var keys: [UpstreamClientKeySource] = []
+        for text in try reader.list(setting) {
+            let key = try UpstreamClientKeySource.parse(text, setting: setting)
+            if case .pemFile(let path) = key, !FileManager.default.isReadableFile(atPath: path) {
+                throw ConfigurationError(
+                    setting, value: path, expected: "a readable file (a PEM key), a key id in hex or a pkcs11: URI with an id")
+            }
+            guard !keys.contains(key) else { throw ConfigurationError(setting, value: text, expected: "each key once") }
+            keys.append(key)
+        }
+        if keys.count > 2 {
+            throw ConfigurationError(
+                "\(setting.environmentName) names \(keys.count) keys: a changeover is between two (the next key, then the current "
+                    + "one, or the other way round); name the keys no longer in use no more")
+        }
+        if keys.count > 1, keys.contains(where: { if case .pemFile = $0 { true } else { false } }) {
+            throw ConfigurationError(
+                "\(setting.environmentName) names a PEM file among several keys: a changeover is between keys in the HSM (each "
+                    + "presents the certificate imported for it); move the PEM key in with `paywarden keys import --purpose upstream`, "
+                    + "or name it alone")
+        }
+        return keys
     }
 
     /// `https://HOST[:PORT][/PATH]`, or `http://` to a loopback host (a stand-in on the same machine);

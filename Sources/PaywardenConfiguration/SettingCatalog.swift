@@ -209,11 +209,13 @@ public enum SettingCatalog {
     public static let relayCnpUpstreamClientCertificate = Setting(
         "relay_cnp_upstream_client_certificate", .path,
         "a PEM file with the client certificate (and chain) Paywarden presents to the cnpAPI upstream, with "
-            + "relay_cnp_upstream_client_key; unset: none, or with an HSM key the certificate imported for it")
+            + "relay_cnp_upstream_client_key; unset: none, or with HSM keys the certificate imported for each (of two keys, the "
+            + "one whose public key it holds presents it)")
     public static let relayCnpUpstreamClientKey = Setting(
-        "relay_cnp_upstream_client_key", .path,
-        "the client certificate's key: an HSM key of purpose upstream by id (hex) or pkcs11:id=… URI, or a PEM file (mode 0600, "
-            + "read at start-up; the start warns)")
+        "relay_cnp_upstream_client_key", .list,
+        "the client certificate's key: HSM keys of purpose upstream by id (hex) or pkcs11:id=… URI, in order of preference (two "
+            + "during a changeover: the first the upstream accepts is presented, without a restart), or one PEM file (mode 0600, read "
+            + "at start-up; the start warns)")
     public static let relayCnpMerchantIDs = Setting(
         "relay_cnp_merchant_ids", .list,
         "ORGANIZATION=MERCHANTID entries: the cnpAPI merchantIds each organisation may send upstream (one entry per merchantId); "
@@ -234,11 +236,13 @@ public enum SettingCatalog {
     public static let relayMercuryPayUpstreamClientCertificate = Setting(
         "relay_mercurypay_upstream_client_certificate", .path,
         "a PEM file with the client certificate (and chain) Paywarden presents to the MercuryPay upstream, with "
-            + "relay_mercurypay_upstream_client_key; unset: none, or with an HSM key the certificate imported for it")
+            + "relay_mercurypay_upstream_client_key; unset: none, or with HSM keys the certificate imported for each (of two keys, the "
+            + "one whose public key it holds presents it)")
     public static let relayMercuryPayUpstreamClientKey = Setting(
-        "relay_mercurypay_upstream_client_key", .path,
-        "the client certificate's key: an HSM key of purpose upstream by id (hex) or pkcs11:id=… URI, or a PEM file (mode 0600, "
-            + "read at start-up; the start warns)")
+        "relay_mercurypay_upstream_client_key", .list,
+        "the client certificate's key: HSM keys of purpose upstream by id (hex) or pkcs11:id=… URI, in order of preference (two "
+            + "during a changeover: the first the upstream accepts is presented, without a restart), or one PEM file (mode 0600, read "
+            + "at start-up; the start warns)")
     public static let relayMercuryPayOrganizations = Setting(
         "relay_mercurypay_organizations", .list,
         "the organisations that may relay through the MercuryPay upstream; required with relay_mercurypay_upstream, since every "
@@ -264,11 +268,13 @@ public enum SettingCatalog {
     public static let relayRadialUpstreamClientCertificate = Setting(
         "relay_radial_upstream_client_certificate", .path,
         "a PEM file with the client certificate (and chain) Paywarden presents to the Radial upstream, with "
-            + "relay_radial_upstream_client_key; unset: none, or with an HSM key the certificate imported for it")
+            + "relay_radial_upstream_client_key; unset: none, or with HSM keys the certificate imported for each (of two keys, the "
+            + "one whose public key it holds presents it)")
     public static let relayRadialUpstreamClientKey = Setting(
-        "relay_radial_upstream_client_key", .path,
-        "the client certificate's key: an HSM key of purpose upstream by id (hex) or pkcs11:id=… URI, or a PEM file (mode 0600, "
-            + "read at start-up; the start warns)")
+        "relay_radial_upstream_client_key", .list,
+        "the client certificate's key: HSM keys of purpose upstream by id (hex) or pkcs11:id=… URI, in order of preference (two "
+            + "during a changeover: the first the upstream accepts is presented, without a restart), or one PEM file (mode 0600, read "
+            + "at start-up; the start warns)")
     public static let relayUpstreamTimeoutSeconds = Setting(
         "relay_upstream_timeout_seconds", .integer(1...300), default: .value("30"),
         "how long one upstream call may take, the TLS handshake included; it is never retried")

@@ -40,6 +40,29 @@ extension SQLDatabase: KeyRecordStore {
         )).isEmpty
     }
 
+    public func upstreamClientKeys() async throws(StorageError) -> [UpstreamClientKeyRecord] {
+        let columns = ["upstream", "key_id", "since"]
+        var records: [UpstreamClientKeyRecord] = []
+        for values in try await read("SELECT upstream, key_id, since FROM upstream_client_keys", []) {
+            var row = SQLRowReader(values, columns: columns, table: "upstream_client_keys")
+            let upstream = try row.text(0)
+            row.row = upstream
+            records.append(UpstreamClientKeyRecord(upstream: upstream, keyID: try row.text(1), since: try row.date(2)))
+        }
+        // Sorted here: byte order, whatever the engine's collation.
+        return records.sorted { $0.upstream < $1.upstream }
+    }
+
+    public func recordUpstreamClientKey(_ record: UpstreamClientKeyRecord) async throws(StorageError) -> Bool {
+        // One statement: a second instance recording the same key keeps the first one's time.
+        !(try await write(
+            """
+            INSERT INTO upstream_client_keys (upstream, key_id, since) VALUES ($1, $2, $3)
+            ON CONFLICT (upstream) DO UPDATE SET key_id = excluded.key_id, since = excluded.since
+            WHERE upstream_client_keys.key_id <> excluded.key_id RETURNING 1
+            """, [.text(record.upstream), .text(record.keyID), SQLValue(record.since)])).isEmpty
+    }
+
     private static func binds(_ record: StoredKeyRecord) -> [SQLValue] {
         [
             .text(record.keyID), .blob(record.record), SQLValue(record.certificate), SQLValue(record.revision),

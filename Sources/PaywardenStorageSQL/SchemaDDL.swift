@@ -274,5 +274,16 @@ public enum SchemaDDL {
             ON CONFLICT (domain) DO NOTHING
             """,
         ],
+        // The key each processor upstream's client presents: during a changeover between two
+        // configured keys, the one the instances last chose (shown by `keys list`).
+        "0010_upstream_client_keys": [
+            """
+            CREATE TABLE upstream_client_keys (
+              upstream TEXT PRIMARY KEY,
+              key_id TEXT NOT NULL,
+              since {integer} NOT NULL
+            )
+            """
+        ],
     ]
 }

@@ -90,7 +90,19 @@ public struct AdminTestEnvironment: Sendable {
         public let state: String
         public let publicKeyHash: String
         public let daysLeft: Int?
+        /// The processor upstreams the key is presented to, as the service recorded it.
+        public let inUse: [InUse]
         public let warnings: [String]
+
+        public struct InUse: Decodable, Sendable, Equatable {
+            public let upstream: String
+            public let since: Date
+
+            public init(upstream: String, since: Date) {
+                self.upstream = upstream
+                self.since = since
+            }
+        }
     }
 
     /// The key a `--json` command printed.

@@ -62,6 +62,13 @@ public final class ProcessorUpstreamStandIn: Sendable {
         var answered = 0
         /// What each request's connection presented as client certificate, when it did.
         var clientCertificates: [[UInt8]] = []
+        /// The client certificates (DER) the stand-in's CA issued: those it trusts unless
+        /// ``trustedClientCertificates`` narrows them.
+        var issuedClientCertificates: Set<[UInt8]> = []
+        /// When set, the only client certificates accepted (a processor's changeover of client keys).
+        var trustedClientCertificates: Set<[UInt8]>?
+        /// `HEAD` requests answered (405, not kept).
+        var headRequests = 0
         /// Each request's W3C `traceparent` header, when it carried one (tracing's propagation).
         var traceparents: [String] = []
         /// Each request's `tracestate` header, when it carried one.
@@ -109,7 +116,20 @@ public final class ProcessorUpstreamStandIn: Sendable {
         } else {
             standIn = ProcessorUpstreamStandIn(serverCADER: nil, sslContext: nil, identity: nil)
         }
-        let listener = try await StandInListener.start(port: port, sslContext: standIn.sslContext) { head, body, context in
+        // A client certificate is trusted when the stand-in's CA issued it (the CA check, done here
+        // so that a test can narrow it to some of them).
+        let trusts: @Sendable ([UInt8]) -> Bool = { [standIn] leaf in
+            standIn.state.withLock { ($0.trustedClientCertificates ?? $0.issuedClientCertificates).contains(leaf) }
+        }
+        let accepts = requireClientCertificate ? trusts : nil
+        let listener = try await StandInListener.start(port: port, sslContext: standIn.sslContext, acceptsClientCertificate: accepts) {
+            head, body, context in
+            // A request that does nothing, as a relay checking which client key is accepted sends:
+            // not a message of any format, so neither kept nor counted.
+            if head.method == .HEAD {
+                standIn.state.withLock { $0.headRequests += 1 }
+                return (StandInResponse(status: 405, headers: [("Allow", "POST")]), .zero)
+            }
             let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
             if let peer = (try? tls?.peerCertificate?.toDERBytes()) ?? nil {
                 standIn.state.withLock { $0.clientCertificates.append(peer) }
@@ -149,6 +169,8 @@ public final class ProcessorUpstreamStandIn: Sendable {
     public func writeClientIdentity(to directory: String) throws -> (certificate: String, key: String) {
         guard let identity else { throw CocoaError(.featureUnsupported) }
         let (certificatePEM, keyPEM) = try identity.clientIdentity(commonName: "Paywarden relay")
+        let der = try NIOSSLCertificate(bytes: Array(certificatePEM.utf8), format: .pem).toDERBytes()
+        state.withLock { _ = $0.issuedClientCertificates.insert(der) }
         let certificate = directory + "/processor-client-\(port).pem"
         let key = directory + "/processor-client-\(port).key"
         try Data(certificatePEM.utf8).write(to: URL(fileURLWithPath: certificate))
@@ -161,8 +183,21 @@ public final class ProcessorUpstreamStandIn: Sendable {
     public func issueClientCertificate(csrPEM: String) throws -> [UInt8] {
         guard let identity else { throw CocoaError(.featureUnsupported) }
         let request = try CertificateSigningRequest(pemEncoded: csrPEM)
-        return try identity.clientCertificate(for: request.publicKey, commonName: "Paywarden relay")
+        let der = try identity.clientCertificate(for: request.publicKey, commonName: "Paywarden relay")
+        state.withLock { _ = $0.issuedClientCertificates.insert(der) }
+        return der
     }
+
+    /// From now on the stand-in accepts only these client certificates (DER), as a processor that
+    /// has changed over to a new client certificate does; nil trusts every one its CA issued again.
+    /// Open connections are closed, as a processor reloading its trust store closes them.
+    public func trustOnlyClientCertificates(_ certificates: [[UInt8]]?) {
+        state.withLock { $0.trustedClientCertificates = certificates.map(Set.init) }
+        listener.closeConnections()
+    }
+
+    /// How many `HEAD` requests were answered.
+    public var headRequestCount: Int { state.withLock { $0.headRequests } }
 
     /// The client certificates (DER) the stand-in's connections presented, oldest first.
     public var clientCertificates: [[UInt8]] { state.withLock { $0.clientCertificates } }
@@ -207,6 +242,9 @@ public final class ProcessorUpstreamStandIn: Sendable {
 
     /// Stops listening and drops every open connection: the upstream is down.
     public func stop() async throws { try await listener.stop() }
+
+    /// Listens again on the same port after ``stop()``: the processor is back.
+    public func restart() async throws { try await listener.restart() }
 
     // MARK: Answering
 

@@ -12,6 +12,9 @@ final class StandInListener: Sendable {
         @Sendable (_ head: HTTPRequestHead, _ body: [UInt8], _ context: ChannelHandlerContext) -> (StandInResponse, Duration)
 
     private let sslContext: NIOSSLContext?
+    /// Whether a client certificate (the leaf's DER) is accepted, for a listener that requires one
+    /// and decides by itself which it trusts (in place of the context's CA check).
+    private let acceptsClientCertificate: (@Sendable ([UInt8]) -> Bool)?
     private let respond: Respond
     private let state = Mutex<State>(State())
 
@@ -21,14 +24,18 @@ final class StandInListener: Sendable {
         var connections: [ObjectIdentifier: Channel] = [:]
     }
 
-    private init(sslContext: NIOSSLContext?, respond: @escaping Respond) {
+    private init(sslContext: NIOSSLContext?, acceptsClientCertificate: (@Sendable ([UInt8]) -> Bool)?, respond: @escaping Respond) {
         self.sslContext = sslContext
+        self.acceptsClientCertificate = acceptsClientCertificate
         self.respond = respond
     }
 
     /// Listens on `port`, a free one when 0.
-    static func start(port: Int = 0, sslContext: NIOSSLContext?, respond: @escaping Respond) async throws -> StandInListener {
-        let listener = StandInListener(sslContext: sslContext, respond: respond)
+    static func start(
+        port: Int = 0, sslContext: NIOSSLContext?, acceptsClientCertificate: (@Sendable ([UInt8]) -> Bool)? = nil,
+        respond: @escaping Respond
+    ) async throws -> StandInListener {
+        let listener = StandInListener(sslContext: sslContext, acceptsClientCertificate: acceptsClientCertificate, respond: respond)
         let channel = try await listener.bind(port: port)
         listener.state.withLock {
             $0.server = channel
@@ -59,6 +66,12 @@ final class StandInListener: Sendable {
         state.withLock { $0.server = channel }
     }
 
+    /// Closes every open connection and keeps listening.
+    func closeConnections() {
+        let connections = state.withLock { Array($0.connections.values) }
+        for connection in connections { connection.close(promise: nil) }
+    }
+
     /// For the test-resource cleanup: closes without waiting.
     func closeAll() {
         let channels = state.withLock { state in
@@ -76,13 +89,21 @@ final class StandInListener: Sendable {
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let sslContext { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext)) }
+                    if let sslContext { try channel.pipeline.syncOperations.addHandler(tlsHandler(sslContext)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(StandInHTTPHandler(respond: respond))
                     track(channel)
                 }
             }
             .bind(host: "127.0.0.1", port: port).get()
+    }
+
+    private func tlsHandler(_ context: NIOSSLContext) -> NIOSSLServerHandler {
+        guard let acceptsClientCertificate else { return NIOSSLServerHandler(context: context) }
+        return NIOSSLServerHandler(context: context) { certificates, promise in
+            let leaf = (try? certificates.first?.toDERBytes()) ?? nil
+            promise.succeed(leaf.map(acceptsClientCertificate) == true ? .certificateVerified : .failed)
+        }
     }
 
     private func track(_ channel: Channel) {

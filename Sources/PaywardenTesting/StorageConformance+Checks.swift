@@ -683,6 +683,20 @@ extension StorageConformance {
             try C.require(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 2), "not deleted")
             try C.require(!(try await db.deleteKeyRecord(keyID: "0a1b", expectedRevision: 2)), "deleted twice")
             try C.require(try await db.keyRecords() == [second], "the other record went too")
-        }
+        },
+        StorageConformance(name: "upstream client keys: one per upstream, its time kept while the key stays") { db in
+            try C.require(try await db.upstreamClientKeys().isEmpty, "not empty at first")
+            let first = UpstreamClientKeyRecord(upstream: "radial", keyID: "0a1b", since: C.t0)
+            try C.require(try await db.recordUpstreamClientKey(first), "not recorded")
+            // Another instance recording the same choice later changes nothing.
+            try C.require(
+                !(try await db.recordUpstreamClientKey(.init(upstream: "radial", keyID: "0a1b", since: C.t0 + 60))), "re-recorded")
+            let cnp = UpstreamClientKeyRecord(upstream: "cnpapi", keyID: "0a1b", since: C.t0 + 1)
+            try C.require(try await db.recordUpstreamClientKey(cnp), "a second upstream was not recorded")
+            try C.require(try await db.upstreamClientKeys() == [cnp, first], "not listed by upstream with every field")
+            let changedOver = UpstreamClientKeyRecord(upstream: "radial", keyID: "00ff", since: C.t0 + 120)
+            try C.require(try await db.recordUpstreamClientKey(changedOver), "the changeover was not recorded")
+            try C.require(try await db.upstreamClientKeys() == [cnp, changedOver], "the changeover did not replace the row")
+        },
     ]
 }

@@ -25,9 +25,14 @@ public struct UpstreamConfiguration: Sendable {
     public var clientCertificateChain: [NIOSSLCertificate] = []
     /// The key from a PEM file: weaker than one in the HSM, so the start warns about it.
     public var clientKey: NIOSSLPrivateKey?
-    /// The key in the HSM (purpose upstream) that signs the handshake instead; without a
-    /// configured chain, the certificate stored with the key is presented.
-    public var clientKeyInHSM: KeyIdentifier?
+    /// The keys in the HSM (purpose upstream) that may sign the handshake instead, in order of
+    /// preference: the first the upstream accepts is presented (``UpstreamClient``). Each presents
+    /// the configured chain when its leaf holds the key's public key, else the certificate stored
+    /// with the key.
+    public var clientKeysInHSM: [KeyIdentifier] = []
+    /// How often, while a less preferred key is presented, the upstream is asked whether it
+    /// accepts a more preferred one.
+    public var clientKeyCheckInterval: Duration = .seconds(60)
     public var timeout: Duration
     /// The most of a reply that is read; a longer one is an upstream failure.
     var maximumResponseBytes = 1 << 20
@@ -149,10 +154,15 @@ public struct RelayConfiguration: Sendable {
             upstream.clientCertificateChain = identity.chain
             upstream.clientKey = identity.key
         }
-        if let keyID = settings.clientKeyID {
-            // The key's existence, purpose and match with the certificate are checked against the
+        if !settings.clientKeyIDs.isEmpty {
+            // The keys' existence, purpose and match with the certificate are checked against the
             // HSM at start-up (``RelayService/prepareClientKeys()``).
-            upstream.clientKeyInHSM = KeyIdentifier(hex: keyID)
+            for hex in settings.clientKeyIDs {
+                guard let keyID = KeyIdentifier(hex: hex) else {
+                    throw ConfigurationError(client.key, value: hex, expected: "a key id in hex or a pkcs11: URI with an id")
+                }
+                upstream.clientKeysInHSM.append(keyID)
+            }
             if let certificate = settings.clientCertificate {
                 do {
                     upstream.clientCertificateChain = try NIOSSLCertificate.fromPEMFile(certificate)

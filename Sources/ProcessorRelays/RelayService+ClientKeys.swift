@@ -8,12 +8,13 @@ import PaywardenServices
 
 extension RelayService {
     /// Checks every upstream client key that is named by HSM key id, and gives its upstream client
-    /// the HSM-backed key. Run before the API listens, once the database (which holds the keys'
-    /// certificates) is prepared. Anything that would present the wrong identity, or none, stops
-    /// the start with the setting to fix: a key that is not in the HSM, not an upstream key, or
-    /// retired; no certificate for it; a certificate whose public key is another key's.
+    /// the HSM-backed keys (of two, it presents the first the upstream accepts). Run before the API
+    /// listens, once the database (which holds the keys' certificates) is prepared. Anything that
+    /// would present the wrong identity, or none, stops the start with the setting to fix: a key
+    /// that is not in the HSM, not an upstream key, or retired; no certificate for it; a
+    /// certificate whose public key is another key's.
     public func prepareClientKeys() async throws(ServerStartError) {
-        let clients = [cnp, mercuryPay, radial].compactMap { $0 }.filter { $0.configuration.clientKeyInHSM != nil }
+        let clients = [cnp, mercuryPay, radial].compactMap { $0 }.filter { !$0.configuration.clientKeysInHSM.isEmpty }
         guard !clients.isEmpty else { return }
         let all: [MerchantKey]
         do throws(CustodyError) {
@@ -21,16 +22,55 @@ extension RelayService {
         } catch {
             throw ServerStartError("the upstream client keys cannot be read from the HSM and the database: \(error.message)")
         }
+        // What an instance last chose, presented until the upstream says (it may be unreachable now).
+        let recorded = (try? await keys.upstreamKeysInUse()) ?? []
         for client in clients {
-            guard let keyID = client.configuration.clientKeyInHSM else { continue }
-            let settings = RelayConfiguration.clientSettings(client.configuration.format)
-            let key = try Self.upstreamKey(keyID, in: all, setting: settings.key.environmentName)
-            let chain = try Self.chain(for: key, configured: client.configuration.clientCertificateChain, settings: settings)
-            client.useHSMKey(HSMTLSSigningKey(hsm: hsm, keyID: key.id, logger: logger), chain: chain)
+            let configuration = client.configuration
+            let settings = RelayConfiguration.clientSettings(configuration.format)
+            var keys: [MerchantKey] = []
+            for keyID in configuration.clientKeysInHSM {
+                keys.append(try Self.upstreamKey(keyID, in: all, setting: settings.key.environmentName))
+            }
+            let configured = try Self.configuredChain(configuration.clientCertificateChain, for: keys, settings: settings)
+            var identities: [ClientIdentity] = []
+            for key in keys {
+                let chain = try Self.chain(for: key, configured: configured[key.id] ?? [], settings: settings)
+                identities.append(ClientIdentity(signingKey: HSMTLSSigningKey(hsm: hsm, keyID: key.id, logger: logger), chain: chain))
+            }
+            let format = configuration.format.rawValue
+            let last = recorded.first { $0.upstream == format }?.keyID
+            await client.useHSMKeys(identities, recorded: last) { [keys = self.keys, logger] keyID in
+                do throws(CustodyError) {
+                    try await keys.recordUpstreamKeyInUse(keyID, upstream: format)
+                } catch {
+                    logger.warning(
+                        "could not record which client key the upstream is presented (keys list shows the last recorded)",
+                        metadata: ["format": "\(format)", "error": "\(error.message)"])
+                }
+            }
             logger.info(
                 "processor upstream client key is in the HSM",
-                metadata: ["format": "\(client.configuration.format.rawValue)", "key-id": "\(key.id)"])
+                metadata: [
+                    "format": "\(format)", "key-id": "\(client.clientKeyInUse.map(\.hex) ?? "")",
+                    "keys": "\(keys.map(\.id.hex).joined(separator: ","))",
+                ])
         }
+    }
+
+    /// The key the configured chain belongs to: the only key, or, of several, the one whose public
+    /// key its leaf holds (the others present the certificates imported for them).
+    private static func configuredChain(
+        _ configured: [NIOSSLCertificate], for keys: [MerchantKey], settings: (certificate: Setting, key: Setting)
+    ) throws(ServerStartError) -> [KeyIdentifier: [NIOSSLCertificate]] {
+        guard let leaf = configured.first, let first = keys.first else { return [:] }
+        guard keys.count > 1 else { return [first.id: configured] }
+        let leafKey = try? leaf.extractPublicKey().toSPKIBytes()
+        guard let owner = keys.first(where: { (try? $0.key.publicKey.subjectPublicKeyInfo()) == leafKey }) else {
+            throw ServerStartError(
+                "\(settings.certificate.environmentName) holds the certificate of none of the keys \(settings.key.environmentName) names: "
+                    + "unset it (each key presents the certificate imported for it) or give the certificate of one of them")
+        }
+        return [owner.id: configured]
     }
 
     /// The key `keyID` names, if it is an upstream key that is not retired.

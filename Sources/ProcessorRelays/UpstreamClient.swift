@@ -7,6 +7,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import OutboundTLS
+import PKCS11
 import PaywardenServices
 import ProcessorMessages
 import Synchronization
@@ -21,13 +22,36 @@ import Tracing
 /// `http_4xx`, `http_5xx`, `unreachable`, `timeout`, `too_large`, `invalid_response`); logs name the
 /// outcome and the status, never a body.
 ///
-/// A client key in the HSM signs the handshake there (``HSMTLSSigningKey``); that client is made
-/// by ``useHSMKey(_:chain:)`` once the key is checked at start-up, before the API listens.
+/// Client keys in the HSM sign the handshake there (``HSMTLSSigningKey``); their clients are made
+/// by ``useHSMKeys(_:recordInUse:)`` once the keys are checked at start-up, before the API
+/// listens. Of two keys (a changeover), the first the upstream accepts is presented
+/// (UpstreamClient+ClientKeys.swift).
 public final class UpstreamClient: Sendable {
     public let configuration: UpstreamConfiguration
-    private let client: Mutex<HTTPClient?>
-    private let metrics: ServerMetrics
-    private let logger: Logger
+    let state: Mutex<State>
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    typealias RecordInUse = @Sendable (KeyIdentifier) async -> Void
+
+    /// The clients, one per client identity (one without a key or with a PEM key), and which is
+    /// presented; with several HSM keys, the changeover's bookkeeping.
+    struct State {
+        var identities: [ClientIdentity] = []
+        var clients: [HTTPClient] = []
+        var inUse = 0
+        /// A check of which key the upstream accepts is running.
+        var checking = false
+        /// The last check found a key accepted (else the periodic check runs even for the first key).
+        var settled = false
+        var lastCheck: ContinuousClock.Instant?
+        var recordInUse: RecordInUse?
+        var periodicCheck: Task<Void, Never>?
+        /// The check a failed connection started, while it waits or runs.
+        var followUpCheck: Task<Void, Never>?
+        /// Shut down: no check starts, no key is presented or recorded.
+        var stopped = false
+    }
 
     public init(configuration: UpstreamConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
@@ -39,25 +63,11 @@ public final class UpstreamClient: Sendable {
             tls.certificateChain = configuration.clientCertificateChain.map { .certificate($0) }
             tls.privateKey = .privateKey(key)
         }
-        client = Mutex(configuration.clientKeyInHSM == nil ? Self.makeClient(tls: tls, configuration: configuration, logger: logger) : nil)
+        let clients = configuration.clientKeysInHSM.isEmpty ? [Self.makeClient(tls: tls, configuration: configuration, logger: logger)] : []
+        state = Mutex(State(clients: clients))
     }
 
-    /// Presents `chain` (leaf first) with `signingKey`, the HSM key whose public key the leaf holds.
-    public func useHSMKey(_ signingKey: HSMTLSSigningKey, chain: [NIOSSLCertificate]) {
-        var tls = Self.baseTLS(configuration)
-        // TLS 1.3 client authentication with an RSA key is RSA-PSS or nothing.
-        tls.maximumTLSVersion = signingKey.supportsTLS13 ? .tlsv13 : .tlsv12
-        tls.certificateChain = chain.map { .certificate($0) }
-        tls.privateKey = .privateKey(NIOSSLPrivateKey(customPrivateKey: signingKey))
-        let made = Self.makeClient(tls: tls, configuration: configuration, logger: logger)
-        let replaced = client.withLock { current in
-            defer { current = made }
-            return current
-        }
-        if let replaced { Task { try? await replaced.shutdown() } }
-    }
-
-    private static func baseTLS(_ configuration: UpstreamConfiguration) -> TLSConfiguration {
+    static func baseTLS(_ configuration: UpstreamConfiguration) -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
         tls.renegotiationSupport = .none
@@ -65,7 +75,7 @@ public final class UpstreamClient: Sendable {
         return tls
     }
 
-    private static func makeClient(tls: TLSConfiguration, configuration: UpstreamConfiguration, logger: Logger) -> HTTPClient {
+    static func makeClient(tls: TLSConfiguration, configuration: UpstreamConfiguration, logger: Logger) -> HTTPClient {
         let timeout = TimeAmount(configuration.timeout)
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
@@ -169,6 +179,11 @@ public final class UpstreamClient: Sendable {
         case .failure(let failure): outcome = failure.outcome
         }
         metrics.upstream(format: configuration.format.rawValue, outcome: outcome, duration: duration)
+        // A connection that failed may be a processor that no longer accepts the key presented
+        // (495 and 496 are nginx's refusals of a client certificate).
+        if case .failure(let failure) = result, failure.outcome == "unreachable" || [495, 496].contains(failure.upstreamStatus) {
+            checkClientKeysAfterFailure()
+        }
         span.attributes["paywarden.processor.outcome"] = outcome
         if outcome != "ok" { span.setStatus(SpanStatus(code: .error)) }
         var metadata: Logger.Metadata = [
@@ -195,8 +210,10 @@ public final class UpstreamClient: Sendable {
         request.headers.add(name: "Accept-Encoding", value: "identity")
         TraceContextHeadersInjector.inject(span, into: &request.headers)
         request.body = .bytes(ByteBuffer(bytes: body))
-        // Only before the start-up check of an HSM key, which happens before the API listens.
-        guard let client = client.withLock({ $0 }) else { return .failure(Failure(outcome: "unreachable", mayHaveArrived: false)) }
+        // None only before the start-up check of HSM keys, which happens before the API listens.
+        guard let client = state.withLock({ $0.clients.isEmpty ? nil : $0.clients[$0.inUse] }) else {
+            return .failure(Failure(outcome: "unreachable", mayHaveArrived: false))
+        }
         do {
             let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
             let status = Int(response.status.code)
@@ -209,7 +226,7 @@ public final class UpstreamClient: Sendable {
         }
     }
 
-    private static func failure(_ error: any Error) -> Failure {
+    static func failure(_ error: any Error) -> Failure {
         if error is NIOTooManyBytesError { return Failure(outcome: "too_large", mayHaveArrived: true) }
         if let error = error as? HTTPClientError {
             switch error {
@@ -231,10 +248,17 @@ public final class UpstreamClient: Sendable {
     }
 
     public func shutdown() async {
-        let current = client.withLock { current in
-            defer { current = nil }
-            return current
+        let (clients, checks) = state.withLock { state in
+            defer {
+                state.stopped = true
+                state.clients = []
+                state.periodicCheck = nil
+                state.followUpCheck = nil
+            }
+            return (state.clients, [state.periodicCheck, state.followUpCheck].compactMap { $0 })
         }
-        try? await current?.shutdown()
+        for check in checks { check.cancel() }
+        for check in checks { await check.value }
+        for client in clients { try? await client.shutdown() }
     }
 }

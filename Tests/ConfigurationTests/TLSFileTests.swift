@@ -105,7 +105,7 @@ struct TLSFileTests {
             ("pkcs11:token=paywarden;id=%01%02;type=private", "0102"), ("pkcs11:id=abcd", "abcd"),
         ] {
             let relay = try await configuration(upstream.merging([key: value]) { $1 }).relay
-            #expect(relay.cnp?.clientKeyInHSM?.hex == id, "\(value)")
+            #expect(relay.cnp?.clientKeysInHSM.map(\.hex) == [id], "\(value)")
             #expect(relay.cnp?.clientKey == nil && relay.cnp?.clientCertificateChain.isEmpty == true)
         }
         // With a certificate file, its chain is loaded; the HSM checks the key matches at start-up.
@@ -118,5 +118,13 @@ struct TLSFileTests {
         await expectRefusal(upstream.merging([key: files.path("a-key.pem")]) { $1 }, naming: [key, certificate])
         await expectRefusal(["PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_KEY": "pkcs11:id=%01"], naming: [key, "PAYWARDEN_RELAY_CNP_UPSTREAM"])
         await expectRefusal(upstream.merging([key: files.path("missing.pem")]) { $1 }, naming: [key, "a readable file"])
+
+        // A changeover: HSM keys in order of preference; a PEM key only alone, each key once.
+        let two = try await configuration(upstream.merging([key: "pkcs11:id=%0b%0c, 0A0B"]) { $1 }).relay
+        #expect(two.cnp?.clientKeysInHSM.map(\.hex) == ["0b0c", "0a0b"])
+        await expectRefusal(
+            upstream.merging([key: "0a0b," + files.path("a-key.pem")]) { $1 }, naming: [key, "PEM file among several keys"])
+        await expectRefusal(upstream.merging([key: "0a0b,pkcs11:id=%0A%0B"]) { $1 }, naming: [key, "each key once"])
+        await expectRefusal(upstream.merging([key: "0a0b,0c0d,0e0f"]) { $1 }, naming: [key, "a changeover is between two"])
     }
 }

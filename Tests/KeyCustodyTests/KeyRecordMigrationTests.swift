@@ -119,6 +119,10 @@ private final class RacingRecords: KeyRecordStore {
 
     var updates: Int { count.withLock { $0 } }
 
+    func upstreamClientKeys() async throws(StorageError) -> [UpstreamClientKeyRecord] { try await database.upstreamClientKeys() }
+    func recordUpstreamClientKey(_ record: UpstreamClientKeyRecord) async throws(StorageError) -> Bool {
+        try await database.recordUpstreamClientKey(record)
+    }
     func keyRecords() async throws(StorageError) -> [StoredKeyRecord] { try await database.keyRecords() }
     func insertKeyRecord(_ record: StoredKeyRecord) async throws(StorageError) -> Bool { try await database.insertKeyRecord(record) }
     func deleteKeyRecord(keyID: String, expectedRevision: Int) async throws(StorageError) -> Bool {
@@ -145,6 +149,10 @@ private struct DeletionFailingRecords: KeyRecordStore {
 
     func keyRecords() async throws(StorageError) -> [StoredKeyRecord] { try await database.keyRecords() }
     func insertKeyRecord(_ record: StoredKeyRecord) async throws(StorageError) -> Bool { try await database.insertKeyRecord(record) }
+    func upstreamClientKeys() async throws(StorageError) -> [UpstreamClientKeyRecord] { try await database.upstreamClientKeys() }
+    func recordUpstreamClientKey(_ record: UpstreamClientKeyRecord) async throws(StorageError) -> Bool {
+        try await database.recordUpstreamClientKey(record)
+    }
     func updateKeyRecord(_ record: StoredKeyRecord, expectedRevision: Int) async throws(StorageError) -> Bool {
         try await database.updateKeyRecord(record, expectedRevision: expectedRevision)
     }

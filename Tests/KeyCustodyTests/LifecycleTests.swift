@@ -214,6 +214,18 @@ struct LifecycleTests {
         #expect(moved.status == 0, "\(moved.stderr)")
         let movedKey = try AdminTestEnvironment.key(in: moved)
         #expect(movedKey.purpose == "upstream" && movedKey.state == "active" && movedKey.type == "rsa")
+
+        // Which key each upstream is presented, as the service records it: keys list shows it.
+        let since = Date(timeIntervalSince1970: 1_800_000_000)
+        _ = try await env.keyRecords().recordUpstreamClientKey(.init(upstream: "cnpapi", keyID: movedKey.id, since: since))
+        let listed = try env.paywarden("keys", "list")
+        let line = try #require(listed.stdout.split(separator: "\n").first { $0.hasPrefix(movedKey.id) })
+        #expect(line.hasSuffix("in use by the cnpapi upstream since 2027-01-15T08:00:00Z"), "\(line)")
+        let other = try #require(listed.stdout.split(separator: "\n").first { $0.hasPrefix(key.id) })
+        #expect(!other.contains("in use"), "\(other)")
+        let json = try env.listedKeys()
+        #expect(json.first { $0.id == movedKey.id }?.inUse == [.init(upstream: "cnpapi", since: since)])
+        #expect(json.first { $0.id == key.id }?.inUse == [])
     }
 }
 

@@ -52,15 +52,15 @@ extension CnpRelayTests {
 
         func expectRefusal(
             _ naming: [String], sourceLocation: SourceLocation = #_sourceLocation,
-            _ keyFor: @escaping @Sendable (MerchantKeyStore) async throws -> (KeyIdentifier, [NIOSSLCertificate])
+            _ keyFor: @escaping @Sendable (MerchantKeyStore) async throws -> ([KeyIdentifier], [NIOSSLCertificate])
         ) async {
             let error = await #expect(throws: TestServerStartError.self, sourceLocation: sourceLocation) {
                 try await withServer { configuration in
                     configuration.relay = RelayConfiguration(cnp: base, cnpMerchantIDs: ["example": ["01234"]])
                 } configuringWithKeys: { store in
-                    let (keyID, chain) = try await keyFor(store)
+                    let (keyIDs, chain) = try await keyFor(store)
                     return { configuration in
-                        configuration.relay.cnp?.clientKeyInHSM = keyID
+                        configuration.relay.cnp?.clientKeysInHSM = keyIDs
                         configuration.relay.cnp?.clientCertificateChain = chain
                     }
                 } _: { _ in
@@ -69,16 +69,22 @@ extension CnpRelayTests {
             for name in naming { #expect(error?.reason.contains(name) == true, "\(error?.reason ?? "")", sourceLocation: sourceLocation) }
         }
 
-        await expectRefusal([setting, "not a Paywarden key in the HSM"]) { _ in (KeyIdentifier.random(), []) }
+        await expectRefusal([setting, "not a Paywarden key in the HSM"]) { _ in ([KeyIdentifier.random()], []) }
         await expectRefusal([setting, "a processing key"]) { store in
-            (try #require(try await store.list().first { $0.purpose == .processing }).id, [])
+            ([try #require(try await store.list().first { $0.purpose == .processing }).id], [])
         }
         await expectRefusal([setting, "has no certificate"]) { store in
-            (try await store.create(merchantID: "relay.upstream", purpose: .upstream, algorithm: .rsa).key.id, [])
+            ([try await store.create(merchantID: "relay.upstream", purpose: .upstream, algorithm: .rsa).key.id], [])
         }
         await expectRefusal(["PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_CERTIFICATE", "another key's"]) { store in
             let keyID = try await RelayFixture.upstreamKey(in: store, certifiedBy: upstream)
-            return (keyID, try NIOSSLCertificate.fromPEMFile(otherCertificate))
+            return ([keyID], try NIOSSLCertificate.fromPEMFile(otherCertificate))
+        }
+        // Of two keys, the certificate file must be one of theirs.
+        await expectRefusal(["PAYWARDEN_RELAY_CNP_UPSTREAM_CLIENT_CERTIFICATE", "none of the keys", setting]) { store in
+            let first = try await RelayFixture.upstreamKey(in: store, certifiedBy: upstream)
+            let second = try await RelayFixture.upstreamKey(in: store, certifiedBy: upstream)
+            return ([first, second], try NIOSSLCertificate.fromPEMFile(otherCertificate))
         }
     }
 }

@@ -5,6 +5,7 @@ import PKCS11
 import PaywardenServer
 import PaywardenTesting
 import ProcessorRelays
+import Synchronization
 import Testing
 import X509
 
@@ -13,11 +14,21 @@ import X509
 struct RelayFixture: Sendable {
     let server: TestServer
     let upstream: ProcessorUpstreamStandIn
+    /// The two keys of ``ClientCertificate/changingOver(newFirst:downAtStart:)``.
+    var changeover: Changeover?
+
+    /// Two upstream keys in the HSM, each with the certificate the upstream's CA issued for it.
+    struct Changeover: Sendable {
+        let old: KeyIdentifier
+        let new: KeyIdentifier
+        let oldCertificate: [UInt8]
+        let newCertificate: [UInt8]
+    }
 
     static let timeout = Duration.seconds(2)
 
     /// An upstream that requires a client certificate, and whether Paywarden is given one.
-    enum ClientCertificate {
+    enum ClientCertificate: Equatable {
         /// A PEM key and certificate from the upstream's CA.
         case presented
         case withheld
@@ -26,6 +37,12 @@ struct RelayFixture: Sendable {
         case inHSM
         /// The same, but the certificate comes from a CA the upstream does not trust.
         case inHSMFromAnotherCA
+        /// Two keys in the HSM, both certified by the upstream's CA, which at first trusts only the
+        /// old one's certificate (``RelayFixture/changeover``); the settings name the new key first
+        /// when `newFirst`, and the upstream is asked every 200 ms while the less preferred is presented.
+        /// `downAtStart`: the old key is recorded as in use and the upstream is down when the server
+        /// starts (``ProcessorUpstreamStandIn/restart()`` brings it back).
+        case changingOver(newFirst: Bool, downAtStart: Bool = false)
     }
 
     /// Runs `body` against a server whose relay `configure` sets up, given the stand-in's base
@@ -47,10 +64,11 @@ struct RelayFixture: Sendable {
         let identity = clientCertificate == .presented ? try upstream.writeClientIdentity(to: directory) : nil
         let hsmKeyIssuer: ProcessorUpstreamStandIn? =
             switch clientCertificate {
-            case .inHSM?: upstream
+            case .inHSM?, .changingOver?: upstream
             case .inHSMFromAnotherCA?: try await ProcessorUpstreamStandIn.start(tls: true)
             default: nil
             }
+        let changeover = Mutex<Changeover?>(nil)
         do {
             try await withServer { configuration in
                 var base = UpstreamConfiguration(format: .cnpAPI, baseURL: upstream.baseURL, timeout: timeout)
@@ -66,14 +84,27 @@ struct RelayFixture: Sendable {
             } configuringWithKeys: { store in
                 try await prepare(store)
                 guard let hsmKeyIssuer else { return { _ in } }
+                if case .changingOver(let newFirst, let downAtStart)? = clientCertificate {
+                    let keys = try await changingOver(in: store, certifiedBy: upstream)
+                    changeover.withLock { $0 = keys }
+                    if downAtStart {
+                        try await store.recordUpstreamKeyInUse(keys.old, upstream: "cnpapi")
+                        try await upstream.stop()
+                    }
+                    let order = newFirst ? [keys.new, keys.old] : [keys.old, keys.new]
+                    return { configuration in
+                        configuration.relay.cnp?.clientKeysInHSM = order
+                        configuration.relay.cnp?.clientKeyCheckInterval = .milliseconds(200)
+                    }
+                }
                 let keyID = try await upstreamKey(in: store, certifiedBy: hsmKeyIssuer)
                 return { configuration in
-                    configuration.relay.cnp?.clientKeyInHSM = keyID
-                    configuration.relay.mercuryPay?.clientKeyInHSM = keyID
-                    configuration.relay.radial?.clientKeyInHSM = keyID
+                    configuration.relay.cnp?.clientKeysInHSM = [keyID]
+                    configuration.relay.mercuryPay?.clientKeysInHSM = [keyID]
+                    configuration.relay.radial?.clientKeysInHSM = [keyID]
                 }
             } _: { server in
-                try await body(RelayFixture(server: server, upstream: upstream))
+                try await body(RelayFixture(server: server, upstream: upstream, changeover: changeover.withLock { $0 }))
                 for received in upstream.received { #expect(received.problems.isEmpty, "\(received.problems)") }
                 for received in upstream.receivedMercuryPay { #expect(received.problems.isEmpty, "\(received.problems)") }
                 for received in upstream.receivedRadial { #expect(received.problems.isEmpty, "\(received.problems)") }
@@ -99,6 +130,17 @@ struct RelayFixture: Sendable {
         #expect("\(certificate.subject)".contains("Paywarden relay"), sourceLocation: sourceLocation)
         #expect(server.logs.text.contains("processor upstream client key is in the HSM"), sourceLocation: sourceLocation)
         #expect(!server.logs.text.contains("TLS client key is a PEM file"), sourceLocation: sourceLocation)
+    }
+
+    /// Two upstream keys certified by `issuer`, which from now on trusts only the old one's certificate.
+    static func changingOver(in store: MerchantKeyStore, certifiedBy issuer: ProcessorUpstreamStandIn) async throws -> Changeover {
+        let old = try await upstreamKey(in: store, certifiedBy: issuer)
+        let new = try await upstreamKey(in: store, certifiedBy: issuer)
+        let keys = try await store.list()
+        let certificate = { (id: KeyIdentifier) in try #require(keys.first { $0.id == id }?.certificate?.der) }
+        let changeover = Changeover(old: old, new: new, oldCertificate: try certificate(old), newCertificate: try certificate(new))
+        issuer.trustOnlyClientCertificates([changeover.oldCertificate])
+        return changeover
     }
 
     /// What an admin does for an upstream that requires mutual TLS: `keys create --purpose

@@ -43,6 +43,7 @@ enum SchemaVersion2 {
     static let laterMigrations = [
         "0003_merchant_token_events", "0004_merchant_keys", "0005_vault_bindings", "0006_web_merchants",
         "0007_merchant_token_usage_information", "0008_usage_information_revision", "0009_web_merchant_domains",
+        "0010_upstream_client_keys",
     ]
     static let t0 = Date(timeIntervalSince1970: 1_795_000_000)
 
@@ -168,7 +169,7 @@ struct WebMerchantDomainUpgradeTests {
                 VALUES ($1, 'Shop', 'platformintegrator.com.example', NULL, $2, $3, $4, NULL, $5, $5)
                 """, [.text(id), .text(domains), .text(state), SQLValue(organization), SQLValue(created)], writes: true)
         }
-        #expect(try await database.migrate() == ["0009_web_merchant_domains"])
+        #expect(try await database.migrate() == ["0009_web_merchant_domains", "0010_upstream_client_keys"])
         let held = try await database.allWebMerchantDomains()
         #expect(
             held.map { "\($0.domain) \($0.organization) \($0.merchantID ?? "-") \($0.proof.rawValue)" } == [

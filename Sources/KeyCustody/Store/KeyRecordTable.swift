@@ -91,6 +91,26 @@ struct KeyRecordTable: Sendable {
         return StoredKeyRecord(keyID: id.hex, record: encoded, certificate: certificate, revision: record.revision, updatedAt: now)
     }
 
+    /// The key each upstream's client presents; rows naming no valid key id are left out.
+    func upstreamKeysInUse() async throws(CustodyError) -> [UpstreamKeyInUse] {
+        do throws(StorageError) {
+            return try await store.upstreamClientKeys().compactMap { row in
+                KeyIdentifier(hex: row.keyID).map { UpstreamKeyInUse(upstream: row.upstream, keyID: $0, since: row.since) }
+            }
+        } catch {
+            throw Self.failure(error)
+        }
+    }
+
+    /// Records that `id` is presented to `upstream` from `now` (unchanged when it already was).
+    func recordUpstreamKeyInUse(_ id: KeyIdentifier, upstream: String, at now: Date) async throws(CustodyError) {
+        do throws(StorageError) {
+            _ = try await store.recordUpstreamClientKey(UpstreamClientKeyRecord(upstream: upstream, keyID: id.hex, since: now))
+        } catch {
+            throw Self.failure(error)
+        }
+    }
+
     static func failure(_ error: StorageError) -> CustodyError {
         switch error.category {
         case .unavailable:

@@ -80,6 +80,17 @@ public final class MerchantKeyStore: Sendable {
         }
     }
 
+    /// The key each processor upstream's client presents, as the service last recorded it.
+    public func upstreamKeysInUse() async throws(CustodyError) -> [UpstreamKeyInUse] {
+        try await records.upstreamKeysInUse()
+    }
+
+    /// Records that the upstream client of `upstream` (a message format) presents key `id` from
+    /// now on; the time of an earlier record of the same key is kept.
+    public func recordUpstreamKeyInUse(_ id: KeyIdentifier, upstream: String) async throws(CustodyError) {
+        try await records.recordUpstreamKeyInUse(id, upstream: upstream, at: now)
+    }
+
     // MARK: Creating
 
     /// Generates a key in the HSM for `merchantID`, records it as pending, and returns it with

@@ -14,9 +14,16 @@ struct KeyView: Encodable {
     let notAfter: Date?
     let daysLeft: Int?
     let predecessor: String?
+    /// The processor upstreams this key is presented to, as the service last recorded it.
+    let inUse: [InUse]
     let warnings: [String]
 
-    init(_ key: MerchantKey, now: Date) {
+    struct InUse: Encodable {
+        let upstream: String
+        let since: Date
+    }
+
+    init(_ key: MerchantKey, now: Date, inUse: [UpstreamKeyInUse] = []) {
         id = key.id.hex
         purpose = key.purpose.rawValue
         type = key.key.algorithm == .ecP256 ? "ec" : "rsa"
@@ -28,6 +35,7 @@ struct KeyView: Encodable {
         notAfter = key.certificate?.notValidAfter
         daysLeft = key.daysLeft(at: now)
         predecessor = key.record.predecessor
+        self.inUse = inUse.filter { $0.keyID == key.id }.map { InUse(upstream: $0.upstream, since: $0.since) }
         warnings = key.warnings(at: now)
     }
 
@@ -37,5 +45,6 @@ struct KeyView: Encodable {
         return
             "\(id)  \(purpose)  \(type)  \(merchantId ?? merchantIdentifierHash ?? "?")  \(state)  publicKeyHash=\(publicKeyHash)  "
             + "\(expiry)"
+            + inUse.map { "  in use by the \($0.upstream) upstream since \(ISO8601DateFormatter().string(from: $0.since))" }.joined()
     }
 }

@@ -18,7 +18,8 @@ struct KeysList: AsyncParsableCommand {
         try await AdminAction("keys.list", mutates: false).run(hsm: hsmOptions) { store, _ in
             let now = store.now
             let inventory = try await store.inventory()
-            let views = inventory.keys.map { KeyView($0, now: now) }
+            let inUse = try await store.upstreamKeysInUse()
+            let views = inventory.keys.map { KeyView($0, now: now, inUse: inUse) }
             if output.json {
                 try printJSON(views)
                 return "\(views.count) keys"

@@ -12,6 +12,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
         var paypages: [String: PaypageRecord] = [:]
         var events: [String: MerchantTokenEventRecord] = [:]
         var keyRecords: [String: StoredKeyRecord] = [:]
+        var upstreamClientKeys: [String: UpstreamClientKeyRecord] = [:]
         var usageInformation: [String: UsageInformationRecord] = [:]
         var senderKeys: [String: UsageInformationSenderKeyRecord] = [:]
         var applied: [String] = []
@@ -48,6 +49,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
                 ("domain_associations", state.domainAssociation == nil ? 0 : 1), ("usage_information", state.usageInformation.count),
                 ("usage_information_sender_keys", state.senderKeys.count), ("web_merchant_domains", state.webMerchantDomains.count),
                 ("web_merchant_domain_challenges", state.domainChallenges.count),
+                ("upstream_client_keys", state.upstreamClientKeys.count),
             ]
         }
     }
@@ -543,6 +545,18 @@ public final class InMemoryDatabase: PaywardenDatabase {
         state.withLock { state in
             guard state.keyRecords[keyID]?.revision == expectedRevision else { return false }
             state.keyRecords[keyID] = nil
+            return true
+        }
+    }
+
+    public func upstreamClientKeys() async throws(StorageError) -> [UpstreamClientKeyRecord] {
+        state.withLock { $0.upstreamClientKeys.values.sorted { $0.upstream < $1.upstream } }
+    }
+
+    public func recordUpstreamClientKey(_ record: UpstreamClientKeyRecord) async throws(StorageError) -> Bool {
+        state.withLock { state in
+            guard state.upstreamClientKeys[record.upstream]?.keyID != record.keyID else { return false }
+            state.upstreamClientKeys[record.upstream] = record
             return true
         }
     }

@@ -11,4 +11,10 @@ public protocol KeyRecordStore: Sendable {
     /// Compare-and-set: deletes the row only while its revision is `expectedRevision`. False
     /// otherwise (another writer changed it), or when the key id is unknown.
     func deleteKeyRecord(keyID: String, expectedRevision: Int) async throws(StorageError) -> Bool
+    /// The key each upstream's client presents, by upstream.
+    func upstreamClientKeys() async throws(StorageError) -> [UpstreamClientKeyRecord]
+    /// Records that `record.keyID` is now presented to `record.upstream`: one conditional write,
+    /// which keeps the first `since` while the key stays the same (every instance records its
+    /// choice at start). True when the row changed.
+    func recordUpstreamClientKey(_ record: UpstreamClientKeyRecord) async throws(StorageError) -> Bool
 }

@@ -5,14 +5,14 @@ public enum Schema {
     public static let migrations: [String] = [
         "0001_replay_ledger_and_vault", "0002_vault_key_indexes", "0003_merchant_token_events", "0004_merchant_keys",
         "0005_vault_bindings", "0006_web_merchants", "0007_merchant_token_usage_information", "0008_usage_information_revision",
-        "0009_web_merchant_domains",
+        "0009_web_merchant_domains", "0010_upstream_client_keys",
     ]
 
     /// The tables `db status` counts, in the order it prints them.
     public static let tables: [String] = [
         "replay_ledger", "paypages", "registrations", "high_value_tokens", "merchant_token_events", "merchant_keys", "web_merchants",
         "domain_associations", "usage_information", "usage_information_sender_keys", "web_merchant_domains",
-        "web_merchant_domain_challenges",
+        "web_merchant_domain_challenges", "upstream_client_keys",
     ]
 }
 
