@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import KeyCustody
 import PKCS11
@@ -54,6 +55,7 @@ struct AuditBench {
             let ratio = fmt(median(sealed.0) / median(plain.0))
             print("  sealed ÷ unsealed: \(ratio) of the rate, +\(fmt(median(sealed.1) - median(plain.1))) µs CPU a line")
         }
+        try await decryptsWithAuditLines(token: token, record: record, directory: directory)
         // Verification of what the last rounds wrote.
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasSuffix(".plain") }.sorted()
             .map { directory + "/" + $0 }
@@ -70,6 +72,50 @@ struct AuditBench {
             let rate = Int(Double(report.lines) / (elapsed / .seconds(1)))
             print("\(name): \(report.lines) lines, \(rate) lines/s, \(fmt(perLine / .microseconds(1))) µs CPU each")
         }
+        await hsm.close()
+    }
+
+    /// EC_v1 decryptions as the engine runs them (2 HSM workers, 8 in flight), alone and each
+    /// followed by an audit line, unsealed and sealed, in alternation: the chain on against off
+    /// were every decryption audited. None is (the decrypt route writes no audit line; a redemption
+    /// writes one), so this bounds the chain's effect on a request from above.
+    private func decryptsWithAuditLines(token: TestToken, record: AuditLog.Record, directory: String) async throws {
+        let bench = DecryptionBench(raw: RawHSMBench(executable: "", label: "", pin: ""), token: token, seconds: seconds, rounds: 1)
+        let pki = try ApplePayTestPKI(name: "Audit")
+        let hsm = try await token.open {
+            $0.workers = 2
+            $0.maxPendingOperations = 100_000
+        }
+        let store = MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm), certificateIssuers: TestCertificateAuthority.shared.issuers)
+        let merchant = try await bench.certifiedKey(store, "merchant.audit.ec", .ec)
+        let tokens = try await bench.forgeTokens(count: Int(seconds * 14_000), forge: TokenForge(pki: pki), merchant: merchant, rsa: false)
+        let anchors = TrustAnchors(certificates: [pki.root], source: "audit bench root")
+        let keys = try await AuditKeys.open(hsm)
+        var figures: [(name: String, rates: [Double], cpu: [Double])] = [
+            ("decrypt, no audit line", [], []), ("decrypt + an unsealed audit line", [], []), ("decrypt + a sealed audit line", [], []),
+        ]
+        for round in 0..<rounds {
+            let plain = AuditLog(path: directory + "/decrypt-\(round).jsonl.plain")
+            let sealed = AuditLog(path: directory + "/decrypt-\(round).jsonl").sealed(by: AuditChain(hsm: hsm, keys: keys))
+            let logs: [AuditLog?] = [nil, plain, sealed]
+            for (index, log) in logs.enumerated() {
+                var afterEach: (@Sendable () async throws -> Void)?
+                if let log { afterEach = { try await log.append(record) } }
+                let figure = try await bench.engine(on: hsm, tokens: tokens, anchors: anchors, inFlight: 8, afterEach: afterEach)
+                figures[index].rates.append(figure.rate)
+                figures[index].cpu.append(figure.cpuMicroseconds)
+            }
+            try await sealed.checkpoint(final: true)
+        }
+        print("decryptions (EC_v1, 2 HSM workers), each with:")
+        for figure in figures {
+            let label = figure.name.padding(toLength: 40, withPad: " ", startingAt: 0)
+            print("  \(label) \(Int(median(figure.rates))) tokens/s, \(fmt(median(figure.cpu))) µs CPU each")
+        }
+        let (off, on) = (figures[1], figures[2])
+        print(
+            "  chain on ÷ off (sealed ÷ unsealed line): \(fmt(median(on.rates) / median(off.rates))) of the rate, "
+                + "+\(fmt(median(on.cpu) - median(off.cpu))) µs CPU a decryption")
         await hsm.close()
     }
 

@@ -134,14 +134,15 @@ struct DecryptionBench {
     /// EC_v1 decryptions on `hsm` as the service makes them (the key map read from the token, a
     /// decrypter of its own, the tasks on the HSM workers): ``measure(_:_:hsm:inFlight:onWorkers:)``.
     func engine(
-        on hsm: HSM, tokens: [[UInt8]], anchors: TrustAnchors, inFlight: Int, beforeMeasuring: () -> Void = {}
+        on hsm: HSM, tokens: [[UInt8]], anchors: TrustAnchors, inFlight: Int, beforeMeasuring: () -> Void = {},
+        afterEach: (@Sendable () async throws -> Void)? = nil
     ) async throws -> (rate: Double, cpuMicroseconds: Double, count: Int) {
         let keys = HSMPaymentKeys(hsm: hsm)
         try await keys.reload(from: MerchantKeyStore(hsm: hsm, records: TestKeyRecords.of(hsm)))
         let decrypter = PaymentTokenDecrypter(
             verifier: TokenSignatureVerifier(anchors: anchors, signingTimeWindow: 3600), directory: keys, operations: keys)
         beforeMeasuring()
-        return try await measure(decrypter, tokens, hsm: hsm, inFlight: inFlight, onWorkers: true)
+        return try await measure(decrypter, tokens, hsm: hsm, inFlight: inFlight, onWorkers: true, afterEach: afterEach)
     }
 
     func certifiedKey(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
@@ -165,9 +166,11 @@ struct DecryptionBench {
     /// flight to keep every worker busy, the tasks on the HSM's workers (verification there too)
     /// or on the cooperative pool (verification there, a hop to a worker for the key operation).
     /// Also returns the process's CPU per decryption over the measurement.
-    func measure(_ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool) async throws
-        -> (rate: Double, cpuMicroseconds: Double, count: Int)
-    {
+    /// `afterEach` runs after every decryption, as part of it (an audit line, say).
+    func measure(
+        _ decrypter: PaymentTokenDecrypter, _ tokens: [[UInt8]], hsm: HSM, inFlight: Int, onWorkers: Bool,
+        afterEach: (@Sendable () async throws -> Void)? = nil
+    ) async throws -> (rate: Double, cpuMicroseconds: Double, count: Int) {
         let failures = Counter()
         let run = TimedRun(seconds: seconds, inFlight: inFlight, executor: onWorkers ? hsm.executor : nil)
         let cpuBefore = ProcessCPU.now()
@@ -178,6 +181,7 @@ struct DecryptionBench {
             } catch {
                 failures.value.add(1, ordering: .relaxed)
             }
+            try await afterEach?()
             return true
         }
         if failures.value.load(ordering: .relaxed) > 0 {

@@ -128,6 +128,15 @@ struct AuditChainTests {
         #expect(clean.verified && clean.lines == 34 && clean.checkpoints == 4 && clean.macsChecked == 34, "\(clean.findings)")
         #expect(try await publicOnly.verify(files: trail.files).verified)
 
+        // Under another token's audit keys no MAC verifies: one finding per writer, not one a line.
+        let otherToken = try await TestToken.make()
+        let other = try await otherToken.open()
+        _ = try await AuditKeys.open(other)
+        let elsewhere = try await AuditVerifier.checkingMACs(in: other).verify(files: trail.files)
+        let macFindings = elsewhere.failures.filter { $0.message.contains("MAC") }
+        #expect(macFindings.count == 1 && macFindings[0].message.contains("another token's audit key"), "\(elsewhere.findings)")
+        await other.close()
+
         // A file logrotate has just emptied adds nothing.
         let emptied = (trail.files[2] as NSString).deletingLastPathComponent + "/audit.jsonl.new"
         try Data().write(to: URL(fileURLWithPath: emptied))

@@ -170,6 +170,18 @@ public struct AuditVerifier: Sendable {
             }
             start += batch.count
         }
+        // Not one line verifying is a trail sealed under another token's key far more often than a
+        // writer whose every line was forged: one finding says so, not one per line.
+        if inputs.count > 1, findings.count == inputs.count, let first = inputs.first {
+            findings = [
+                Finding(
+                    file: first.line.name, line: first.line.number,
+                    message: "no MAC of writer \(writer)'s \(inputs.count) lines verifies under this HSM's audit keys: the trail "
+                        + "was sealed with another token's audit key (verify it with that token, or with --public-key), or every "
+                        + "line was forged",
+                    isFailure: true)
+            ]
+        }
         return (findings, inputs.count)
     }
 
