@@ -171,24 +171,17 @@ extension UpstreamClient {
     /// the check interval) of the last check, at its end, so that a burst of failures asks once.
     func checkClientKeysAfterFailure() {
         let spacing = min(Self.checkAfterFailureSpacing, configuration.clientKeyCheckInterval)
-        let delay: Duration? = state.withLock { state in
-            guard state.identities.count > 1, !state.checking, !state.stopped, state.followUpCheck == nil else { return nil }
-            guard let last = state.lastCheck else { return .zero }
-            return max(.zero, spacing - (ContinuousClock.now - last))
+        state.withLock { state in
+            guard state.identities.count > 1, !state.checking, !state.stopped, state.followUpCheck == nil else { return }
+            let delay = state.lastCheck.map { max(.zero, spacing - (ContinuousClock.now - $0)) } ?? .zero
+            // Made under the lock, so that it is recorded before it can end (its first step waits for the lock).
+            state.followUpCheck = Task {
+                try? await Task.sleep(for: delay)
+                self.state.withLock { $0.followUpCheck = nil }
+                guard !Task.isCancelled else { return }
+                await self.checkClientKeys()
+            }
         }
-        guard let delay else { return }
-        let followUp = Task {
-            try? await Task.sleep(for: delay)
-            state.withLock { $0.followUpCheck = nil }
-            guard !Task.isCancelled else { return }
-            await checkClientKeys()
-        }
-        let started = state.withLock { state in
-            guard state.followUpCheck == nil, !state.stopped else { return false }
-            state.followUpCheck = followUp
-            return true
-        }
-        if !started { followUp.cancel() }
     }
 
     /// Presents the identity at `index` from the next connection on; connections of the key
