@@ -33,14 +33,14 @@ public final class InProcessMercuryPayUpstream: ProcessorUpstream {
             return state.answer
         }
         let response = ProcessorUpstreamStandIn.mercuryPayResponse(to: request, answer: answer)
-        guard response.status != 0 else { throw UpstreamClient.Failure(outcome: "unreachable", mayHaveArrived: true) }
+        guard response.status != 0 else { throw UpstreamClient.Failure(outcome: .unreachable, mayHaveArrived: true) }
         guard (200..<300).contains(response.status) else {
             throw UpstreamClient.Failure.refused(status: response.status)
         }
         do {
             return try rewrite(response.body)
         } catch {
-            throw UpstreamClient.Failure(outcome: "invalid_response", mayHaveArrived: true)
+            throw UpstreamClient.Failure(outcome: .invalidResponse, mayHaveArrived: true)
         }
     }
 }

@@ -94,17 +94,17 @@ public final class UpstreamClient: Sendable {
     /// Why there is no usable reply. `mayHaveArrived` is false only when the request certainly
     /// never reached the upstream (the connection was refused, the TLS handshake failed).
     public struct Failure: Error, Sendable {
-        /// The metric outcome: `http_4xx`, `http_5xx`, `unreachable`, `timeout`, `too_large`, `invalid_response`.
-        let outcome: String
+        /// The metric outcome: anything but `ok`.
+        let outcome: UpstreamOutcome
         let mayHaveArrived: Bool
         /// The upstream's HTTP status, when it answered one that is not a success (for the log and the client).
         let upstreamStatus: Int?
 
         /// - Parameters:
-        ///   - outcome: the metric outcome (`http_4xx`, `http_5xx`, `unreachable`, `timeout`, `too_large`, `invalid_response`).
+        ///   - outcome: the metric outcome (anything but `ok`).
         ///   - mayHaveArrived: false only when the request certainly never reached the upstream.
         ///   - upstreamStatus: the upstream's HTTP status, when it answered one.
-        public init(outcome: String, mayHaveArrived: Bool, upstreamStatus: Int? = nil) {
+        public init(outcome: UpstreamOutcome, mayHaveArrived: Bool, upstreamStatus: Int? = nil) {
             self.outcome = outcome
             self.mayHaveArrived = mayHaveArrived
             self.upstreamStatus = upstreamStatus
@@ -112,7 +112,8 @@ public final class UpstreamClient: Sendable {
 
         /// An answer with `status`, not a success: its class, so that the metric's outcomes are a fixed set.
         public static func refused(status: Int) -> Failure {
-            let outcome = (400..<500).contains(status) ? "http_4xx" : (500..<600).contains(status) ? "http_5xx" : "invalid_response"
+            let outcome: UpstreamOutcome =
+                (400..<500).contains(status) ? .http4xx : (500..<600).contains(status) ? .http5xx : .invalidResponse
             return Failure(outcome: outcome, mayHaveArrived: true, upstreamStatus: status)
         }
 
@@ -120,8 +121,8 @@ public final class UpstreamClient: Sendable {
         /// (nothing was sent), 504 when it did not answer in time, 502 for anything else.
         public var status: HTTPResponse.Status {
             switch outcome {
-            case "timeout": .gatewayTimeout
-            case "unreachable" where !mayHaveArrived: .serviceUnavailable
+            case .timeout: .gatewayTimeout
+            case .unreachable where !mayHaveArrived: .serviceUnavailable
             default: .badGateway
             }
         }
@@ -130,13 +131,13 @@ public final class UpstreamClient: Sendable {
         /// the client must find out before sending the same card data again.
         public var explanation: String {
             switch outcome {
-            case "timeout": "the processor did not answer in time; the transaction's outcome is unknown (query it before sending again)"
-            case "unreachable" where !mayHaveArrived: "the processor cannot be reached; nothing was sent"
-            case "unreachable": "the connection to the processor failed; the transaction's outcome is unknown"
-            case "http_4xx":
+            case .timeout: "the processor did not answer in time; the transaction's outcome is unknown (query it before sending again)"
+            case .unreachable where !mayHaveArrived: "the processor cannot be reached; nothing was sent"
+            case .unreachable: "the connection to the processor failed; the transaction's outcome is unknown"
+            case .http4xx:
                 "the processor refused the request (HTTP \(upstreamStatus.map(String.init) ?? "4xx")); query it before sending the "
                     + "transaction again"
-            default: "the processor's answer was not usable (\(outcome)); the transaction's outcome is unknown"
+            default: "the processor's answer was not usable (\(outcome.rawValue)); the transaction's outcome is unknown"
             }
         }
     }
@@ -167,31 +168,31 @@ public final class UpstreamClient: Sendable {
                     metadata: [
                         "format": "\(configuration.format.rawValue)", "code": "\(error.code.rawValue)", "field": "\(error.field ?? "")",
                     ])
-                result = .failure(Failure(outcome: "invalid_response", mayHaveArrived: true))
+                result = .failure(Failure(outcome: .invalidResponse, mayHaveArrived: true))
             }
         case .failure(let failure):
             result = .failure(failure)
         }
         let duration = ContinuousClock.now - start
-        let outcome: String
+        let outcome: UpstreamOutcome
         switch result {
-        case .success: outcome = "ok"
+        case .success: outcome = .ok
         case .failure(let failure): outcome = failure.outcome
         }
         metrics.upstream(format: configuration.format.rawValue, outcome: outcome, duration: duration)
         // A connection that failed may be a processor that no longer accepts the key presented
         // (495 and 496 are nginx's refusals of a client certificate).
-        if case .failure(let failure) = result, failure.outcome == "unreachable" || [495, 496].contains(failure.upstreamStatus) {
+        if case .failure(let failure) = result, failure.outcome == .unreachable || [495, 496].contains(failure.upstreamStatus) {
             checkClientKeysAfterFailure()
         }
-        span.attributes["paywarden.processor.outcome"] = outcome
-        if outcome != "ok" { span.setStatus(SpanStatus(code: .error)) }
+        span.attributes["paywarden.processor.outcome"] = outcome.rawValue
+        if outcome != .ok { span.setStatus(SpanStatus(code: .error)) }
         var metadata: Logger.Metadata = [
-            "format": "\(configuration.format.rawValue)", "outcome": "\(outcome)",
+            "format": "\(configuration.format.rawValue)", "outcome": "\(outcome.rawValue)",
             "milliseconds": "\(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)",
         ]
         if case .failure(let failure) = result, let status = failure.upstreamStatus { metadata["status"] = "\(status)" }
-        if outcome == "ok" {
+        if outcome == .ok {
             logger.debug("upstream answered", metadata: metadata)
         } else {
             logger.warning("upstream call failed; it is not retried", metadata: metadata)
@@ -212,7 +213,7 @@ public final class UpstreamClient: Sendable {
         request.body = .bytes(ByteBuffer(bytes: body))
         // None only before the start-up check of HSM keys, which happens before the API listens.
         guard let client = state.withLock({ $0.clients.isEmpty ? nil : $0.clients[$0.inUse] }) else {
-            return .failure(Failure(outcome: "unreachable", mayHaveArrived: false))
+            return .failure(Failure(outcome: .unreachable, mayHaveArrived: false))
         }
         do {
             let response = try await client.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
@@ -226,25 +227,25 @@ public final class UpstreamClient: Sendable {
         }
     }
 
-    static func failure(_ error: any Error) -> Failure {
-        if error is NIOTooManyBytesError { return Failure(outcome: "too_large", mayHaveArrived: true) }
+    private static func failure(_ error: any Error) -> Failure {
+        if error is NIOTooManyBytesError { return Failure(outcome: .tooLarge, mayHaveArrived: true) }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .writeTimeout:
-                return Failure(outcome: "timeout", mayHaveArrived: true)
+                return Failure(outcome: .timeout, mayHaveArrived: true)
             case .connectTimeout:
-                return Failure(outcome: "unreachable", mayHaveArrived: false)
+                return Failure(outcome: .unreachable, mayHaveArrived: false)
             default:
                 break
             }
         }
         if error is NIOConnectionError || (error as? IOError)?.errnoCode == ECONNREFUSED {
-            return Failure(outcome: "unreachable", mayHaveArrived: false)
+            return Failure(outcome: .unreachable, mayHaveArrived: false)
         }
         // No request is written before the handshake completes.
-        if case .handshakeFailed = error as? NIOSSLError { return Failure(outcome: "unreachable", mayHaveArrived: false) }
+        if case .handshakeFailed = error as? NIOSSLError { return Failure(outcome: .unreachable, mayHaveArrived: false) }
         // TLS failures, a connection closed mid-exchange, …: nothing usable came back.
-        return Failure(outcome: "unreachable", mayHaveArrived: true)
+        return Failure(outcome: .unreachable, mayHaveArrived: true)
     }
 
     public func shutdown() async {

@@ -120,7 +120,7 @@ public final class ServerMetrics: Sendable {
     /// The outcomes of a call to Apple (``appleRequest(operation:outcome:)``).
     public static let appleOutcomes = ["ok", "http_4xx", "throttled", "http_5xx", "unreachable", "invalid_response", "hsm_unavailable"]
     /// The outcomes of a call to a processor upstream, every one present from the start.
-    public static let upstreamOutcomes = ["ok", "http_4xx", "http_5xx", "unreachable", "timeout", "too_large", "invalid_response"]
+    public static let upstreamOutcomes = UpstreamOutcome.allCases.map(\.rawValue)
 
     /// From half a millisecond to a second: a decryption or a vault operation, on any HSM.
     private static let latencyBuckets: [Duration] = [
@@ -285,8 +285,8 @@ public final class ServerMetrics: Sendable {
 
     /// One call to a processor upstream, by format and outcome (``upstreamOutcomes``), and its
     /// latency by format.
-    public func upstream(format: String, outcome: String, duration: Duration) {
-        upstreamCounter(format, outcome).increment()
+    public func upstream(format: String, outcome: UpstreamOutcome, duration: Duration) {
+        upstreamCounter(format, outcome.rawValue).increment()
         let histogram = upstreamDurations.withLock { histograms in
             if let histogram = histograms[format] { return histogram }
             let histogram = registry.makeDurationHistogram(
