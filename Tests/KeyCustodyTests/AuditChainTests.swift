@@ -129,7 +129,8 @@ struct AuditChainTests {
         #expect(try await publicOnly.verify(files: trail.files).verified)
 
         // Under another token's audit keys no MAC verifies: one finding per writer, not one a line.
-        let otherToken = try await TestToken.make()
+        // (A SoftHSM token: NSS softokn is one configuration per process.)
+        let otherToken = try await TestToken.make(backend: .softHSM)
         let other = try await otherToken.open()
         _ = try await AuditKeys.open(other)
         let elsewhere = try await AuditVerifier.checkingMACs(in: other).verify(files: trail.files)
