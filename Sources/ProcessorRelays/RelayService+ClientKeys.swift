@@ -22,8 +22,10 @@ extension RelayService {
         } catch {
             throw ServerStartError("the upstream client keys cannot be read from the HSM and the database: \(error.message)")
         }
-        // What an instance last chose, presented until the upstream says (it may be unreachable now).
-        let recorded = (try? await keys.upstreamKeysInUse()) ?? []
+        // What an instance last chose, presented until the upstream says (it may be unreachable now);
+        // only a changeover between two keys has a choice to remember.
+        let changingOver = clients.contains { $0.configuration.clientKeysInHSM.count > 1 }
+        let recorded = changingOver ? (try? await keys.upstreamKeysInUse()) ?? [] : []
         for client in clients {
             let configuration = client.configuration
             let settings = RelayConfiguration.clientSettings(configuration.format)

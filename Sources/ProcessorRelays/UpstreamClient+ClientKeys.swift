@@ -51,6 +51,10 @@ extension UpstreamClient {
     /// The shortest time between two checks a failed connection starts.
     static let checkAfterFailureSpacing = Duration.seconds(5)
 
+    /// The HTTP statuses by which nginx refuses a client certificate it verifies itself (495: not
+    /// verified, 496: none sent): a refusal, not an answer.
+    static let certificateRefusalStatuses: [Int] = [495, 496]
+
     /// The TLS alerts (BoringSSL's reason names) by which a server refuses the client's certificate.
     static let certificateRefusals = [
         "ALERT_CERTIFICATE_UNKNOWN", "ALERT_BAD_CERTIFICATE", "ALERT_UNKNOWN_CA", "ALERT_CERTIFICATE_EXPIRED",
@@ -213,8 +217,8 @@ extension UpstreamClient {
         do {
             let response = try await client.execute(request, deadline: .now() + TimeAmount(limit), logger: logger)
             _ = try? await response.body.collect(upTo: 64 * 1024)
-            // nginx's answers to a client certificate it could not verify, or did not get.
-            result = ([495, 496].contains(response.status.code) ? .refused : .accepted, "HTTP \(response.status.code)")
+            let status = Int(response.status.code)
+            result = (Self.certificateRefusalStatuses.contains(status) ? .refused : .accepted, "HTTP \(status)")
         } catch {
             if let failure = identity.signingKey.signingFailure(since: start) {
                 result = (.unsigned, "the HSM did not sign: \(failure)")

@@ -23,7 +23,7 @@ import Tracing
 /// outcome and the status, never a body.
 ///
 /// Client keys in the HSM sign the handshake there (``HSMTLSSigningKey``); their clients are made
-/// by ``useHSMKeys(_:recordInUse:)`` once the keys are checked at start-up, before the API
+/// by ``useHSMKeys(_:recorded:recordInUse:)`` once the keys are checked at start-up, before the API
 /// listens. Of two keys (a changeover), the first the upstream accepts is presented
 /// (UpstreamClient+ClientKeys.swift).
 public final class UpstreamClient: Sendable {
@@ -180,9 +180,10 @@ public final class UpstreamClient: Sendable {
         case .failure(let failure): outcome = failure.outcome
         }
         metrics.upstream(format: configuration.format.rawValue, outcome: outcome, duration: duration)
-        // A connection that failed may be a processor that no longer accepts the key presented
-        // (495 and 496 are nginx's refusals of a client certificate).
-        if case .failure(let failure) = result, failure.outcome == .unreachable || [495, 496].contains(failure.upstreamStatus) {
+        // A connection that failed may be a processor that no longer accepts the key presented.
+        if case .failure(let failure) = result,
+            failure.outcome == .unreachable || failure.upstreamStatus.map(Self.certificateRefusalStatuses.contains) == true
+        {
             checkClientKeysAfterFailure()
         }
         span.attributes["paywarden.processor.outcome"] = outcome.rawValue
