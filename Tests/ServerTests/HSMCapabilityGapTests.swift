@@ -122,7 +122,8 @@ struct HSMCapabilityGapTests {
         let keyPath = try env.write(Array(P256.KeyAgreement.PrivateKey().pemRepresentation.utf8), named: "ec-key.pem")
         let importRefused = try env.paywarden("keys", "import", "--key", keyPath, "--merchant-id", merchant, environment: withoutECDH)
         #expect(importRefused.status == 3 && importRefused.stderr.contains("cannot use an EC processing key"), "\(importRefused.stderr)")
-        #expect(try env.listedKeys().isEmpty, "nothing was made")
+        #expect(try env.listedKeys().isEmpty, "nothing was recorded")
+        #expect(try env.paywarden("keys", "list").stdout.contains("no merchant keys"), "nothing was made in the token either")
 
         // RSA processing keys are of use there; an EC key is made on request, with a warning.
         let rsa = try env.paywarden("keys", "create", "--merchant-id", merchant, "--type", "rsa", environment: withoutECDH)
@@ -134,15 +135,51 @@ struct HSMCapabilityGapTests {
         #expect(prepared.stderr.contains("warning: this HSM cannot use an EC processing key yet"), "\(prepared.stderr)")
         #expect(try env.listedKeys().map(\.type).sorted() == ["ec", "rsa"])
 
-        // Without signing, no identity key of either type.
+        // Without signing, no identity key, and no new processing key either: a new key signs its
+        // own CSR. An imported one comes with its certificate and only decrypts.
         var withoutSigning = FaultInjectingPKCS11.environment(faults: "C_SignInit=error:CKR_MECHANISM_INVALID")
         withoutSigning["PAYWARDEN_PKCS11_MODULE"] = FaultInjectingPKCS11.builtLibrary
-        for type in ["rsa", "ec"] {
-            let identity = try env.paywarden(
-                "keys", "create", "--merchant-id", merchant, "--purpose", "identity", "--type", type, environment: withoutSigning)
-            #expect(identity.status == 3, "\(identity.stderr)")
-            #expect(identity.stderr.contains("cannot use an \(type.uppercased()) identity key"), "\(identity.stderr)")
-        }
+        let identity = try env.paywarden(
+            "keys", "create", "--merchant-id", merchant, "--purpose", "identity", "--type", "rsa", environment: withoutSigning)
+        #expect(identity.status == 3, "\(identity.stderr)")
+        #expect(identity.stderr.contains("cannot use an RSA identity key: the HSM cannot sign with RSA"), "\(identity.stderr)")
+        let processing = try env.paywarden("keys", "create", "--merchant-id", merchant, "--type", "rsa", environment: withoutSigning)
+        #expect(processing.status == 3, "\(processing.stderr)")
+        #expect(
+            processing.stderr.contains("cannot use an RSA processing key: its CSR cannot be signed: the HSM cannot sign with RSA"),
+            "\(processing.stderr)")
+        let rsaPath = try env.write(Array(try _RSA.Encryption.PrivateKey(keySize: .bits2048).pemRepresentation.utf8), named: "rsa.pem")
+        let imported = try env.paywarden("keys", "import", "--key", rsaPath, "--merchant-id", merchant, environment: withoutSigning)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try env.listedKeys().count == 3)
+
+        // The arguments are checked before the HSM is asked: Apple's rule, not the HSM's gap.
+        let ecIdentity = try env.paywarden(
+            "keys", "create", "--merchant-id", merchant, "--purpose", "identity", "--type", "ec", environment: withoutSigning)
+        #expect(ecIdentity.status == 1, "\(ecIdentity.stderr)")
+        #expect(ecIdentity.stderr.contains("Apple accepts only RSA-2048 for identity keys; use --type rsa"), "\(ecIdentity.stderr)")
+    }
+
+    /// A module that cannot import private keys answers with codes a failing device answers too:
+    /// the refusal is permanent (misconfiguration) only when the HSM then passes its health check.
+    @Test func anImportRefusalIsPermanentOnlyWhenTheHSMIsHealthy() async throws {
+        let token = try await TestToken.make(backend: .softHSM)
+        let device = try FaultInjectingPKCS11.make()
+        let hsm = try await device.open(token)
+        let software = try SoftwarePrivateKey(
+            pemOrDER: Array(try _RSA.Encryption.PrivateKey(keySize: .bits2048).pemRepresentation.utf8))
+        let specification = KeySpecification(label: "imported", algorithm: .rsa2048, usage: [.decrypt, .unwrap])
+        try device.fail("C_CreateObject", with: .generalError)
+
+        let refusal = await #expect(throws: PKCS11Error.self) { try await hsm.importPrivateKey(software, as: specification) }
+        #expect(refusal?.category == .misconfiguration && refusal?.message.contains("it cannot import keys") == true, "\(refusal!)")
+
+        try device.fail("C_GetTokenInfo", with: .deviceError)
+        let outage = await #expect(throws: PKCS11Error.self) { try await hsm.importPrivateKey(software, as: specification) }
+        #expect(outage?.category != .misconfiguration, "a failing HSM is not a missing capability: \(outage!)")
+        #expect(outage?.function == "C_GetTokenInfo", "\(outage!)")
+        device.clear()
+        #expect(try await hsm.keys().isEmpty, "nothing was made")
     }
 
     /// A module that signs but does not hash (no `CKM_SHA256_RSA_PKCS`, as some tokens and TPMs):
@@ -176,7 +213,8 @@ struct HSMCapabilityGapTests {
         let unsigning = try await neither.open(token)
         #expect(unsigning.capabilities.rsaSigningPath == nil)
         await #expect(throws: PKCS11Error.self) { try await unsigning.signRSAPKCS1SHA256(key.id, message: message) }
-        let reason = try #require(try await unsigning.unusableReason(of: .rsa2048, for: .signing))
+        let (use, reason) = try #require(try await unsigning.unusableReason(of: .rsa2048, for: [.signing]))
+        #expect(use == .signing)
         #expect(reason.contains("neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS"), "\(reason)")
     }
 }

@@ -98,10 +98,7 @@ public final class MerchantKeyStore: Sendable {
     public func create(
         merchantID: String, purpose: KeyPurpose, algorithm: KeyAlgorithmChoice, predecessor: KeyIdentifier? = nil
     ) async throws(CustodyError) -> (key: MerchantKey, csr: String) {
-        try Self.validate(merchantID: merchantID)
-        guard purpose.allowedAlgorithms.contains(algorithm) else {
-            throw CustodyError(.invalidArgument, "\(Self.rsaOnly(purpose)) RSA-2048 for \(purpose.rawValue) keys; use --type rsa")
-        }
+        try Self.checkCreation(merchantID: merchantID, purpose: purpose, algorithm: algorithm)
         let specification = KeySpecification(
             label: "\(merchantID) \(purpose.rawValue)",
             algorithm: algorithm == .ec ? .ecP256 : .rsa2048,
@@ -170,9 +167,7 @@ public final class MerchantKeyStore: Sendable {
         let publicKey: PublicKey
         do { publicKey = try software.publicKey() } catch { throw CustodyError(.keyUnreadable, "the private key is not a valid key") }
         let algorithm: KeyAlgorithmChoice = software.algorithm == .ecP256 ? .ec : .rsa
-        guard purpose.allowedAlgorithms.contains(algorithm) else {
-            throw CustodyError(.invalidArgument, "\(Self.rsaOnly(purpose)) RSA-2048 for \(purpose.rawValue) keys")
-        }
+        try Self.checkAlgorithm(algorithm, for: purpose)
         var resolvedMerchant = merchantID
         if let certificate {
             guard (try? publicKey.subjectPublicKeyInfo()) == certificate.subjectPublicKeyInfo else {
@@ -590,6 +585,20 @@ public final class MerchantKeyStore: Sendable {
                 .certificateExpired,
                 "the certificate expired on \(formatter.string(from: certificate.notValidAfter)); create a new upstream key and have "
                     + "the processor certify its CSR")
+        }
+    }
+
+    /// What ``create(merchantID:purpose:algorithm:predecessor:)`` checks of its arguments, for a
+    /// caller that asks the HSM something first: an argument's error comes before the HSM's answer.
+    public static func checkCreation(merchantID: String, purpose: KeyPurpose, algorithm: KeyAlgorithmChoice) throws(CustodyError) {
+        try validate(merchantID: merchantID)
+        try checkAlgorithm(algorithm, for: purpose, remedy: "; use --type rsa")
+    }
+
+    /// Whether a key of `algorithm` may serve `purpose` (Apple's and the TLS signer's rules).
+    public static func checkAlgorithm(_ algorithm: KeyAlgorithmChoice, for purpose: KeyPurpose, remedy: String = "") throws(CustodyError) {
+        guard purpose.allowedAlgorithms.contains(algorithm) else {
+            throw CustodyError(.invalidArgument, "\(rsaOnly(purpose)) RSA-2048 for \(purpose.rawValue) keys" + remedy)
         }
     }
 

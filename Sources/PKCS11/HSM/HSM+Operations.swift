@@ -10,8 +10,18 @@ extension HSM {
     }
 
     /// Imports a software key as a sensitive, non-extractable token object.
+    ///
+    /// A module that cannot import keys answers with the codes a failing device answers too
+    /// (tpm2-pkcs11: `CKR_ATTRIBUTE_VALUE_INVALID`; others `CKR_GENERAL_ERROR`), so its refusal is
+    /// called permanent only when the HSM passes its health check afterwards; otherwise the
+    /// health check's error (an outage, worth a retry) is what the caller gets.
     public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
-        try await makeKey { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
+        do {
+            return try await makeKey { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
+        } catch where error.category == .misconfiguration && error.function == Session.importRefusalFunction {
+            try await checkHealth()
+            throw error
+        }
     }
 
     /// Destroys the key pair with `id`. Returns how many objects were destroyed. Session copies

@@ -10,40 +10,46 @@ public enum IntendedKeyUse: String, Sendable, Hashable {
 }
 
 extension HSM {
-    /// Why a key of `algorithm` could not do `use` in this HSM, found now on throw-away keys as the
-    /// capability probe would, or nil when it can. Asked before a key is made, so that a key the
-    /// HSM cannot use is refused at the first command that would need it. A refusal is only
-    /// reported when the HSM passes its health check afterwards: a token that went away mid-probe
-    /// is an outage (thrown), not a missing capability.
-    public func unusableReason(of algorithm: KeyAlgorithm, for use: IntendedKeyUse) async throws(PKCS11Error) -> String? {
-        guard let reason = try await probeKeyUse(of: algorithm, for: use) else { return nil }
+    /// Which of `uses` a key of `algorithm` could not do in this HSM and why, found now on
+    /// throw-away keys as the capability probe would, or nil when it can do them all. Asked before a key is made, so
+    /// that a key the HSM cannot use is refused at the first command that would need it. A
+    /// refusal is only reported when the HSM passes its health check afterwards: a token that
+    /// went away mid-probe is an outage (thrown), not a missing capability.
+    public func unusableReason(
+        of algorithm: KeyAlgorithm, for uses: Set<IntendedKeyUse>
+    ) async throws(PKCS11Error) -> (use: IntendedKeyUse, reason: String)? {
+        guard let refusal = try await probeKeyUse(of: algorithm, for: uses) else { return nil }
         try await checkHealth()
-        return reason
+        return refusal
     }
 
-    private func probeKeyUse(of algorithm: KeyAlgorithm, for use: IntendedKeyUse) async throws(PKCS11Error) -> String? {
+    private func probeKeyUse(
+        of algorithm: KeyAlgorithm, for uses: Set<IntendedKeyUse>
+    ) async throws(PKCS11Error) -> (use: IntendedKeyUse, reason: String)? {
         let configuration = self.configuration
         let mechanisms = capabilities.mechanisms
         // Its throw-away key pairs are token objects on a module without session keys (tpm2-pkcs11).
-        return try await creatingTokenObjects { session throws(PKCS11Error) -> String? in
+        return try await creatingTokenObjects { session throws(PKCS11Error) -> (use: IntendedKeyUse, reason: String)? in
             var report: [String] = []
-            switch (algorithm, use) {
-            case (.ecP256, .decryption):
-                guard
+            switch algorithm {
+            case .ecP256:
+                if uses.contains(.decryption),
                     CapabilityProbe.probeECDH(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
                         == nil
-                else { return nil }
-                return CapabilityGap.missing(.ecdhP256, configuration: configuration).description
-            case (.rsa2048, .decryption):
-                guard
-                    CapabilityProbe.probeRSA(session: session, mechanisms: mechanisms, configuration: configuration, report: &report).0
-                        == nil
-                else { return nil }
-                return CapabilityGap.missing(.rsaOAEPSHA256, configuration: configuration).description
-            case (.rsa2048, .signing):
-                return CapabilityProbe.probeRSASigning(session: session, report: &report)
-            case (.ecP256, .signing):
-                return CapabilityProbe.probeECDSASigning(session: session, report: &report)
+                {
+                    return (.decryption, CapabilityGap.missing(.ecdhP256, configuration: configuration).description)
+                }
+                guard uses.contains(.signing) else { return nil }
+                return CapabilityProbe.probeECDSASigning(session: session, report: &report).map { (.signing, $0) }
+            case .rsa2048:
+                guard uses.contains(.decryption) else {
+                    return CapabilityProbe.probeRSASigning(session: session, report: &report).map { (.signing, $0) }
+                }
+                // One key pair answers both: the probe's RSA key decrypts and signs.
+                let (path, _, signing) = CapabilityProbe.probeRSA(
+                    session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
+                if path == nil { return (.decryption, CapabilityGap.missing(.rsaOAEPSHA256, configuration: configuration).description) }
+                return uses.contains(.signing) && signing == nil ? (.signing, CapabilityProbe.rsaSigningGap(report)) : nil
             }
         }
     }
@@ -71,11 +77,16 @@ extension CapabilityProbe {
                 probeRSASigningPath(session: session, privateKey: privateHandle, modulus: modulus, exponent: exponent, report: &report)
                     == nil
             else { return nil }
-            return "the HSM cannot sign with RSA: neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS over a software digest works ("
-                + report.filter { $0.hasPrefix("RSA signing") }.joined(separator: "; ") + ")"
+            return rsaSigningGap(report)
         } catch {
             return "the HSM cannot sign with RSA: an RSA-2048 signing key could not be made (\(reason(error)))"
         }
+    }
+
+    /// Why RSA signing failed, from the signing ladder's lines of a probe's `report`.
+    static func rsaSigningGap(_ report: [String]) -> String {
+        "the HSM cannot sign with RSA: neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS over a software digest works ("
+            + report.filter { $0.hasPrefix("RSA signing") }.joined(separator: "; ") + ")"
     }
 
     /// ECDSA P-256 over a SHA-256 digest on a throw-away key, verified in software: nil when it

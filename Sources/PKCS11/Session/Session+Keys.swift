@@ -60,6 +60,9 @@ extension Session {
         }
     }
 
+    /// The function named by the refusal of a module that cannot import private keys.
+    static let importRefusalFunction = "C_CreateObject"
+
     /// A refusal that a template rule of the module's may explain: the codes modules answer an
     /// attribute combination they do not accept with.
     private static func mayBeTemplateRule(_ error: PKCS11Error) -> Bool {
@@ -87,26 +90,27 @@ extension Session {
             publicTemplate.append(Attribute(.publicExponent, bytes: exponent))
         }
         try requireUnusedKeyPairID(specification.id)
-        let publicHandle = try createObject(publicTemplate)
-        var privateHandle: ObjectHandle?
+        // The private key first: it is what a module that cannot import keys refuses, so that
+        // refusal is its own and nothing is left to undo.
+        let privateHandle: ObjectHandle
         do throws(PKCS11Error) {
-            let handle: ObjectHandle
-            do throws(PKCS11Error) {
-                handle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
-            } catch  where Self.mayBeTemplateRule(error) {
-                // The key was checked in software first: its values are not what the module refuses.
-                throw PKCS11Error(
-                    code: error.code, category: .misconfiguration, function: error.function,
-                    message: "the module refuses to create \(specification.algorithm.rawValue.uppercased()) private keys from their "
-                        + "values: it cannot import keys (tpm2-pkcs11 cannot, for one). Make the key in the HSM instead "
-                        + "(`paywarden keys create`, with a new CSR to Apple), or import into an HSM that can")
-            }
-            privateHandle = handle
-            return try keyObject(handle)
+            privateHandle = try createObject(specification.privateKeyTemplate + key.privateAttributes)
+        } catch  where Self.mayBeTemplateRule(error) {
+            // The key was checked in software first: its values are not what the module refuses.
+            throw PKCS11Error(
+                code: error.code, category: .misconfiguration, function: Self.importRefusalFunction,
+                message: "the module refuses to create \(specification.algorithm.rawValue.uppercased()) private keys from their "
+                    + "values: it cannot import keys (tpm2-pkcs11 cannot, for one). Make the key in the HSM instead "
+                    + "(`paywarden keys create`, with a new CSR to Apple), or import into an HSM that can")
+        }
+        var publicHandle: ObjectHandle?
+        do throws(PKCS11Error) {
+            publicHandle = try createObject(publicTemplate)
+            return try keyObject(privateHandle)
         } catch {
             // Leave nothing half-written.
-            if let privateHandle { try? destroyObject(privateHandle) }
-            try? destroyObject(publicHandle)
+            if let publicHandle { try? destroyObject(publicHandle) }
+            try? destroyObject(privateHandle)
             throw error
         }
     }

@@ -39,7 +39,10 @@ struct KeysCreate: AsyncParsableCommand {
     func run() async throws {
         try await AdminAction("keys.create", merchantID: merchantID).run(hsm: hsmOptions) { store, action in
             let algorithm = type ?? purpose.defaultAlgorithm
-            try await UnusableKeyRefusal.check(store.hsm, algorithm: algorithm, purpose: purpose, allowUnusable: allowUnusable)
+            try MerchantKeyStore.checkCreation(merchantID: merchantID, purpose: purpose, algorithm: algorithm)
+            try await UnusableKeyRefusal.check(
+                store.hsm, algorithm: algorithm == .ec ? .ecP256 : .rsa2048, purpose: purpose, signsItsCSR: true,
+                allowUnusable: allowUnusable)
             let (key, csr) = try await store.create(merchantID: merchantID, purpose: purpose, algorithm: algorithm)
             action.concerns(key)
             let path = try CSRFile.write(csr, to: csrOut, home: action.home, merchantID: merchantID, key: key)

@@ -59,8 +59,9 @@ struct KeysImport: AsyncParsableCommand {
             } else {
                 software = try SoftwarePrivateKey(pemOrDER: InputFile.read(source, what: "key"))
             }
+            try MerchantKeyStore.checkAlgorithm(software.algorithm == .ecP256 ? .ec : .rsa, for: purpose)
             try await UnusableKeyRefusal.check(
-                store.hsm, algorithm: software.algorithm == .ecP256 ? .ec : .rsa, purpose: purpose, allowUnusable: allowUnusable)
+                store.hsm, algorithm: software.algorithm, purpose: purpose, signsItsCSR: false, allowUnusable: allowUnusable)
             let merchantCertificate = try certificate.map { try MerchantCertificate(bytes: InputFile.read($0, what: "certificate")) }
             let imported = try await store.importKey(
                 software, certificate: merchantCertificate, merchantID: merchantID, purpose: purpose,
