@@ -182,6 +182,39 @@ struct HSMCapabilityGapTests {
         #expect(try await hsm.keys().isEmpty, "nothing was made")
     }
 
+    /// A token that makes no secret key from a value (FIPS-mode HSMs may not) is probed with keys
+    /// it generates, checked for consistency; one that makes none at all (tpm2-pkcs11 1.9) is a
+    /// vault gap that says so, whatever mechanisms it lists.
+    @Test func secretKeyPathsAreProbedWithGeneratedKeysWhereTheTokenMakesNoneFromAValue() async throws {
+        let token = try await TestToken.make(backend: .softHSM)
+        let generating = try FaultInjectingPKCS11.make()
+        try generating.fail("C_CreateObject", with: .attributeValueInvalid)
+        let hsm = try await generating.open(token)
+        let capabilities = hsm.capabilities
+        // RFC 5649 wrapping makes the data key an object from its value, so data keys are sealed with AES-GCM there.
+        #expect(capabilities.aesGCM && capabilities.hmacSHA256 && capabilities.dataKeyWrapPath == .aesGCM, "\(capabilities.report)")
+        #expect(capabilities.makesSecretKeys && hsm.dataProtectionGaps.isEmpty)
+        #expect(
+            capabilities.report.filter { $0.hasPrefix("secret probe keys:") } == [
+                "secret probe keys: the token made no key from a value (CKR_ATTRIBUTE_VALUE_INVALID); probed with keys it generated, "
+                    + "checked for consistency only"
+            ], "\(capabilities.report)")
+        let left = try await hsm.secretKeys()
+        #expect(try await hsm.keys().isEmpty && left.isEmpty, "the probe's keys are gone")
+
+        let none = try FaultInjectingPKCS11.make()
+        try none.fail("C_CreateObject", with: .attributeValueInvalid)
+        try none.fail("C_GenerateKey", with: .functionNotSupported)
+        let withoutSecretKeys = try await none.open(token)
+        #expect(!withoutSecretKeys.capabilities.makesSecretKeys && !withoutSecretKeys.capabilities.hmacSHA256)
+        let gaps = withoutSecretKeys.dataProtectionGaps.map(\.description)
+        #expect(gaps.count == 2 && gaps.allSatisfy { $0.contains("it makes no AES or generic secret key through PKCS#11") }, "\(gaps)")
+        #expect(
+            withoutSecretKeys.capabilities.report.contains(
+                "HMAC-SHA256: unsupported (the token makes no secret key: from a value CKR_ATTRIBUTE_VALUE_INVALID, generated "
+                    + "CKR_FUNCTION_NOT_SUPPORTED)"), "\(withoutSecretKeys.capabilities.report)")
+    }
+
     /// A module that signs but does not hash (no `CKM_SHA256_RSA_PKCS`, as some tokens and TPMs):
     /// SHA-256 is computed in software and the DigestInfo signed with `CKM_RSA_PKCS`, the same
     /// signature byte for byte, since RSASSA-PKCS1-v1_5 is deterministic. Without `CKM_RSA_PKCS`

@@ -27,6 +27,9 @@ public struct Capabilities: Sendable, Hashable {
     /// The P-384 ECDH path for HPKE (usage information's sender key), or nil when the token
     /// cannot keep a P-384 key sensitive and do ECDH with it (the key is then wrapped instead).
     public var p384ECDHPath: P384ECDHPath? = nil
+    /// False when the token makes no secret key through PKCS#11, from a value or generated
+    /// (tpm2-pkcs11 1.9: only its own tool makes them), whatever mechanisms it lists.
+    public var makesSecretKeys = true
     /// False when the token was opened without probing: no path is known, and none is known missing.
     public var isProbed = true
 

@@ -35,6 +35,13 @@ public struct CapabilityGap: Sendable, Hashable, CustomStringConvertible {
         case .dataKeyProtection: guard capabilities.dataKeyWrapPath == nil else { return nil }
         case .hmacSHA256: guard !capabilities.hmacSHA256 else { return nil }
         }
+        if !capabilities.makesSecretKeys && Operation.dataProtection.contains(operation) {
+            return CapabilityGap(
+                operation: operation,
+                missing: "it makes no AES or generic secret key through PKCS#11 (C_CreateObject and C_GenerateKey refused; "
+                    + "tpm2-pkcs11 1.9 makes them only with its own tool), whatever mechanisms it lists",
+                remedy: "an HSM that generates AES-256 and generic secret keys through PKCS#11 would")
+        }
         return missing(operation, configuration: configuration)
     }
 

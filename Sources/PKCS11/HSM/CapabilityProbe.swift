@@ -18,7 +18,8 @@ enum CapabilityProbe {
         let p384 = probeP384ECDH(session: session, configuration: configuration, report: &report)
         return Capabilities(
             ecdhPath: ecdh, rsaDecryptionPath: rsa, dataKeyWrapPath: wrap, aesGCM: aesGCM, hmacSHA256: hmac, rsaPSS: pss,
-            rsaSigningPath: rsaSigning, unknownAttributes: unknown, mechanisms: mechanisms, report: report, p384ECDHPath: p384
+            rsaSigningPath: rsaSigning, unknownAttributes: unknown, mechanisms: mechanisms, report: report, p384ECDHPath: p384,
+            makesSecretKeys: !report.contains { $0.contains(makesNoSecretKey) }
         )
     }
 
