@@ -108,7 +108,7 @@ let package = Package(
         // The vault: registration IDs, high-value tokens and the envelope encryption of both under
         // key-encrypting keys in the HSM. Speaks to the stores' protocols, never to a driver.
         .target(
-            name: "Vault", dependencies: ["PKCS11", "ApplePay", "KeyCustody", "PaywardenStorage", "PaywardenPrimitives", crypto, logging]),
+            name: "Vault", dependencies: ["PKCS11", "ApplePay", "PaywardenStorage", "PaywardenPrimitives", crypto, logging]),
         // Apple's servers over mutual TLS signed by the HSM-held identity key: merchant-token events,
         // unlink, metadata updates and payment sessions, behind a host allow-list (docs/apple-pay.md, "Apple's hosts").
         .target(
@@ -211,7 +211,7 @@ let package = Package(
             dependencies: [
                 "PKCS11", "ApplePay", "KeyCustody", "PaywardenTesting", "PaywardenServer", "PaywardenServices", "MerchantTokens",
                 "ProcessorRelays", "PaywardenConfiguration", "PaywardenPrimitives",
-                "PaywardenStorage", crypto, asyncHTTPClient, nioCore, nioHTTP1, logging, serviceLifecycle,
+                "PaywardenStorage", "PaywardenStorageSQLite", crypto, asyncHTTPClient, nioCore, nioHTTP1, logging, serviceLifecycle,
             ]
         ),
 

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// A program the tests start beside them and leave running (HAProxy, `p11-kit server`, a software
-/// TPM and its resource manager): its output goes to a log file, and it is killed when the test
+/// TPM and its resource manager): its output goes to a log file, and it is stopped when the test
 /// ends if it still runs.
 public final class DaemonProcess: @unchecked Sendable {
     let process: Process
@@ -28,14 +28,9 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         try? output.close()
-        TestResources.track(cleanup: { [process] in
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        })
         self.process = process
         self.logPath = logPath
+        TestResources.track(cleanup: { [self] in stop() })
     }
 
     public var isRunning: Bool { process.isRunning }
@@ -43,10 +38,13 @@ public final class DaemonProcess: @unchecked Sendable {
     /// What the program wrote so far.
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    /// SIGTERM, and waits for the program to end.
-    public func stop() {
+    /// SIGTERM, and waits for the program to end; SIGKILL when it has not within `grace`.
+    public func stop(grace: Duration = .seconds(5)) {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
+        let deadline = ContinuousClock.now + grace
+        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 

@@ -32,7 +32,6 @@ public struct P11KitRemotedToken: Sendable {
             ["server", "-f", "-n", socket, "--provider", TestToken.softHSMModulePath, "pkcs11:token=\(token.label)"],
             environment: environment, logPath: token.directory + "/p11kit-\(token.label).log")
         try await server.wait("the socket \(socket)") { FileManager.default.fileExists(atPath: socket) }
-        TestResources.track(cleanup: { server.stop() })
         return P11KitRemotedToken(token: token, server: server, address: "unix:path=" + socket)
     }
 

@@ -66,7 +66,6 @@ public struct SoftwareTPMToken: Sendable {
         try await resourceManager.wait("the resource manager on the bus") {
             try Self.run("/usr/bin/tpm2_getrandom", ["4"], token.moduleEnvironment).status == 0
         }
-        TestResources.track(cleanup: { token.stop() })
         let store = directory + "/store"
         for arguments in [
             ["init", "--path=\(store)"],

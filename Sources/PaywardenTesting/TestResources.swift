@@ -29,7 +29,8 @@ public enum TestResources {
         scope.open.withLock { $0.directories.append(directory) }
     }
 
-    /// Something else to undo when the test ends (a child process to stop), run first.
+    /// Something else to undo when the test ends (a child process to stop), run first, the last
+    /// tracked first.
     public static func track(cleanup: @escaping @Sendable () -> Void) {
         scope.open.withLock { $0.cleanups.append(cleanup) }
     }
@@ -53,7 +54,9 @@ public enum TestResources {
             defer { state = ([], [], [], []) }
             return state
         }
-        for cleanup in cleanups { cleanup() }
+        // Last started, first stopped: a daemon goes before what it depends on (the TPM's
+        // resource manager before the TPM).
+        for cleanup in cleanups.reversed() { cleanup() }
         for hsm in hsms { await hsm.close() }
         for token in tokens { token.destroy() }
         for directory in directories { try? FileManager.default.removeItem(atPath: directory) }

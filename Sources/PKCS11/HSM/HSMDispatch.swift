@@ -67,9 +67,10 @@ extension HSMDispatchChoice {
     /// The choice must not flip between starts of one module, so it rests on the fastest of 15
     /// round trips, not their median: a busy machine only ever slows a call down, so the fastest is
     /// the module's own cost, steady from start to start (a median of 9 through p11-kit's socket
-    /// ranged from 17 to 52 µs). And the default threshold, 10 µs, lies far from both kinds of
-    /// module: one in our process answers in 1–3 µs, one behind a socket in no less than about
-    /// 15 µs (two context switches and the transport's encoding).
+    /// ranged from 17 to 52 µs). And the default threshold, 10 µs, lies about twice as far from
+    /// both kinds of module as either's fastest round trip strays: one in our process answered in
+    /// 1 µs, and 4.8 µs at worst on a loaded machine; one behind a socket (p11-kit's client) in
+    /// 27–41 µs, never less (two context switches and the transport's encoding).
     init(configuration: HSMConfiguration, session: Session) {
         let samples = Self.roundTrips(session)
         let roundTrip = samples.first ?? .zero

@@ -118,14 +118,21 @@ extension CapabilityProbe {
 
 extension HSM {
     /// How this module takes Paywarden's key templates, found on a throw-away sign-only RSA key
-    /// pair (an identity key's, the template a module's attribute rules refuse first): nil when
-    /// as specified, else how it was adapted. Throws when the module makes no such key at all.
-    public func keyTemplateAdaptation() async throws(PKCS11Error) -> String? {
-        try await creatingTokenObjects { session throws(PKCS11Error) -> String? in
-            let (key, adaptation) = try session.generateKeyPairAdapting(
-                KeySpecification(label: "paywarden-template-probe", algorithm: .rsa2048, usage: [.sign]))
-            _ = try? session.destroyKeyPair(id: key.id)
-            return adaptation
+    /// pair (an identity key's, the template a module's attribute rules refuse first): "as
+    /// specified", else how it was adapted, and a throw-away pair the module would not destroy,
+    /// named so that it can be removed by hand. Throws when the module makes no such key at all.
+    public func keyTemplateAdaptation() async throws(PKCS11Error) -> String {
+        let label = "paywarden-template-probe"
+        return try await creatingTokenObjects { session throws(PKCS11Error) -> String in
+            let (key, adaptation) = try session.generateKeyPairAdapting(KeySpecification(label: label, algorithm: .rsa2048, usage: [.sign]))
+            var text = adaptation ?? "as specified"
+            do {
+                try session.destroyKeyPair(id: key.id)
+            } catch {
+                text += "; the throw-away key pair it was found on (label \(label), CKA_ID \(key.id.hex)) could not be destroyed "
+                    + "(\(CapabilityProbe.reason(error))): remove it with the HSM's own tools"
+            }
+            return text
         }
     }
 }

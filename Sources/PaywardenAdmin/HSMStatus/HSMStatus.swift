@@ -21,7 +21,7 @@ struct HSMStatus: AsyncParsableCommand {
             let secretKeys = try await hsm.secretKeys()
             let keyTemplates: String
             do {
-                keyTemplates = try await hsm.keyTemplateAdaptation() ?? "as specified"
+                keyTemplates = try await hsm.keyTemplateAdaptation()
             } catch let error as PKCS11Error {
                 keyTemplates = "refused: an RSA signing key could not be made (\(error.message)); no identity key can be made here"
             }
