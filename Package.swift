@@ -194,10 +194,14 @@ let package = Package(
         // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a
         // software `MerchantKeyOperations`, a `withServer {}` harness that always shuts down, and a
         // stand-in for Apple's gateway (real mutual TLS on loopback).
+        // What the PKCS#11 tests need and nothing above PKCS11: SoftHSM and NSS test tokens, SoftHSM
+        // behind p11-kit's remoting, tpm2-pkcs11 on a software TPM, the fault-injecting module's
+        // controls, the resources a test releases, and the real vectors' location.
+        .target(name: "PaywardenHSMTesting", dependencies: ["PKCS11", "PaywardenPrimitives", logging]),
         .target(
             name: "PaywardenTesting",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays",
+                "PaywardenHSMTesting", "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays",
                 "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenSandbox", "PaywardenStorage",
                 "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
                 "OutboundTLS", crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL,
@@ -205,7 +209,7 @@ let package = Package(
             ]
         ),
         // The Swift Testing trait that releases what a test opened; test targets only.
-        .target(name: "PaywardenTestTraits", dependencies: ["PaywardenTesting"]),
+        .target(name: "PaywardenTestTraits", dependencies: ["PaywardenHSMTesting"]),
         .executableTarget(
             name: "PaywardenBench",
             dependencies: [
@@ -223,7 +227,7 @@ let package = Package(
 
         .testTarget(
             name: "PKCS11Tests",
-            dependencies: ["PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenPrimitives", crypto, cryptoExtras]),
+            dependencies: ["PKCS11", "PaywardenHSMTesting", "PaywardenTestTraits", "PaywardenPrimitives", crypto, cryptoExtras]),
         .testTarget(
             name: "ApplePayTests",
             dependencies: [

@@ -1,4 +1,4 @@
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 
 /// Releases what each test opened (HSMs, SoftHSM tokens) when it ends, passed or failed: only

@@ -1,5 +1,5 @@
 import PKCS11
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 
 extension HSMTests {

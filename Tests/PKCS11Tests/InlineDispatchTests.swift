@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import PKCS11
 import PaywardenTestTraits
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 
 /// Inline dispatch: calls on a companion of the caller's thread, which it waits for, for a module in the process,

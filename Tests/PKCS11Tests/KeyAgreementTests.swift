@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import PKCS11
 import PaywardenPrimitives
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 import _CryptoExtras
 

@@ -1,7 +1,7 @@
 import Foundation
 import PKCS11
 import PaywardenTestTraits
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 
 /// Re-establishing a lost HSM: a refused PIN is never presented twice, and other failures are

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import PKCS11
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 import _CryptoExtras
 

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 
 @testable import PKCS11

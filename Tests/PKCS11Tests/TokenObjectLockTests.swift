@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import PKCS11
 import PaywardenTestTraits
-import PaywardenTesting
+import PaywardenHSMTesting
 import Testing
 
 /// Token objects made and destroyed beside other calls without a failure (creations run alone:

@@ -5,7 +5,7 @@ import Foundation
 public enum ConformanceVectors {
     public static let directory: String = {
         if let path = ProcessInfo.processInfo.environment["PAYWARDEN_VECTORS"], !path.isEmpty { return path }
-        // Sources/PaywardenTesting/ConformanceVectors.swift -> the package root, then ../shared/vectors
+        // Sources/PaywardenHSMTesting/ConformanceVectors.swift -> the package root, then ../shared/vectors
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.deletingLastPathComponent().appendingPathComponent("shared/vectors").path
     }()
