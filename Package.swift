@@ -201,7 +201,8 @@ let package = Package(
         .target(
             name: "PaywardenTesting",
             dependencies: [
-                "PaywardenHSMTesting", "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays",
+                "PaywardenHSMTesting", "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenServices", "MerchantTokens",
+                "ProcessorRelays",
                 "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenSandbox", "PaywardenStorage",
                 "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
                 "OutboundTLS", crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL,

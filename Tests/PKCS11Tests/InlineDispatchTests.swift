@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import PKCS11
-import PaywardenTestTraits
 import PaywardenHSMTesting
+import PaywardenTestTraits
 import Testing
 
 /// Inline dispatch: calls on a companion of the caller's thread, which it waits for, for a module in the process,

@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import PKCS11
-import PaywardenPrimitives
 import PaywardenHSMTesting
+import PaywardenPrimitives
 import Testing
 import _CryptoExtras
 

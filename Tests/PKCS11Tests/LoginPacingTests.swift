@@ -1,7 +1,7 @@
 import Foundation
 import PKCS11
-import PaywardenTestTraits
 import PaywardenHSMTesting
+import PaywardenTestTraits
 import Testing
 
 /// Re-establishing a lost HSM: a refused PIN is never presented twice, and other failures are

@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import PKCS11
-import PaywardenTestTraits
 import PaywardenHSMTesting
+import PaywardenTestTraits
 import Testing
 
 /// Token objects made and destroyed beside other calls without a failure (creations run alone:

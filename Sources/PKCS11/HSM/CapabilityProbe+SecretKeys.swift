@@ -20,9 +20,13 @@ extension CapabilityProbe {
                 let expected = try AES.GCM.seal(
                     knownPlaintext, using: SymmetricKey(data: value), nonce: AES.GCM.Nonce(data: knownIV), authenticating: knownAAD
                 )
-                guard sealed == Array(expected.ciphertext) + Array(expected.tag) else { return "the token's ciphertext differs from software" }
+                guard sealed == Array(expected.ciphertext) + Array(expected.tag) else {
+                    return "the token's ciphertext differs from software"
+                }
             } else {
-                guard sealed.count == knownPlaintext.count + 16 else { return "the token's ciphertext is not the plaintext and a 16-byte tag" }
+                guard sealed.count == knownPlaintext.count + 16 else {
+                    return "the token's ciphertext is not the plaintext and a 16-byte tag"
+                }
                 let otherIV = knownIV.map { $0 ^ 0x5A }
                 let again = try session.encryptAESGCM(key: key.handle, iv: otherIV, additionalData: knownAAD, plaintext: knownPlaintext)
                 guard again != sealed else { return "the token ignored the IV" }
@@ -60,7 +64,9 @@ extension CapabilityProbe {
                         }
                     }
                 }
-                guard length > 0, wrapped == Array(expected.prefix(Int(length))) else { return "the token's wrapping differs from RFC 5649" }
+                guard length > 0, wrapped == Array(expected.prefix(Int(length))) else {
+                    return "the token's wrapping differs from RFC 5649"
+                }
             } else {
                 // RFC 5649: the key padded to whole 8-byte blocks, and an 8-byte integrity block.
                 guard wrapped.count == (dataKey.count + 7) / 8 * 8 + 8 else { return "the token's wrapping is not RFC 5649's length" }
@@ -163,7 +169,7 @@ extension CapabilityProbe {
         do {
             do {
                 handle = try session.generateKey(mechanism, template: template + [.bool(.token, false)])
-            } catch where [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue) {
+            } catch  where [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue) {
                 handle = try session.generateKey(mechanism, template: template + [.bool(.token, true)])
                 asTokenObject = true
             }

@@ -161,7 +161,7 @@ enum CapabilityProbe {
         do {
             return try session.generateKeyPair(
                 mechanism, publicKey: [.bool(.token, false), label] + publicKey, privateKey: [.bool(.token, false), label] + privateKey)
-        } catch where [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue) {
+        } catch  where [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue) {
             // Only a refusal of the template: a device fault must not leave keys in the token.
             let pair = try session.generateKeyPair(
                 mechanism, publicKey: [.bool(.token, true), label] + publicKey, privateKey: [.bool(.token, true), label] + privateKey)

@@ -18,7 +18,7 @@ extension HSM {
     public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
         do {
             return try await makeKey { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
-        } catch where error.category == .misconfiguration && error.function == Session.importRefusalFunction {
+        } catch  where error.category == .misconfiguration && error.function == Session.importRefusalFunction {
             try await checkHealth()
             throw error
         }

@@ -129,7 +129,8 @@ extension HSM {
             do {
                 try session.destroyKeyPair(id: key.id)
             } catch {
-                text += "; the throw-away key pair it was found on (label \(label), CKA_ID \(key.id.hex)) could not be destroyed "
+                text +=
+                    "; the throw-away key pair it was found on (label \(label), CKA_ID \(key.id.hex)) could not be destroyed "
                     + "(\(CapabilityProbe.reason(error))): remove it with the HSM's own tools"
             }
             return text

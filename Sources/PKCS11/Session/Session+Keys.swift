@@ -51,12 +51,25 @@ extension Session {
                     message: "the module made a private key with usages \(key.usage) where \(specification.usage) were specified: "
                         + "a key with more privileges than its purpose needs is not kept")
             }
+            try Self.requireKeptInside(key, function: "C_GenerateKeyPair")
             return (key, adaptation)
         } catch {
             // Leave nothing half-made in the token.
             try? destroyObject(handles.privateKey)
             try? destroyObject(handles.publicKey)
             throw error
+        }
+    }
+
+    /// A new private key is kept only when the module says it cannot leave it: some modules
+    /// ignore `CKA_SENSITIVE` in a template (YubiHSM 2's, by its documentation), so the template
+    /// asking is not enough. Read back from every key made, generated or imported.
+    static func requireKeptInside(_ key: KeyObject, function: String) throws(PKCS11Error) {
+        guard key.isSensitive, !key.isExtractable else {
+            throw PKCS11Error(
+                code: .returnValue(.templateInconsistent), category: .misconfiguration, function: function,
+                message: "the module made a private key that can leave it (CKA_SENSITIVE=\(key.isSensitive ? "TRUE" : "FALSE"), "
+                    + "CKA_EXTRACTABLE=\(key.isExtractable ? "TRUE" : "FALSE")) where the template asked for neither: it is not kept")
         }
     }
 
@@ -106,7 +119,9 @@ extension Session {
         var publicHandle: ObjectHandle?
         do throws(PKCS11Error) {
             publicHandle = try createObject(publicTemplate)
-            return try keyObject(privateHandle)
+            let made = try keyObject(privateHandle)
+            try Self.requireKeptInside(made, function: Self.importRefusalFunction)
+            return made
         } catch {
             // Leave nothing half-written.
             if let publicHandle { try? destroyObject(publicHandle) }
