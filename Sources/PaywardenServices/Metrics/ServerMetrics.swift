@@ -275,10 +275,10 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A vault operation (register, redeem, detokenize, …) by outcome: ok or the stable error code.
-    public func vault(operation: String, outcome: String, duration: Duration) {
+    public func vault(operation: VaultOperation, outcome: String, duration: Duration) {
         pairCounter(
             in: vaultCounters, Self.name("vault_operations", unit: "total", "Vault operations by operation and outcome"),
-            ("operation", operation), ("outcome", outcome)
+            ("operation", operation.label), ("outcome", outcome)
         ).increment()
         vaultDuration.record(duration)
     }

@@ -58,7 +58,7 @@ public final class VaultService: Sendable {
         token: [UInt8], paypageID: String, reportGroup: String, admit: (PaypageRecord) throws(VaultFailure) -> Void,
         claimed: (PaypageRecord) -> Void
     ) async throws(VaultFailure) -> Registration {
-        try await measured("register") { () async throws(VaultFailure) in
+        try await measured(.register) { () async throws(VaultFailure) in
             let vault = self.vault
             let paypage = try await vaulted { () async throws(VaultError) in
                 try await vault.authorizePaypage(paypageID, reportGroup: reportGroup)
@@ -94,7 +94,7 @@ public final class VaultService: Sendable {
 
     /// Every redemption is audited: who, for which organisation, and a keyed reference to the ID.
     public func redeem(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) -> Redemption {
-        try await audited("redeem", key: key, organization: organization, naming: { "registration \($0.reference)" }) {
+        try await audited(.redeem, key: key, organization: organization, naming: { "registration \($0.reference)" }) {
             () async throws(VaultError) in try await vault.redeem(id, organization: organization)
         }
     }
@@ -105,7 +105,7 @@ public final class VaultService: Sendable {
     public func redeemForOneUse<Accepted>(
         _ id: String, key: APIKey, organization: String, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
-        try await audited("redeem-once", key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
+        try await audited(.redeemOnce, key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
             () async throws(VaultFailure) in
             try await vaulted(accepting: accept) { (vaultAccept) async throws(VaultError) in
                 try await vault.redeemForOneUse(id, organization: organization, accept: vaultAccept)
@@ -114,14 +114,14 @@ public final class VaultService: Sendable {
     }
 
     public func endRegistration(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) {
-        _ = try await audited("end-registration", key: key, organization: organization, naming: { "registration \($0)" }) {
+        _ = try await audited(.endRegistration, key: key, organization: organization, naming: { "registration \($0)" }) {
             () async throws(VaultError) in try await vault.endRegistration(id, organization: organization)
         }
     }
 
     /// A high-value token for a token decrypted for `policy`'s organisation (cnpAPI `registerTokenRequest`).
     public func issueToken(for token: DecryptedPaymentToken, policy: OrganizationPolicy) async throws(VaultFailure) -> IssuedToken {
-        try await measured("issue_token") { () async throws(VaultFailure) in
+        try await measured(.issueToken) { () async throws(VaultFailure) in
             try await vaulted { () async throws(VaultError) in
                 try await vault.issueToken(for: try AccountFacts(payment: token.payment), policy: policy)
             }
@@ -131,7 +131,7 @@ public final class VaultService: Sendable {
     /// Keeps `token`'s decrypted payload sealed for the first authorization that presents
     /// `issued` (Radial's decrypt sequence): its cryptogram authorizes once, within 24 hours.
     public func holdCryptogram(of token: DecryptedPaymentToken, for issued: IssuedToken, organization: String) async throws(VaultFailure) {
-        _ = try await measured("hold_cryptogram") { () async throws(VaultFailure) in
+        _ = try await measured(.holdCryptogram) { () async throws(VaultFailure) in
             try await vaulted { () async throws(VaultError) in
                 try await vault.holdCryptogram(of: token, for: issued, organization: organization)
             }
@@ -144,7 +144,7 @@ public final class VaultService: Sendable {
     public func takeHeldCryptogram<Accepted>(
         for token: String, key: APIKey, organization: String, accept: ([UInt8]) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> Accepted? {
-        try await audited("take-held-cryptogram", key: key, organization: organization, naming: { $0 == nil ? "none held" : "taken" }) {
+        try await audited(.takeHeldCryptogram, key: key, organization: organization, naming: { $0 == nil ? "none held" : "taken" }) {
             () async throws(VaultFailure) in
             try await vaulted(accepting: accept) { (vaultAccept) async throws(VaultError) in
                 try await vault.takeHeldCryptogram(for: token, organization: organization, accept: vaultAccept)
@@ -182,7 +182,7 @@ public final class VaultService: Sendable {
     }
 
     public func detokenize(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) -> DetokenizedAccount {
-        try await audited("detokenize", key: key, organization: organization, naming: { "token \($0.reference)" }) {
+        try await audited(.detokenize, key: key, organization: organization, naming: { "token \($0.reference)" }) {
             () async throws(VaultError) in try await vault.detokenize(token, organization: organization)
         }
     }
@@ -190,7 +190,7 @@ public final class VaultService: Sendable {
     /// A token's kind from its record, nothing decrypted (``StoredCredentialRule`` decides on it
     /// before a relay detokenizes). Counted, not audited: no account data is read.
     public func storedTokenFacts(_ token: String, organization: String) async throws(VaultFailure) -> StoredTokenFacts {
-        try await measured("token_facts") { () async throws(VaultFailure) in
+        try await measured(.tokenFacts) { () async throws(VaultFailure) in
             // A row's facts only: a relay's own stored tokens (not found here) pass through on any HSM.
             try await vaulted(requiresVaultCapabilities: false) { () async throws(VaultError) in
                 try await vault.storedTokenFacts(token, organization: organization)
@@ -202,52 +202,55 @@ public final class VaultService: Sendable {
     /// who, the stable code and the token's reference. Nothing was detokenized.
     public func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: String, failure: VaultFailure) async {
         await record(
-            action: "use-stored-token", key: key, organization: organization, result: "refused",
+            .useStoredToken, key: key, organization: organization, result: "refused",
             detail: "\(failure.code.rawValue) token \(facts.reference)")
     }
 
     public func deleteToken(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) {
-        _ = try await audited("delete-token", key: key, organization: organization, naming: { "token \($0)" }) {
+        _ = try await audited(.deleteToken, key: key, organization: organization, naming: { "token \($0)" }) {
             () async throws(VaultError) in try await vault.deleteToken(token, organization: organization)
         }
     }
 
-    /// Runs a vault operation an API key asked for, measured under `action` and audited whatever
+    /// Runs a vault operation an API key asked for, measured under `operation` and audited whatever
     /// the outcome; `naming` gives the audit detail of a success (a keyed reference, never the
     /// ID or token), a refusal records its stable code.
     private func audited<Value>(
-        _ action: String, key: APIKey, organization: String, naming: (Value) -> String, _ body: () async throws(VaultError) -> Value
+        _ operation: VaultOperation, key: APIKey, organization: String, naming: (Value) -> String,
+        _ body: () async throws(VaultError) -> Value
     ) async throws(VaultFailure) -> Value {
-        try await audited(action, key: key, organization: organization, naming: naming) { () async throws(VaultFailure) in
+        try await audited(operation, key: key, organization: organization, naming: naming) { () async throws(VaultFailure) in
             try await vaulted(body)
         }
     }
 
     /// Measured, and one audit line whatever the outcome: the refusal's stable code, or `ok`.
     private func audited<Value>(
-        _ action: String, key: APIKey, organization: String, naming: (Value) -> String, _ body: () async throws(VaultFailure) -> Value
+        _ operation: VaultOperation, key: APIKey, organization: String, naming: (Value) -> String,
+        _ body: () async throws(VaultFailure) -> Value
     ) async throws(VaultFailure) -> Value {
         do {
-            let value = try await measured(action.replacingOccurrences(of: "-", with: "_"), body)
-            await record(action: action, key: key, organization: organization, result: "ok", detail: naming(value))
+            let value = try await measured(operation, body)
+            await record(operation, key: key, organization: organization, result: "ok", detail: naming(value))
             return value
         } catch {
-            await record(action: action, key: key, organization: organization, result: "refused", detail: error.code.rawValue)
+            await record(operation, key: key, organization: organization, result: "refused", detail: error.code.rawValue)
             throw error
         }
     }
 
     /// One audit line: who (the API key's name), what, for which organisation, and a reference
     /// to the token that is neither the token nor its account number.
-    private func record(action: String, key: APIKey, organization: String, result: String, detail: String) async {
+    private func record(_ operation: VaultOperation, key: APIKey, organization: String, result: String, detail: String) async {
         guard let audit else { return }
         let record = AuditLog.Record(
-            time: vault.now, user: "api-key:\(key.name)", action: action, keyID: nil, merchantID: organization, result: result,
+            time: vault.now, user: "api-key:\(key.name)", action: operation.auditAction, keyID: nil, merchantID: organization,
+            result: result,
             detail: detail)
         do {
             try await audit.append(record)
         } catch {
-            logger.error("the audit log could not be written", metadata: ["action": "\(action)", "error": "\(error)"])
+            logger.error("the audit log could not be written", metadata: ["action": "\(operation.auditAction)", "error": "\(error)"])
         }
     }
 
@@ -266,7 +269,9 @@ public final class VaultService: Sendable {
         }
     }
 
-    private func measured<Value>(_ operation: String, _ body: () async throws(VaultFailure) -> Value) async throws(VaultFailure) -> Value {
+    private func measured<Value>(_ operation: VaultOperation, _ body: () async throws(VaultFailure) -> Value) async throws(VaultFailure)
+        -> Value
+    {
         let start = ContinuousClock.now
         do {
             let value = try await body()
