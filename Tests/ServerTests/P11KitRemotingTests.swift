@@ -55,6 +55,7 @@ struct P11KitRemotingTests {
         #expect(ecRefused.stderr.contains("refused: this HSM cannot use an EC processing key"), "\(ecRefused.stderr)")
         #expect(ecRefused.stderr.contains("CKM_ECDH1_DERIVE") && ecRefused.stderr.contains("no retry helps"))
         #expect(try env.listedKeys().isEmpty)
+        #expect(try env.paywarden("keys", "list", environment: through).stdout.contains("no merchant keys"), "nor any key in the token")
 
         // RSA custody through the socket: a key made in the HSM, its CSR signed there, certified.
         let rsa = try env.certifiedProcessingKey(merchant, type: "rsa", by: ca, environment: through).subjectPublicKeyInfo

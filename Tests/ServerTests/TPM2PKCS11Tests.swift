@@ -47,6 +47,7 @@ struct TPM2PKCS11Tests {
         let imported = try env.paywarden("keys", "import", "--key", software, "--merchant-id", merchant, environment: on)
         #expect(imported.status == 3 && imported.stderr.contains("it cannot import keys"), "\(imported.stderr)")
         #expect(try env.listedKeys().isEmpty)
+        #expect(try env.paywarden("keys", "list", environment: on).stdout.contains("no merchant keys"), "nor any key in the token")
 
         // An identity key: sign-only, which the module takes once the public key's usages are left to it.
         let csrPath = env.home + "/identity.csr"
