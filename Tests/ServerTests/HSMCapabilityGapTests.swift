@@ -148,6 +148,10 @@ struct HSMCapabilityGapTests {
         #expect(
             processing.stderr.contains("cannot use an RSA processing key: its CSR cannot be signed: the HSM cannot sign with RSA"),
             "\(processing.stderr)")
+        // The key could not be made at all, so the flag that prepares keys for an upgrade does not help.
+        let forced = try env.paywarden(
+            "keys", "create", "--merchant-id", merchant, "--type", "rsa", "--allow-unusable", environment: withoutSigning)
+        #expect(forced.status == 3 && forced.stderr.contains("--allow-unusable cannot help"), "\(forced.stderr)")
         let rsaPath = try env.write(Array(try _RSA.Encryption.PrivateKey(keySize: .bits2048).pemRepresentation.utf8), named: "rsa.pem")
         let imported = try env.paywarden("keys", "import", "--key", rsaPath, "--merchant-id", merchant, environment: withoutSigning)
         #expect(imported.status == 0, "\(imported.stderr)")
@@ -211,8 +215,16 @@ struct HSMCapabilityGapTests {
         #expect(gaps.count == 2 && gaps.allSatisfy { $0.contains("it makes no AES or generic secret key through PKCS#11") }, "\(gaps)")
         #expect(
             withoutSecretKeys.capabilities.report.contains(
-                "HMAC-SHA256: unsupported (the token makes no secret key: from a value CKR_ATTRIBUTE_VALUE_INVALID, generated "
+                "HMAC-SHA256: unsupported (the token makes no generic secret key: from a value CKR_ATTRIBUTE_VALUE_INVALID, generated "
                     + "CKR_FUNCTION_NOT_SUPPORTED)"), "\(withoutSecretKeys.capabilities.report)")
+
+        // A device failing at the probe is not an answer about keys: no fallback, nothing called permanent.
+        let failing = try FaultInjectingPKCS11.make()
+        try failing.fail("C_CreateObject", with: .deviceError)
+        let probedInAFault = try await failing.open(token)
+        #expect(probedInAFault.capabilities.makesSecretKeys, "\(probedInAFault.capabilities.report)")
+        #expect(!probedInAFault.capabilities.report.contains { $0.contains("secret probe keys") || $0.contains("makes no") })
+        #expect(probedInAFault.capabilities.report.contains("HMAC-SHA256: unsupported (CKR_DEVICE_ERROR)"))
     }
 
     /// A module that signs but does not hash (no `CKM_SHA256_RSA_PKCS`, as some tokens and TPMs):
@@ -246,8 +258,9 @@ struct HSMCapabilityGapTests {
         let unsigning = try await neither.open(token)
         #expect(unsigning.capabilities.rsaSigningPath == nil)
         await #expect(throws: PKCS11Error.self) { try await unsigning.signRSAPKCS1SHA256(key.id, message: message) }
-        let (use, reason) = try #require(try await unsigning.unusableReason(of: .rsa2048, for: [.signing]))
-        #expect(use == .signing)
+        let refusals = try await unsigning.unusableReasons(of: .rsa2048, for: [.decryption, .signing])
+        #expect(refusals[.decryption] == nil, "it decrypts")
+        let reason = try #require(refusals[.signing])
         #expect(reason.contains("neither CKM_SHA256_RSA_PKCS nor CKM_RSA_PKCS"), "\(reason)")
     }
 }

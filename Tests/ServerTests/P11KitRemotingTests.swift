@@ -99,5 +99,13 @@ struct P11KitRemotingTests {
         #expect(try await serve.send(.GET, "/readyz").status == 200, "a capability gap is not an outage")
         #expect(serve.log.contains("this HSM cannot decrypt EC_v1 tokens"))
         serve.stop()
+
+        // Rotation makes a key of the current one's type: refused here for an EC key, as creation is.
+        let rotating = "merchant.com.example.rotate"
+        _ = try env.certifiedProcessingKey(rotating, type: "ec", by: ca, environment: through, options: ["--allow-unusable"])
+        let rotation = try env.paywarden("keys", "rotate", "--merchant-id", rotating, environment: through)
+        #expect(rotation.status == 3 && rotation.stderr.contains("refused: this HSM cannot use an EC processing key"), "\(rotation.stderr)")
+        let prepared2 = try env.paywarden("keys", "rotate", "--merchant-id", rotating, "--allow-unusable", environment: through)
+        #expect(prepared2.status == 0 && prepared2.stderr.contains("warning: this HSM cannot use an EC processing key yet"))
     }
 }

@@ -136,6 +136,17 @@ public final class MerchantKeyStore: Sendable {
     /// current key stays active: Apple keeps sending tokens for it until the new certificate is
     /// activated and for a while after.
     public func rotate(merchantID: String) async throws(CustodyError) -> (successor: MerchantKey, csr: String, current: MerchantKey) {
+        let current = try await currentProcessingKey(merchantID: merchantID)
+        let (successor, csr) = try await create(
+            merchantID: merchantID, purpose: .processing,
+            algorithm: current.key.algorithm == .ecP256 ? .ec : .rsa, predecessor: current.id
+        )
+        return (successor, csr, current)
+    }
+
+    /// The active processing key of `merchantID` that a rotation succeeds: the one whose
+    /// certificate runs longest.
+    public func currentProcessingKey(merchantID: String) async throws(CustodyError) -> MerchantKey {
         let candidates = try await list().filter { $0.merchantID == merchantID && $0.purpose == .processing && $0.state == .active }
         guard
             let current = candidates.max(by: {
@@ -148,11 +159,7 @@ public final class MerchantKeyStore: Sendable {
                     + "\(merchantID)`"
             )
         }
-        let (successor, csr) = try await create(
-            merchantID: merchantID, purpose: .processing,
-            algorithm: current.key.algorithm == .ecP256 ? .ec : .rsa, predecessor: current.id
-        )
-        return (successor, csr, current)
+        return current
     }
 
     /// Imports a software key (migration from another system), non-extractable from then on.
@@ -162,6 +169,28 @@ public final class MerchantKeyStore: Sendable {
         _ software: SoftwarePrivateKey, certificate: MerchantCertificate?, merchantID: String?,
         purpose: KeyPurpose, allowExpiredCertificate: Bool = false
     ) async throws(CustodyError) -> MerchantKey {
+        try await importKey(
+            prepareImport(
+                software, certificate: certificate, merchantID: merchantID, purpose: purpose,
+                allowExpiredCertificate: allowExpiredCertificate))
+    }
+
+    /// An import whose arguments were checked, ready to be made in the HSM.
+    public struct PreparedImport: Sendable {
+        let software: SoftwarePrivateKey
+        let certificate: MerchantCertificate?
+        let specification: KeySpecification
+        let record: KeyRecord
+    }
+
+    /// Checks an import's arguments without touching the HSM's objects: the key is valid and of a
+    /// type `purpose` allows, the certificate (given or bundled) is this key's and fits the
+    /// purpose, the merchant is known, and the key is not in the HSM already. For a caller that
+    /// asks the HSM something before the key is made: an argument's error comes first.
+    public func prepareImport(
+        _ software: SoftwarePrivateKey, certificate: MerchantCertificate?, merchantID: String?,
+        purpose: KeyPurpose, allowExpiredCertificate: Bool = false
+    ) async throws(CustodyError) -> PreparedImport {
         var certificate = certificate
         if certificate == nil, let bundled = software.certificate { certificate = try MerchantCertificate(bytes: bundled) }
         let publicKey: PublicKey
@@ -199,17 +228,21 @@ public final class MerchantKeyStore: Sendable {
             state: .active, origin: .imported, createdAt: now
         )
         record.activatedAt = now
+        return PreparedImport(software: software, certificate: certificate, specification: specification, record: record)
+    }
+
+    /// Makes a prepared import: the key in the HSM, then its record, or neither.
+    public func importKey(_ prepared: PreparedImport) async throws(CustodyError) -> MerchantKey {
+        let certificate = prepared.certificate
         let object: KeyObject
         do throws(PKCS11Error) {
-            object = try await hsm.creatingTokenObjects(retryingAfterLostLogin: false) { session throws(PKCS11Error) -> KeyObject in
-                try session.importPrivateKey(software, as: specification)
-            }
+            object = try await hsm.importPrivateKey(prepared.software, as: prepared.specification)
         } catch {
             throw CustodyError(error)
         }
         let written: KeyRecord
         do throws(CustodyError) {
-            guard let inserted = try await records.insert(record, certificate: certificate?.der, for: object.id, at: now) else {
+            guard let inserted = try await records.insert(prepared.record, certificate: certificate?.der, for: object.id, at: now) else {
                 throw CustodyError(.invalidState, "key \(object.id) already has a record in the database; nothing was imported")
             }
             written = inserted

@@ -50,38 +50,25 @@ extension CapabilityProbe {
     /// RFC 5649 key wrap, checked against OpenSSL's; else AES-GCM inside the HSM when that passed.
     static func probeDataKeyWrap(session: Session, aesGCM: Bool, report: inout [String]) -> DataKeyWrapPath? {
         let dataKey = Array(knownKey.reversed())
-        var keyNotes: [String] = []
+        // A known-value KEK only: wrapping makes the data key an object from its value, which a
+        // token that makes no key from a value refuses anyway.
         let wrapsPerRFC5649 = attempt("data keys: \(DataKeyWrapPath.aesKeyWrapPad)", report: &report) {
-            let kek = try probeSecretKey(session, .aes, usage: [.bool(.wrap, true), .bool(.unwrap, true)], notes: &keyNotes)
-            defer { try? session.destroyObject(kek.handle) }
-            let wrapped = try session.wrapDataKey(path: .aesKeyWrapPad, kek: kek.handle, dataKey: dataKey, context: [])
-            if let value = kek.value {
-                var expected = [UInt8](repeating: 0, count: 64)
-                let length = value.withUnsafeBufferPointer { kekBytes in
-                    dataKey.withUnsafeBufferPointer { input in
-                        expected.withUnsafeMutableBufferPointer {
-                            pw_aes256_wrap_pad(kekBytes.baseAddress, input.baseAddress, input.count, $0.baseAddress, $0.count)
-                        }
+            let kek = try session.createObject(sessionSecretKey(.aes, usage: [.bool(.wrap, true), .bool(.unwrap, true)]))
+            defer { try? session.destroyObject(kek) }
+            let wrapped = try session.wrapDataKey(path: .aesKeyWrapPad, kek: kek, dataKey: dataKey, context: [])
+            var expected = [UInt8](repeating: 0, count: 64)
+            let length = knownKey.withUnsafeBufferPointer { kekBytes in
+                dataKey.withUnsafeBufferPointer { input in
+                    expected.withUnsafeMutableBufferPointer {
+                        pw_aes256_wrap_pad(kekBytes.baseAddress, input.baseAddress, input.count, $0.baseAddress, $0.count)
                     }
                 }
-                guard length > 0, wrapped == Array(expected.prefix(Int(length))) else {
-                    return "the token's wrapping differs from RFC 5649"
-                }
-            } else {
-                // RFC 5649: the key padded to whole 8-byte blocks, and an 8-byte integrity block.
-                guard wrapped.count == (dataKey.count + 7) / 8 * 8 + 8 else { return "the token's wrapping is not RFC 5649's length" }
-                var tampered = wrapped
-                tampered[0] ^= 1
-                guard (try? session.unwrapDataKey(path: .aesKeyWrapPad, kek: kek.handle, wrapped: tampered, context: [])) == nil else {
-                    return "the token unwrapped a changed key"
-                }
             }
-            guard try session.unwrapDataKey(path: .aesKeyWrapPad, kek: kek.handle, wrapped: wrapped, context: []) == dataKey else {
-                return "the token's unwrapping returned another key"
-            }
+            guard length > 0, wrapped == Array(expected.prefix(Int(length))),
+                try session.unwrapDataKey(path: .aesKeyWrapPad, kek: kek, wrapped: wrapped, context: []) == dataKey
+            else { return "the token's wrapping differs from RFC 5649" }
             return nil
         }
-        note(keyNotes, in: &report)
         if wrapsPerRFC5649 { return .aesKeyWrapPad }
         guard aesGCM else {
             report.append("data keys: \(DataKeyWrapPath.aesGCM): unsupported (AES-GCM failed its probe)")
@@ -135,7 +122,7 @@ extension CapabilityProbe {
     }
 
     /// How a probe's report says that neither way of making a secret key worked.
-    static let makesNoSecretKey = "the token makes no secret key"
+    static let makesNoSecretKey = "the token makes no"
 
     /// A throw-away secret key for one probe, which the caller destroys, and its value when known.
     struct ProbeSecretKey {
@@ -155,7 +142,7 @@ extension CapabilityProbe {
         let fromValue: PKCS11Error
         do {
             return ProbeSecretKey(handle: try session.createObject(sessionSecretKey(type, usage: usage)), value: knownKey)
-        } catch {
+        } catch  where isRefusal(error) {
             fromValue = error
         }
         let mechanism: Mechanism = type == .aes ? .aesKeyGeneration : .genericSecretKeyGeneration
@@ -173,16 +160,28 @@ extension CapabilityProbe {
                 handle = try session.generateKey(mechanism, template: template + [.bool(.token, true)])
                 asTokenObject = true
             }
-        } catch {
+        } catch  where isRefusal(error) {
+            // Refused both ways: the module's answer, not a fault of the moment.
             throw PKCS11Error(
                 code: .mechanismUnsupported, category: .misconfiguration,
-                message: "\(makesNoSecretKey): from a value \(reason(fromValue)), generated \(reason(error))")
+                message: "\(makesNoSecretKey) \(type == .aes ? "AES" : "generic secret") key: from a value \(reason(fromValue)), "
+                    + "generated \(reason(error))")
         }
         let line =
             "secret probe keys: the token made no key from a value (\(reason(fromValue))); probed with keys it generated"
             + (asTokenObject ? " as token objects, destroyed afterwards" : "") + ", checked for consistency only"
         if !notes.contains(line) { notes.append(line) }
         return ProbeSecretKey(handle: handle, value: nil)
+    }
+
+    /// What a module answers a key it will not make: a template or mechanism it does not take.
+    /// Anything else (a device error) is the probe's failure, not an answer about keys.
+    private static func isRefusal(_ error: PKCS11Error) -> Bool {
+        guard let value = error.returnValue else { return false }
+        return [
+            .attributeValueInvalid, .attributeTypeInvalid, .templateInconsistent, .templateIncomplete, .attributeReadOnly,
+            .functionNotSupported, .mechanismInvalid, .keyTypeInconsistent,
+        ].contains(value)
     }
 
     /// Adds the notes a probe's keys left that the report does not have yet.

@@ -19,7 +19,11 @@ enum CapabilityProbe {
         return Capabilities(
             ecdhPath: ecdh, rsaDecryptionPath: rsa, dataKeyWrapPath: wrap, aesGCM: aesGCM, hmacSHA256: hmac, rsaPSS: pss,
             rsaSigningPath: rsaSigning, unknownAttributes: unknown, mechanisms: mechanisms, report: report, p384ECDHPath: p384,
-            makesSecretKeys: !report.contains { $0.contains(makesNoSecretKey) }
+            // Only when both kinds were refused both ways: one kind missing is that operation's own gap.
+            makesSecretKeys:
+                !(["AES-GCM", "HMAC-SHA256"].allSatisfy { name in
+                    report.contains { $0.hasPrefix("\(name): unsupported (\(makesNoSecretKey) ") }
+                })
         )
     }
 

@@ -13,15 +13,26 @@ extension HSM {
     ///
     /// A module that cannot import keys answers with the codes a failing device answers too
     /// (tpm2-pkcs11: `CKR_ATTRIBUTE_VALUE_INVALID`; others `CKR_GENERAL_ERROR`), so its refusal is
-    /// called permanent only when the HSM passes its health check afterwards; otherwise the
-    /// health check's error (an outage, worth a retry) is what the caller gets.
+    /// called permanent only when it is given twice (a general error once may be a fault) and the
+    /// HSM then passes its health check; otherwise the health check's error (an outage, worth a
+    /// retry) is what the caller gets.
     public func importPrivateKey(_ key: SoftwarePrivateKey, as specification: KeySpecification) async throws(PKCS11Error) -> KeyObject {
+        let make = { [self] () async throws(PKCS11Error) -> KeyObject in
+            try await makeKey { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
+        }
         do {
-            return try await makeKey { session throws(PKCS11Error) in try session.importPrivateKey(key, as: specification) }
-        } catch  where error.category == .misconfiguration && error.function == Session.importRefusalFunction {
+            return try await make()
+        } catch  where Self.isImportRefusal(error) {
+            if [.generalError, .functionFailed].contains(error.returnValue) {
+                do { return try await make() } catch  where Self.isImportRefusal(error) {}
+            }
             try await checkHealth()
             throw error
         }
+    }
+
+    private static func isImportRefusal(_ error: PKCS11Error) -> Bool {
+        error.category == .misconfiguration && error.function == Session.importRefusalFunction
     }
 
     /// Destroys the key pair with `id`. Returns how many objects were destroyed. Session copies

@@ -10,47 +10,48 @@ public enum IntendedKeyUse: String, Sendable, Hashable {
 }
 
 extension HSM {
-    /// Which of `uses` a key of `algorithm` could not do in this HSM and why, found now on
-    /// throw-away keys as the capability probe would, or nil when it can do them all. Asked before a key is made, so
-    /// that a key the HSM cannot use is refused at the first command that would need it. A
-    /// refusal is only reported when the HSM passes its health check afterwards: a token that
-    /// went away mid-probe is an outage (thrown), not a missing capability.
-    public func unusableReason(
+    /// Each of `uses` a key of `algorithm` could not do in this HSM, with why, found now on
+    /// throw-away keys as the capability probe would; empty when it can do them all. Asked before
+    /// a key is made, so that a key the HSM cannot use is refused at the first command that would
+    /// need it. Every use is probed, so that a refusal names all that is missing. Refusals are
+    /// only reported when the HSM passes its health check afterwards: a token that went away
+    /// mid-probe is an outage (thrown), not a missing capability.
+    public func unusableReasons(
         of algorithm: KeyAlgorithm, for uses: Set<IntendedKeyUse>
-    ) async throws(PKCS11Error) -> (use: IntendedKeyUse, reason: String)? {
-        guard let refusal = try await probeKeyUse(of: algorithm, for: uses) else { return nil }
-        try await checkHealth()
-        return refusal
+    ) async throws(PKCS11Error) -> [IntendedKeyUse: String] {
+        let refusals = try await probeKeyUse(of: algorithm, for: uses)
+        if !refusals.isEmpty { try await checkHealth() }
+        return refusals
     }
 
     private func probeKeyUse(
         of algorithm: KeyAlgorithm, for uses: Set<IntendedKeyUse>
-    ) async throws(PKCS11Error) -> (use: IntendedKeyUse, reason: String)? {
+    ) async throws(PKCS11Error) -> [IntendedKeyUse: String] {
         let configuration = self.configuration
         let mechanisms = capabilities.mechanisms
         // Its throw-away key pairs are token objects on a module without session keys (tpm2-pkcs11).
-        return try await creatingTokenObjects { session throws(PKCS11Error) -> (use: IntendedKeyUse, reason: String)? in
+        return try await creatingTokenObjects { session throws(PKCS11Error) -> [IntendedKeyUse: String] in
             var report: [String] = []
+            var refusals: [IntendedKeyUse: String] = [:]
             switch algorithm {
             case .ecP256:
                 if uses.contains(.decryption),
                     CapabilityProbe.probeECDH(session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
                         == nil
                 {
-                    return (.decryption, CapabilityGap.missing(.ecdhP256, configuration: configuration).description)
+                    refusals[.decryption] = CapabilityGap.missing(.ecdhP256, configuration: configuration).description
                 }
-                guard uses.contains(.signing) else { return nil }
-                return CapabilityProbe.probeECDSASigning(session: session, report: &report).map { (.signing, $0) }
-            case .rsa2048:
-                guard uses.contains(.decryption) else {
-                    return CapabilityProbe.probeRSASigning(session: session, report: &report).map { (.signing, $0) }
-                }
+                if uses.contains(.signing) { refusals[.signing] = CapabilityProbe.probeECDSASigning(session: session, report: &report) }
+            case .rsa2048 where uses.contains(.decryption):
                 // One key pair answers both: the probe's RSA key decrypts and signs.
                 let (path, _, signing) = CapabilityProbe.probeRSA(
                     session: session, mechanisms: mechanisms, configuration: configuration, report: &report)
-                if path == nil { return (.decryption, CapabilityGap.missing(.rsaOAEPSHA256, configuration: configuration).description) }
-                return uses.contains(.signing) && signing == nil ? (.signing, CapabilityProbe.rsaSigningGap(report)) : nil
+                if path == nil { refusals[.decryption] = CapabilityGap.missing(.rsaOAEPSHA256, configuration: configuration).description }
+                if uses.contains(.signing) && signing == nil { refusals[.signing] = CapabilityProbe.rsaSigningGap(report) }
+            case .rsa2048:
+                if uses.contains(.signing) { refusals[.signing] = CapabilityProbe.probeRSASigning(session: session, report: &report) }
             }
+            return refusals
         }
     }
 }

@@ -51,7 +51,7 @@ extension Session {
                     message: "the module made a private key with usages \(key.usage) where \(specification.usage) were specified: "
                         + "a key with more privileges than its purpose needs is not kept")
             }
-            try Self.requireKeptInside(key, function: "C_GenerateKeyPair")
+            try requireKeptInside(key, handle: handles.privateKey)
             return (key, adaptation)
         } catch {
             // Leave nothing half-made in the token.
@@ -63,13 +63,17 @@ extension Session {
 
     /// A new private key is kept only when the module says it cannot leave it: some modules
     /// ignore `CKA_SENSITIVE` in a template (YubiHSM 2's, by its documentation), so the template
-    /// asking is not enough. Read back from every key made, generated or imported.
-    static func requireKeptInside(_ key: KeyObject, function: String) throws(PKCS11Error) {
-        guard key.isSensitive, !key.isExtractable else {
+    /// asking is not enough. Read back from every key made, generated or imported; an attribute
+    /// the module does not answer counts against the key.
+    func requireKeptInside(_ key: KeyObject, handle: ObjectHandle) throws(PKCS11Error) {
+        let flags = try attributes(of: handle, [.sensitive, .extractable])
+        let truth = { (value: [UInt8]?) in value.map { $0.contains { $0 != 0 } } }
+        guard truth(flags[.sensitive]) == true, truth(flags[.extractable]) == false else {
+            let shown = { (value: [UInt8]?) in truth(value).map { $0 ? "TRUE" : "FALSE" } ?? "not answered" }
             throw PKCS11Error(
-                code: .returnValue(.templateInconsistent), category: .misconfiguration, function: function,
-                message: "the module made a private key that can leave it (CKA_SENSITIVE=\(key.isSensitive ? "TRUE" : "FALSE"), "
-                    + "CKA_EXTRACTABLE=\(key.isExtractable ? "TRUE" : "FALSE")) where the template asked for neither: it is not kept")
+                code: .returnValue(.templateInconsistent), category: .misconfiguration, function: "C_GetAttributeValue",
+                message: "the module made private key \(key.id) that can leave it (CKA_SENSITIVE \(shown(flags[.sensitive])), "
+                    + "CKA_EXTRACTABLE \(shown(flags[.extractable]))) where the template asked for neither: it is not kept")
         }
     }
 
@@ -120,7 +124,7 @@ extension Session {
         do throws(PKCS11Error) {
             publicHandle = try createObject(publicTemplate)
             let made = try keyObject(privateHandle)
-            try Self.requireKeptInside(made, function: Self.importRefusalFunction)
+            try requireKeptInside(made, handle: privateHandle)
             return made
         } catch {
             // Leave nothing half-written.

@@ -59,13 +59,14 @@ struct KeysImport: AsyncParsableCommand {
             } else {
                 software = try SoftwarePrivateKey(pemOrDER: InputFile.read(source, what: "key"))
             }
-            try MerchantKeyStore.checkAlgorithm(software.algorithm == .ecP256 ? .ec : .rsa, for: purpose)
+            let merchantCertificate = try certificate.map { try MerchantCertificate(bytes: InputFile.read($0, what: "certificate")) }
+            let prepared = try await store.prepareImport(
+                software, certificate: merchantCertificate, merchantID: merchantID, purpose: purpose,
+                allowExpiredCertificate: allowExpiredCertificate)
             try await UnusableKeyRefusal.check(
                 store.hsm, algorithm: software.algorithm, purpose: purpose, signsItsCSR: false, allowUnusable: allowUnusable)
-            let merchantCertificate = try certificate.map { try MerchantCertificate(bytes: InputFile.read($0, what: "certificate")) }
             let imported = try await store.importKey(
-                software, certificate: merchantCertificate, merchantID: merchantID, purpose: purpose,
-                allowExpiredCertificate: allowExpiredCertificate
+                prepared
             )
             action.concerns(imported)
             if imported.certificate != nil { CertificateIssuerWarning.report(store) }

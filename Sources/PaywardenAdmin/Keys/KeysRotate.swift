@@ -18,13 +18,21 @@ struct KeysRotate: AsyncParsableCommand {
     @Option(name: .customLong("csr-out"), help: "Where to write the PEM CSR (- for stdout).")
     var csrOut: String?
 
+    @Flag(
+        name: .customLong("allow-unusable"),
+        help: "Make the successor even though this HSM cannot decrypt with it (to prepare keys before an HSM upgrade); warns.")
+    var allowUnusable = false
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var hsmOptions: HSMOptions
 
     func run() async throws {
         try await AdminAction("keys.rotate", merchantID: merchantID).run(hsm: hsmOptions) { store, action in
-            let (successor, csr, current) = try await store.rotate(merchantID: merchantID)
+            let current = try await store.currentProcessingKey(merchantID: merchantID)
+            try await UnusableKeyRefusal.check(
+                store.hsm, algorithm: current.key.algorithm, purpose: .processing, signsItsCSR: true, allowUnusable: allowUnusable)
+            let (successor, csr, _) = try await store.rotate(merchantID: merchantID)
             action.concerns(successor)
             let path = try CSRFile.write(csr, to: csrOut, home: action.home, merchantID: merchantID, key: successor)
             report(
