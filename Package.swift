@@ -28,7 +28,7 @@ let package = Package(
         .library(name: "PKCS11", targets: ["PKCS11"]),
         .library(name: "PaywardenTesting", targets: ["PaywardenTesting"]),
         // Test-only: the fault-injecting PKCS#11 module, a shared object that tests dlopen
-        // (PaywardenTesting's `FaultInjectingPKCS11` finds it beside the test bundle).
+        // (PaywardenHSMTesting's `FaultInjectingPKCS11` finds it beside the test bundle).
         .library(name: "PaywardenFaultInjectingPKCS11", type: .dynamic, targets: ["CFaultInjectingPKCS11"]),
     ],
     dependencies: [
@@ -191,13 +191,13 @@ let package = Package(
             name: "PaywardenSandbox",
             dependencies: ["ApplePay", "KeyCustody", "PaywardenConfiguration", "PaywardenPrimitives", crypto, cryptoExtras, asn1, x509]
         ),
-        // What tests and benchmarks share: SoftHSM tokens, the test PKI and token forge, a
-        // software `MerchantKeyOperations`, a `withServer {}` harness that always shuts down, and a
-        // stand-in for Apple's gateway (real mutual TLS on loopback).
         // What the PKCS#11 tests need and nothing above PKCS11: SoftHSM and NSS test tokens, SoftHSM
         // behind p11-kit's remoting, tpm2-pkcs11 on a software TPM, the fault-injecting module's
         // controls, the resources a test releases, and the real vectors' location.
         .target(name: "PaywardenHSMTesting", dependencies: ["PKCS11", "PaywardenPrimitives", logging]),
+        // What tests and benchmarks share above that (which it re-exports): the test PKI and token
+        // forge, a software `MerchantKeyOperations`, a `withServer {}` harness that always shuts
+        // down, and stand-ins for Apple's gateway and the processors (real mutual TLS on loopback).
         .target(
             name: "PaywardenTesting",
             dependencies: [

@@ -68,9 +68,10 @@ extension HSMDispatchChoice {
     /// round trips, not their median: a busy machine only ever slows a call down, so the fastest is
     /// the module's own cost, steady from start to start (a median of 9 through p11-kit's socket
     /// ranged from 17 to 52 µs). And the default threshold, 10 µs, lies about twice as far from
-    /// both kinds of module as either's fastest round trip strays: one in our process answered in
-    /// 1 µs, and 4.8 µs at worst on a loaded machine; one behind a socket (p11-kit's client) in
-    /// 27–41 µs, never less (two context switches and the transport's encoding).
+    /// either kind of module as its fastest round trip strays: one in our process answered in 1 µs,
+    /// and 4.8 µs at worst on a loaded machine; one behind a socket (p11-kit's client) in no less
+    /// than 17 µs in any measurement (the fastest of 15 was 27–41 µs across starts here): two
+    /// context switches and the transport's encoding.
     init(configuration: HSMConfiguration, session: Session) {
         let samples = Self.roundTrips(session)
         let roundTrip = samples.first ?? .zero
