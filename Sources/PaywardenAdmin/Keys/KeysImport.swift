@@ -65,9 +65,7 @@ struct KeysImport: AsyncParsableCommand {
                 allowExpiredCertificate: allowExpiredCertificate)
             try await UnusableKeyRefusal.check(
                 store.hsm, algorithm: software.algorithm, purpose: purpose, signsItsCSR: false, allowUnusable: allowUnusable)
-            let imported = try await store.importKey(
-                prepared
-            )
+            let imported = try await store.importKey(prepared)
             action.concerns(imported)
             if imported.certificate != nil { CertificateIssuerWarning.report(store) }
             report(imported, now: store.now, json: output.json)
