@@ -156,7 +156,7 @@ extension CapabilityProbe {
         do {
             do {
                 handle = try session.generateKey(mechanism, template: template + [.bool(.token, false)])
-            } catch  where [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue) {
+            } catch  where refusesSessionObject(error) {
                 handle = try session.generateKey(mechanism, template: template + [.bool(.token, true)])
                 asTokenObject = true
             }

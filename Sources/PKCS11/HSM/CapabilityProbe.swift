@@ -165,7 +165,7 @@ enum CapabilityProbe {
         do {
             return try session.generateKeyPair(
                 mechanism, publicKey: [.bool(.token, false), label] + publicKey, privateKey: [.bool(.token, false), label] + privateKey)
-        } catch  where [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue) {
+        } catch  where refusesSessionObject(error) {
             // Only a refusal of the template: a device fault must not leave keys in the token.
             let pair = try session.generateKeyPair(
                 mechanism, publicKey: [.bool(.token, true), label] + publicKey, privateKey: [.bool(.token, true), label] + privateKey)
@@ -173,6 +173,12 @@ enum CapabilityProbe {
                 "probe keys: the token refused session objects (\(reason(error))); probed with token objects, destroyed afterwards")
             return pair
         }
+    }
+
+    /// Whether a throw-away key's generation was refused for its template (`CKA_TOKEN=FALSE`, on a
+    /// module without session objects), so that a token object is worth trying: not for a fault.
+    static func refusesSessionObject(_ error: PKCS11Error) -> Bool {
+        [.attributeValueInvalid, .templateInconsistent, .attributeTypeInvalid].contains(error.returnValue)
     }
 
     /// A ladder: the first path, strongest first, that the configuration allows (`refusal` says why
