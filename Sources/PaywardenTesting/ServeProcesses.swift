@@ -41,7 +41,7 @@ public struct ServeProcesses: Sendable {
         let records = InMemoryDatabase()
         do {
             let store = MerchantKeyStore(hsm: hsm, records: records, certificateIssuers: TestCertificateAuthority.shared.issuers)
-            merchant = try await TestServer.certified(store, "merchant.com.example.instances", .ec)
+            merchant = try await store.certifiedProcessingKey(merchantID: "merchant.com.example.instances", .ec)
             await hsm.close()
         } catch {
             await hsm.close()
@@ -70,7 +70,7 @@ public struct ServeProcesses: Sendable {
 
     /// A new EC_v1 token for the merchant key (a fresh transaction id each time).
     public func token() throws -> [UInt8] {
-        try TestServer.ecToken(forge, to: merchant, payload: PaymentPayloads.threeDSecure(), options: .init())
+        try forge.ecToken(to: merchant, payload: PaymentPayloads.threeDSecure())
     }
 
     /// The environment for a SQLite database at `path`.

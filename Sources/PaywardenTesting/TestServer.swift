@@ -159,8 +159,8 @@ public final class TestServer: Sendable {
                 let store = MerchantKeyStore(
                     hsm: admin, records: connection.keyRecords, certificateIssuers: TestCertificateAuthority.shared.issuers)
                 let merchants = (
-                    try await Self.certified(store, "merchant.com.example.server", .ec),
-                    try await Self.certified(store, "merchant.cn.example.server", .rsa)
+                    try await store.certifiedProcessingKey(merchantID: "merchant.com.example.server", .ec),
+                    try await store.certifiedProcessingKey(merchantID: "merchant.cn.example.server", .rsa)
                 )
                 let configure = try await prepare(store)
                 return (merchants.0, merchants.1, configure)
@@ -219,26 +219,8 @@ public final class TestServer: Sendable {
     public static let examplePaypage = "examplePaypage"
     public static let rivalPaypage = "rivalPaypage"
 
-    static func certified(_ store: MerchantKeyStore, _ merchantID: String, _ type: KeyAlgorithmChoice) async throws -> MerchantKey {
-        let (_, csr) = try await store.create(merchantID: merchantID, purpose: .processing, algorithm: type)
-        let certificate = try TestCertificateAuthority.shared.issue(csrPEM: csr, merchantID: merchantID, purpose: .processing)
-        return try await store.importCertificate(MerchantCertificate(bytes: certificate)).key
-    }
-
-    /// An EC_v1 token from the test PKI, encrypted to `merchant`'s key.
-    static func ecToken(_ forge: TokenForge, to merchant: MerchantKey, payload: [UInt8], options: TokenForge.Options) throws -> [UInt8] {
-        guard case .ecP256(let point) = merchant.key.publicKey, let merchantID = merchant.merchantID else {
-            throw CocoaError(.featureUnsupported)
-        }
-        return try forge.ecV1(
-            payload: payload, merchant: .init(x963Representation: point),
-            merchantIdentifierHash: TokenForge.merchantIdentifierHash(merchantID), options: options
-        )
-        .withPublicKeyHash(merchant.publicKeyHash)
-    }
-
     public func ecToken(payload: [UInt8] = PaymentPayloads.threeDSecure(), options: TokenForge.Options = .init()) throws -> [UInt8] {
-        try Self.ecToken(forge, to: ecMerchant, payload: payload, options: options)
+        try forge.ecToken(to: ecMerchant, payload: payload, options: options)
     }
 
     public func rsaToken(payload: [UInt8] = PaymentPayloads.emv()) throws -> [UInt8] {

@@ -33,14 +33,15 @@ import Vault
 /// same cryptogram blindly), 502 when it answered something other than a cnpAPI reply. Paywarden
 /// never retries.
 public struct CnpRelay: Sendable {
-    let service: VaultService
+    /// Where the card data comes from: Apple Pay tokens, registration IDs, stored tokens.
+    let intake: CardIntake
     let upstream: any ProcessorUpstream
     /// The merchantIds each organisation may name.
     let merchantIDs: [String: Set<String>]
     let logger: Logger
 
     public init(service: VaultService, upstream: any ProcessorUpstream, merchantIDs: [String: Set<String>], logger: Logger) {
-        self.service = service
+        intake = CardIntake(service: service, form: Self.form)
         self.upstream = upstream
         self.merchantIDs = merchantIDs
         self.logger = logger
@@ -49,7 +50,7 @@ public struct CnpRelay: Sendable {
     /// The path under the upstream's base URL.
     public static let path = "/vap/communicator/online"
     /// Only a 3-D Secure payment (a cryptogram) has a place in cnpAPI's merchant-decrypted form.
-    public static let format = "cnpAPI's merchant-decrypted form"
+    public static let form = CardIntake.Form(name: "cnpAPI's merchant-decrypted form")
 
     public struct Reply: Sendable {
         public var document: ProcessorXML.Document
@@ -76,20 +77,15 @@ public struct CnpRelay: Sendable {
         case .paypage(let paypage):
             do throws(VaultFailure) {
                 // One cryptogram, one authorization: the registration ends before anything is sent.
-                (issued, card) = try await RelayCardData.redeemedForOneUse(
-                    paypage.paypageRegistrationId, key: key, organization: organization, cryptogramRequiredBy: Self.format,
-                    submerchant: submerchant, service: service)
+                (issued, card) = try await intake.registration(
+                    paypage.paypageRegistrationId, key: key, organization: organization, submerchant: submerchant)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
         case .applePay(let token):
             do throws(VaultFailure) {
-                let policy = try await service.organizationPolicy(organization)
-                let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
-                // What cannot be relayed (an EMV payload) is refused before a token is issued for it.
-                let unissued = try RelayCardData.forwarded(decrypted.payment, cryptogramRequiredBy: Self.format, submerchant: submerchant)
-                issued = try await service.issueToken(for: decrypted, policy: policy)
-                card = unissued.naming(RelayCardData.network(of: issued))
+                (issued, card) = try await intake.payment(
+                    Array(token.paymentDataJSON), organization: organization, submerchant: submerchant)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }
@@ -113,8 +109,9 @@ public struct CnpRelay: Sendable {
     /// A `token` payment. Whether the token is Paywarden's is the vault's answer for the key's
     /// organisation, never a guess from its digits: one it does not know (the upstream's own, or
     /// another organisation's Paywarden token, which is never detokenized for this key) passes
-    /// through unchanged. The organisation's own is swapped for its card, without a cryptogram.
-    /// A vault that cannot answer refuses the request (503) rather than guess.
+    /// through unchanged. The organisation's own is swapped for its card, without a cryptogram
+    /// (``CardIntake/storedToken(_:key:organization:use:submerchant:)``). A vault that cannot answer
+    /// refuses the request (503) rather than guess.
     private func relayStoredToken(
         _ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, key: APIKey, organization: String, submerchant: SubmerchantChoice?
     ) async -> Reply {
@@ -123,24 +120,14 @@ public struct CnpRelay: Sendable {
             let value = transaction.element.firstChild(named: "token", namespaceURI: namespace)?
                 .firstChild(named: request.dialect.tokenName, namespaceURI: namespace)?.text
         else { return await passthrough(request) }
-        let facts: StoredTokenFacts
-        do throws(VaultFailure) {
-            facts = try await service.storedTokenFacts(value, organization: organization)
-        } catch {
-            if error.code == .tokenNotFound { return await passthrough(request) }
-            return refusal(request, transaction: transaction, failure: error)
-        }
-        // A stored token's card has no submerchant entries to name.
-        if submerchant != nil { return refusal(request, transaction: transaction, failure: SubmerchantChoice.notMultiMerchant) }
-        // Turning a token into its card is detokenization: the scope Paywarden's own route requires.
-        guard key.scopes.contains(.detokenize) else {
-            return Self.refused(request, "API key \(key.name) needs the detokenize scope to pay with a Paywarden token; nothing was sent")
-        }
         let card: ForwardedCardData
         do throws(VaultFailure) {
-            card = try await StoredCredentialRule.cardData(
-                forToken: value, use: Self.storedCredentialUse(transaction, dialect: request.dialect), facts: facts, key: key,
-                organization: organization, service: service)
+            let use = Self.storedCredentialUse(transaction, dialect: request.dialect)
+            guard
+                let stored = try await intake.storedTokenIfPaywardens(
+                    value, key: key, organization: organization, use: use, submerchant: submerchant)
+            else { return await passthrough(request) }
+            card = stored
         } catch {
             return refusal(request, transaction: transaction, failure: error)
         }
@@ -229,7 +216,7 @@ public struct CnpRelay: Sendable {
         let detail: String? = if case .other("token") = transaction.paymentSource { failure.code.rawValue } else { nil }
         if let decline,
             let document = try? decline.response(
-                to: request, transactionId: Self.transactionID(), responseTime: service.now, detail: detail)
+                to: request, transactionId: Self.transactionID(), responseTime: intake.now, detail: detail)
         {
             return Reply(document: document)
         }

@@ -33,18 +33,22 @@ import Vault
 /// HTTP status of the same refusal on Paywarden's own API. Upstream failures are 503 (nothing
 /// sent), 504 (no answer in time: outcome unknown) or 502; nothing is retried.
 public struct MercuryPayRelay: Sendable {
-    let service: VaultService
+    /// Where the card data comes from: registration IDs and stored tokens.
+    let intake: CardIntake
     let upstream: any ProcessorUpstream
     let fields: MercuryPayForwarding.Options
     /// The organisations bound to the upstream's merchant.
     let organizations: Set<String>
 
     public init(service: VaultService, upstream: any ProcessorUpstream, fields: MercuryPayForwarding.Options, organizations: Set<String>) {
-        self.service = service
+        intake = CardIntake(service: service, form: Self.form)
         self.upstream = upstream
         self.fields = fields
         self.organizations = organizations
     }
+
+    /// MercuryPay's keyed sale: the fields the operator names carry a cryptogram (`relay_mercurypay_cryptogram_field`).
+    public static let form = CardIntake.Form(name: "the MercuryPay upstream")
 
     public struct Reply: Sendable {
         public var body: ProcessorJSON
@@ -77,23 +81,15 @@ public struct MercuryPayRelay: Sendable {
                                 + "account number is not sent without it"))
                 }
                 // One cryptogram, one authorization: the registration ends before anything is sent.
-                let (issued, redeemed) = try await RelayCardData.redeemedForOneUse(
-                    request.recordNo, key: key, organization: organization, cryptogramRequiredBy: "the MercuryPay upstream",
-                    submerchant: submerchant,
-                    service: service)
+                let (issued, redeemed) = try await intake.registration(
+                    request.recordNo, key: key, organization: organization, submerchant: submerchant)
                 card = redeemed
                 token = issued.token
             case .omniToken:
-                // Detokenization, with the scope Paywarden's own detokenize route requires.
-                guard key.scopes.contains(.detokenize) else {
-                    return Self.forbidden("API key \(key.name) needs the detokenize scope for an OmniToken", invoiceNo: request.invoiceNo)
-                }
-                // A stored token's card has no submerchant entries to name.
-                if submerchant != nil { throw SubmerchantChoice.notMultiMerchant }
                 // A recurring sale on a DPAN's token is refused on the token's record, before it is detokenized.
-                card = try await StoredCredentialRule.cardData(
-                    forToken: request.recordNo, use: Self.storedCredentialUse(request), key: key, organization: organization,
-                    service: service)
+                let use = Self.storedCredentialUse(request)
+                card = try await intake.storedToken(
+                    request.recordNo, key: key, organization: organization, use: use, submerchant: submerchant)
                 token = request.recordNo
             }
         } catch {
@@ -109,13 +105,6 @@ public struct MercuryPayRelay: Sendable {
         case .oneTime: .customerInitiated
         case .recurring: .merchantInitiated(indicator: "Frequency Recurring")
         }
-    }
-
-    public static func forbidden(_ message: String, invoiceNo: String?) -> Reply {
-        Reply(
-            body: MercuryPayErrorResponse.body(
-                returnCode: nil, textResponse: message, invoiceNo: invoiceNo, paywardenCode: StableCode.forbidden.rawValue),
-            status: .forbidden)
     }
 
     private func forward(_ request: MercuryPayRequest, card: ForwardedCardData, token: String) async -> Reply {
@@ -161,7 +150,7 @@ public struct MercuryPayRelay: Sendable {
                 .platformIntegratorNotConfigured, .applePlatformUnauthorized, .applePlatformNotRegistered:
                 nil
             }
-        let message = failure.publicMessage(logging: service.logger, "a MercuryPay request was refused")
+        let message = failure.publicMessage(logging: intake.logger, "a MercuryPay request was refused")
         let body = MercuryPayErrorResponse.body(
             returnCode: documented?.rawValue, textResponse: documented.map { "\($0.textResponse): \(message)" } ?? message,
             invoiceNo: invoiceNo, paywardenCode: code.rawValue)

@@ -36,7 +36,8 @@ import Vault
 /// Nothing is retried: the wallet token's transaction id is claimed by then, and its cryptogram
 /// authorizes once.
 public struct RadialRelay: Sendable {
-    let service: VaultService
+    /// Where the card data comes from: wallet tokens, the decrypt API's, and high-value tokens.
+    let intake: CardIntake
     /// The Radial upstream; without one, authorizations are refused (the decrypt API still answers).
     let upstream: (any ProcessorUpstream)?
     /// The stores each organisation may authorize for (`relay_radial_store_ids`).
@@ -50,7 +51,7 @@ public struct RadialRelay: Sendable {
         service: VaultService, upstream: (any ProcessorUpstream)?, storeIDs: [String: Set<String>], apiKey: Sensitive<String>?,
         logger: Logger
     ) {
-        self.service = service
+        intake = CardIntake(service: service, form: Self.form)
         self.upstream = upstream
         self.storeIDs = storeIDs
         self.apiKey = apiKey
@@ -63,27 +64,27 @@ public struct RadialRelay: Sendable {
         public var headers: HTTPFields = [:]
     }
 
-    /// Where Radial's SecureVerificationData is the only place for the card's authentication.
-    public static let cryptogramForm = "Radial's SecureVerificationData"
+    /// Radial's card-not-present request authenticates a card with its cryptogram only (in
+    /// `SecureVerificationData`), holds `decryptblob`'s cryptogram for the token's first use, and
+    /// has a tender type for VC, MC and AM only.
+    public static let form = CardIntake.Form(
+        name: "Radial's SecureVerificationData", devicePANs: .never("Radial's card-not-present request"), holdsCryptograms: true,
+        accepts: { card throws(VaultFailure) in
+            guard card.resolvedNetwork?.radialTenderType != nil else {
+                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
+            }
+        })
 
     /// A multi-merchant payment's cryptograms are held together, the payload whole: the authorisation
     /// with the token names the one it uses (`Paywarden-Submerchant`), as a wallet's does.
     public func decryptBlob(_ request: RadialDecryptBlobRequest, organization: String) async -> Reply {
         do throws(VaultFailure) {
-            let policy = try await service.organizationPolicy(organization)
-            let decrypted = try await service.decrypt(Array(request.blob.paymentDataJSON), policy: policy)
-            let multiMerchant = decrypted.payment?.authenticationResponses.isEmpty == false
-            let card = try RelayCardData.forwarded(
-                decrypted.payment, cryptogramRequiredBy: nil, submerchant: multiMerchant ? .coordinator : nil)
-            let issued = try await service.issueToken(for: decrypted, policy: policy)
             // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
-            if card.cryptogram != nil || multiMerchant {
-                try await service.holdCryptogram(of: decrypted, for: issued, organization: organization)
-            }
-            let fields = CnpApplePayResponse(decrypted.payment)
-            let network = RelayCardData.network(of: issued) ?? card.resolvedNetwork
+            let (issued, card, payment) = try await intake.paymentHeldForFirstUse(
+                Array(request.blob.paymentDataJSON), organization: organization)
+            let fields = CnpApplePayResponse(payment)
             let reply = RadialDecryptBlobReply(
-                token: issued.token, expirationYYMMDD: card.expirationYYMMDD, tenderType: network?.radialTenderType,
+                token: issued.token, expirationYYMMDD: card.expirationYYMMDD, tenderType: card.resolvedNetwork?.radialTenderType,
                 currencyCode: fields?.currencyCode, transactionAmount: fields?.transactionAmount, cardholderName: fields?.cardholderName,
                 deviceManufacturerIdentifier: fields?.deviceManufacturerIdentifier, paymentDataType: fields?.paymentDataType, eci: card.eci,
                 applePayTransactionId: request.blob.transactionId)
@@ -113,71 +114,21 @@ public struct RadialRelay: Sendable {
             return fault(
                 .forbidden, "forbidden: store \(storeID) is not bound to the API key's organisation (relay_radial_store_ids)", .forbidden)
         }
-        let wallet: RadialApplePayBlob
-        switch request.source {
-        case .wallet(let blob): wallet = blob
-        case .highValueToken(let token):
-            return await authorize(
-                request, token: token, storeID: storeID, key: key, organization: organization, submerchant: submerchant, upstream: upstream)
-        }
         let card: ForwardedCardData
-        let issued: IssuedToken
+        let token: String
         do throws(VaultFailure) {
-            let policy = try await service.organizationPolicy(organization)
-            let decrypted = try await service.decrypt(Array(wallet.paymentDataJSON), policy: policy)
-            // What cannot be relayed is refused before a token is issued for it.
-            let unissued = try RelayCardData.forwarded(
-                decrypted.payment, cryptogramRequiredBy: Self.cryptogramForm, submerchant: submerchant)
-            guard unissued.resolvedNetwork?.radialTenderType != nil else {
-                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
-            }
-            issued = try await service.issueToken(for: decrypted, policy: policy)
-            card = unissued.naming(RelayCardData.network(of: issued))
-        } catch {
-            return refusal(error)
-        }
-        return await forward(request, card: card, token: issued.token, storeID: storeID, upstream: upstream)
-    }
-
-    /// A `CreditCardAuthRequest` with a high-value token in `PaymentContext`, after the store check:
-    /// the token's card, with the cryptogram and ECI `decryptblob` held for its first use.
-    private func authorize(
-        _ request: RadialCreditCardAuthRequest, token: String, storeID: String, key: APIKey, organization: String,
-        submerchant: SubmerchantChoice?, upstream: any ProcessorUpstream
-    ) async -> Reply {
-        // Detokenization, with the scope Paywarden's own detokenize route requires.
-        guard key.scopes.contains(.detokenize) else {
-            return fault(.forbidden, "forbidden: API key \(key.name) needs the detokenize scope for a high-value token", .forbidden)
-        }
-        let card: ForwardedCardData
-        do throws(VaultFailure) {
-            // Another organisation's token, or none, is unknown here (token_not_found) before anything is taken.
-            let facts = try await service.storedTokenFacts(token, organization: organization)
-            // The first use takes the held cryptogram, and nothing that can fail for a while (the HSM,
-            // the database) comes after the take: a failure there would spend the one cryptogram on
-            // a request the client is told to retry. The held payload is this token's card (sealed
-            // under a context naming the token's keyed look-up, it opens in no other row), so it is
-            // not detokenized again; the take is audited (`take-held-cryptogram`). A card Radial has
-            // no tender type for never authorizes here, so the check below loses nothing either.
-            // A multi-merchant payment's entry is chosen before the take: naming none, or one it lacks,
-            // is refused with the payload still held.
-            if let held = try await service.takeHeldCryptogram(
-                for: token, key: key, organization: organization,
-                accept: { payload throws(VaultFailure) in
-                    try RelayCardData.forwarded(payload, cryptogramRequiredBy: Self.cryptogramForm, submerchant: submerchant)
-                })
-            {
-                card = held
-            } else {
-                // No held payload: a stored credential, which has no submerchant entries to name.
-                if submerchant != nil { throw SubmerchantChoice.notMultiMerchant }
-                // Later uses: the rule every relay follows, a DPAN refused before it is detokenized.
-                card = try await StoredCredentialRule.cardData(
-                    forToken: token, use: .customerInitiated, devicePANs: .never("Radial's card-not-present request"), facts: facts,
-                    key: key, organization: organization, service: service)
-            }
-            guard card.resolvedNetwork?.radialTenderType != nil else {
-                throw .vault(VaultError(.invalidRequest, "the card's network has no Radial tender type (VC, MC or AM)"))
+            switch request.source {
+            case .wallet(let wallet):
+                let issued: IssuedToken
+                (issued, card) = try await intake.payment(
+                    Array(wallet.paymentDataJSON), organization: organization, submerchant: submerchant)
+                token = issued.token
+            case .highValueToken(let stored):
+                // The first use takes the cryptogram decryptblob held; later uses are stored credentials,
+                // a DPAN's refused (cryptogram_required) before it is detokenized.
+                card = try await intake.storedToken(
+                    stored, key: key, organization: organization, use: .customerInitiated, submerchant: submerchant)
+                token = stored
             }
         } catch {
             return refusal(error)
@@ -212,6 +163,7 @@ public struct RadialRelay: Sendable {
         let code = failure.code
         let fault: RadialFault.Code
         switch code.category {
+        case .refused where code == .forbidden: fault = .forbidden
         case .refused: fault = .tokenNotAccepted
         case .unavailable: fault = .upstreamUnavailable
         case .failure: fault = .systemError
@@ -233,7 +185,7 @@ public struct RadialRelay: Sendable {
 
     public func fault(_ code: RadialFault.Code, _ description: String, _ status: HTTPResponse.Status, headers: HTTPFields = [:]) -> Reply {
         Reply(
-            document: RadialFault(code: code, description: description, timestamp: service.now).document(), status: status,
+            document: RadialFault(code: code, description: description, timestamp: intake.now).document(), status: status,
             headers: headers)
     }
 }

@@ -33,32 +33,10 @@ public enum RelayCardData {
         }
     }
 
-    /// A registration ID's card for one authorization in `format` (cnpAPI's and MercuryPay's
-    /// registration paths): what `format` cannot carry (an EMV payload) is refused while the
-    /// registration stays live; otherwise it is redeemed and ended in the same write, so a resend
-    /// of the ID is 878, never a second authorization with the same cryptogram.
-    public static func redeemedForOneUse(
-        _ id: String, key: APIKey, organization: String, cryptogramRequiredBy format: String, submerchant: SubmerchantChoice?,
-        service: VaultService
-    ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
-        let (redemption, card) = try await service.redeemForOneUse(id, key: key, organization: organization) {
-            payment throws(VaultFailure) in try forwarded(payment, cryptogramRequiredBy: format, submerchant: submerchant)
-        }
-        let issued = redemption.highValueToken
-        return (issued, card.naming(network(of: issued)))
-    }
-
     /// The network the vault recorded for `issued` (from the BIN when it was issued); nil when
     /// the BIN named none, so the card's own BIN decides.
     public static func network(of issued: IssuedToken) -> ProcessorMessages.CardNetwork? {
         issued.network.code.map(ProcessorMessages.CardNetwork.init)
-    }
-
-    /// A payload the vault held sealed (a cryptogram kept for a token's first use), read here.
-    public static func forwarded(
-        _ paymentData: [UInt8], cryptogramRequiredBy format: String?, submerchant: SubmerchantChoice?
-    ) throws(VaultFailure) -> ForwardedCardData {
-        try forwarded(DecryptedPayment(json: paymentData), cryptogramRequiredBy: format, submerchant: submerchant)
     }
 
     /// A detokenized account: the number and expiry, no cryptogram (a stored token has none).

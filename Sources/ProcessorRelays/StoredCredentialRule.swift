@@ -53,26 +53,4 @@ public enum StoredCredentialRule {
                     + "merchant-initiated use (Visa, 30 July 2025), and \(indicator) asks for one; nothing was detokenized or sent. "
                     + "Recurring payments need a merchant token (MPAN); a DPAN's token serves one-off payments the cardholder starts"))
     }
-
-    /// The card data for relaying `token` for `use`: the token's kind read from its record (`facts`,
-    /// when the relay already looked it up), the rule applied, and only then the token detokenized
-    /// (audited as the vault's detokenize is). The caller checks the API key's `detokenize` scope.
-    public static func cardData(
-        forToken token: String, use: StoredCredentialUse, devicePANs: DevicePANWithoutCryptogram = .customerInitiatedOnly,
-        facts known: StoredTokenFacts? = nil, key: APIKey, organization: String, service: VaultService
-    ) async throws(VaultFailure) -> ForwardedCardData {
-        let facts: StoredTokenFacts
-        if let known {
-            facts = known
-        } else {
-            facts = try await service.storedTokenFacts(token, organization: organization)
-        }
-        do {
-            try check(facts.kind, for: use, devicePANs: devicePANs)
-        } catch {
-            await service.recordRefusedUse(of: facts, key: key, organization: organization, failure: error)
-            throw error
-        }
-        return try RelayCardData.forwarded(try await service.detokenize(token, key: key, organization: organization))
-    }
 }

@@ -13,31 +13,24 @@ import Testing
 import Vault
 
 /// The MercuryPay relay's orchestration without a socket: the vault's service over a real HSM
-/// token (the keyring that seals and opens registrations, the token format's HMAC) and the
-/// in-memory database, and MercuryPay's answers given in process by the stand-in's own logic.
+/// token (``RelayTestVault``), and MercuryPay's answers given in process by the stand-in's own logic.
 /// The live `MercuryPayRelayTests` run the same flows over HTTPS through the server.
 @Suite(.serialized, .releasesTestResources)
 struct MercuryPayRelayOrchestrationTests {
     static let pan = "4457119922391006"
     static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
-    static let organization = "example"
+    static let organization = RelayTestVault.organization
 
     struct Environment: Sendable {
-        let vault: CardVault
-        let service: VaultService
-        let paypage: PaypageRecord
-        let upstream: InProcessMercuryPayUpstream
+        let vault: RelayTestVault
+        let upstream: InProcessProcessorUpstream
         let relay: MercuryPayRelay
-        let key: APIKey
-        let audit: AuditLog
+        var service: VaultService { vault.service }
+        var key: APIKey { vault.key }
+        var audit: AuditLog { vault.audit }
 
-        /// A registration of `payload` on `paypage` (the organisation's own by default) as eProtect
-        /// makes one, its ID.
         func register(_ payload: [UInt8], paypage: PaypageRecord? = nil) async throws -> String {
-            let token = try DecryptedPaymentToken(
-                paymentData: payload, version: .ecV1, transactionID: UUID().uuidString, publicKeyHash: "hash", signingTime: Date(),
-                keyID: "00", merchantIdentifierHash: String(repeating: "0", count: 64))
-            return try await vault.register(token, paypage: paypage ?? self.paypage).id.value
+            try await vault.register(payload, paypage: paypage)
         }
 
         func relay(
@@ -53,35 +46,13 @@ struct MercuryPayRelayOrchestrationTests {
     }
 
     func withEnvironment(_ body: (Environment) async throws -> Void) async throws {
-        try await TestToken.withOpenHSM(labelPrefix: "relay") { hsm in
-            let database = InMemoryDatabase()
-            let logger = Logger(label: "test")
-            let metrics = ServerMetrics()
-            let vault = CardVault(database: database, keyring: VaultKeyring(hsm: hsm))
-            _ = try await vault.keyring.createMissing()
-            let paypage = try await vault.createPaypage(
-                id: "relay", organization: Self.organization, merchantIdentifiers: ["merchant.com.example"], reportGroups: [],
-                tokenFormat: .t)
-            // Registrations here are made by the vault directly; the decryption service is the
-            // vault service's, and this test decrypts nothing through it.
-            let decryption = DecryptionService(
-                hsm: hsm, store: MerchantKeyStore(hsm: hsm, records: database),
-                verification: TokenSignatureVerifier(anchors: .apple, signingTimeWindow: 300), maxInFlight: nil, recycleEvery: 0,
-                metrics: metrics, database: DatabaseHealthService(database: database, metrics: metrics, logger: logger),
-                readiness: HSMReadiness(metrics: metrics, logger: logger), logger: logger)
-            let directory = NSTemporaryDirectory() + "paywarden-relay-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            TestResources.track(directory: directory)
-            let audit = AuditLog(path: directory + "/audit.jsonl")
-            let service = VaultService(vault: vault, decryption: decryption, metrics: metrics, audit: audit, logger: logger)
-            let upstream = InProcessMercuryPayUpstream(credentials: .init(user: "merchant", password: "upstream-secret"))
+        try await RelayTestVault.with { vault in
+            let upstream = InProcessProcessorUpstream(
+                format: .mercuryPay, credentials: .init(user: "merchant", password: "upstream-secret"))
             let relay = MercuryPayRelay(
-                service: service, upstream: upstream, fields: .init(cryptogramField: "Cryptogram", eciField: "ECI"),
+                service: vault.service, upstream: upstream, fields: .init(cryptogramField: "Cryptogram", eciField: "ECI"),
                 organizations: [Self.organization])
-            let key = try APIKey(
-                entry: APIKey.generate(name: "merchant", scopes: [.redeem, .detokenize], organization: Self.organization).entry)
-            try await body(
-                Environment(vault: vault, service: service, paypage: paypage, upstream: upstream, relay: relay, key: key, audit: audit))
+            try await body(Environment(vault: vault, upstream: upstream, relay: relay))
         }
     }
 
@@ -91,8 +62,8 @@ struct MercuryPayRelayOrchestrationTests {
 
             let reply = try await environment.relay(id)
             #expect(reply.status == .ok)
-            let received = try #require(environment.upstream.received.first)
-            #expect(environment.upstream.received.count == 1 && received.path == "/PaymentsAPI/Credit/Sale")
+            let received = try #require(environment.upstream.receivedMercuryPay.first)
+            #expect(environment.upstream.receivedMercuryPay.count == 1 && received.path == "/PaymentsAPI/Credit/Sale")
             #expect(received.problems.isEmpty, "\(received.problems)")
             #expect(received.accountNumber == Self.pan && received.expDate == "1229")
             #expect(received.field("Cryptogram") == Self.cryptogram && received.field("ECI") == "7")
@@ -106,12 +77,12 @@ struct MercuryPayRelayOrchestrationTests {
             #expect(reply.body["AcctNo"]?.stringValue == "XXXXXXXXXXXX1006")
             #expect(!text.contains(Self.pan) && !text.contains(Self.cryptogram) && !text.contains("UPSTREAM-RECORD"))
             // The token the client got is the vault's, for the same card.
-            #expect(try await environment.vault.detokenize(token, organization: Self.organization).accountNumber.revealed == Self.pan)
+            #expect(try await environment.vault.vault.detokenize(token, organization: Self.organization).accountNumber.revealed == Self.pan)
 
             // One cryptogram, one authorization: the registration ended when it was relayed.
             let again = try await environment.relay(id)
             #expect(again.status == .gone && again.body["PaywardenErrorCode"]?.stringValue == "registration_expired")
-            #expect(environment.upstream.received.count == 1)
+            #expect(environment.upstream.receivedMercuryPay.count == 1)
         }
     }
 
@@ -127,18 +98,16 @@ struct MercuryPayRelayOrchestrationTests {
             // The card data may have reached the processor: the cryptogram is not offered twice.
             environment.upstream.setAnswer(.approve)
             #expect(try await environment.relay(id).status == .gone)
-            #expect(environment.upstream.received.count == 1)
+            #expect(environment.upstream.receivedMercuryPay.count == 1)
         }
     }
 
     @Test func anotherOrganisationsRegistrationIsNotRedeemedAndNothingIsSent() async throws {
         try await withEnvironment { environment in
-            let other = try await environment.vault.createPaypage(
-                id: "other", organization: "other", merchantIdentifiers: ["merchant.com.other"], reportGroups: [], tokenFormat: .t)
-            let id = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan), paypage: other)
+            let id = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan), paypage: environment.vault.otherPaypage)
             let reply = try await environment.relay(id)
             #expect(reply.status == .notFound && reply.body["PaywardenErrorCode"]?.stringValue == "registration_not_found")
-            #expect(environment.upstream.received.isEmpty)
+            #expect(environment.upstream.receivedMercuryPay.isEmpty)
         }
     }
 
@@ -160,7 +129,7 @@ struct MercuryPayRelayOrchestrationTests {
             #expect(refused.action == "redeem-once" && refused.result == "refused" && refused.detail == "decryption_failed")
 
             let reply = try await environment.relay(id)
-            #expect(reply.status == .ok && environment.upstream.received.count == 1)
+            #expect(reply.status == .ok && environment.upstream.receivedMercuryPay.count == 1)
             let used = try #require(try environment.audit.records().last)
             #expect(used.action == "redeem-once" && used.result == "ok")
             #expect(!(try String(contentsOfFile: environment.audit.path, encoding: .utf8)).contains(id))
@@ -178,13 +147,13 @@ struct MercuryPayRelayOrchestrationTests {
             #expect(unnamed.status == .unprocessableContent && unnamed.body["PaywardenErrorCode"]?.stringValue == "submerchant_required")
             let unknown = try await environment.relay(id, submerchant: .merchantIdentifier(String(repeating: "f", count: 64)))
             #expect(unknown.status == .unprocessableContent && unknown.body["PaywardenErrorCode"]?.stringValue == "submerchant_not_found")
-            #expect(environment.upstream.received.isEmpty)
+            #expect(environment.upstream.receivedMercuryPay.isEmpty)
 
             // Apple's identifier as sent, compared without case.
             let hotel = PaymentPayloads.submerchants[1]
             let reply = try await environment.relay(id, submerchant: .merchantIdentifier(hotel.merchantIdentifier.uppercased()))
             #expect(reply.status == .ok)
-            let received = try #require(environment.upstream.received.first)
+            let received = try #require(environment.upstream.receivedMercuryPay.first)
             #expect(received.problems.isEmpty, "\(received.problems)")
             #expect(received.accountNumber == Self.pan && received.field("Cryptogram") == hotel.cryptogram && received.field("ECI") == "7")
             let text = String(decoding: reply.body.serialized(), as: UTF8.self)
@@ -199,17 +168,17 @@ struct MercuryPayRelayOrchestrationTests {
             let multi = try await environment.register(PaymentPayloads.multiMerchant(pan: Self.pan))
             let coordinator = try await environment.relay(multi, submerchant: .coordinator)
             #expect(coordinator.status == .ok)
-            #expect(environment.upstream.received.last?.field("Cryptogram") == "AgAAAAAABk4DWZ4C28yUQAAAAAA=")
+            #expect(environment.upstream.receivedMercuryPay.last?.field("Cryptogram") == "AgAAAAAABk4DWZ4C28yUQAAAAAA=")
 
             // A stored token's card has no entries to name: the header is refused, not ignored.
             let token = try #require(coordinator.body["RecordNo"]?.stringValue)
             let stored = try await environment.relay(token, tokenType: "OmniToken", submerchant: .coordinator)
             #expect(stored.body["PaywardenErrorCode"]?.stringValue == "submerchant_not_found", "\(stored.body)")
-            #expect(environment.upstream.received.count == 1)
+            #expect(environment.upstream.receivedMercuryPay.count == 1)
             let single = try await environment.register(PaymentPayloads.threeDSecure(pan: Self.pan, cryptogram: Self.cryptogram))
             let refused = try await environment.relay(single, submerchant: .coordinator)
             #expect(refused.body["PaywardenErrorCode"]?.stringValue == "submerchant_not_found")
-            #expect(environment.upstream.received.count == 1)
+            #expect(environment.upstream.receivedMercuryPay.count == 1)
             #expect(try await environment.relay(single).status == .ok)
             #expect(try await environment.relay(token, tokenType: "OmniToken").status == .ok, "without the header, the card")
         }

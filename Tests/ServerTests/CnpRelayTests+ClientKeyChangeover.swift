@@ -56,7 +56,9 @@ extension CnpRelayTests {
             fixture.upstream.trustOnlyClientCertificates([changeover.newCertificate])
             let answered = fixture.upstream.received.count
             let id = try await register(fixture.server, pan: "4457119922397003")
-            let refused = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            let refused = try await post(
+                fixture.server,
+                CnpTestMessages.envelope(.cnp, password: fixture.server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
             #expect([502, 503].contains(refused.status) && refused.text.contains(#"response="2""#), "\(refused.text)")
             #expect(fixture.upstream.received.count == answered)
             try await waitUntil { try await keyInUse(fixture) == changeover.new }
@@ -69,7 +71,8 @@ extension CnpRelayTests {
         _ fixture: RelayFixture, presenting certificate: [UInt8], sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let id = try await register(fixture.server, pan: "4457119922397003")
-        let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+        let reply = try await post(
+            fixture.server, CnpTestMessages.envelope(.cnp, password: fixture.server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
         #expect(reply.status == 200 && element("response", in: reply.text) == "000", "\(reply.text)", sourceLocation: sourceLocation)
         #expect(fixture.upstream.clientCertificates.last == certificate, sourceLocation: sourceLocation)
     }

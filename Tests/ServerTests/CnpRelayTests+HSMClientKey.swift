@@ -15,7 +15,9 @@ extension CnpRelayTests {
     @Test func anHSMClientKeySignsTheHandshakeToAnUpstreamThatRequiresOne() async throws {
         try await withFixture(clientCertificate: .inHSM) { fixture in
             let id = try await register(fixture.server, pan: "4457119922397003")
-            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            let reply = try await post(
+                fixture.server,
+                CnpTestMessages.envelope(.cnp, password: fixture.server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
             #expect(reply.status == 200 && element("response", in: reply.text) == "000", "\(reply.text)")
             #expect(fixture.upstream.received.count == 1)
             try fixture.expectTheHSMKeysCertificateWasPresented()
@@ -32,7 +34,9 @@ extension CnpRelayTests {
     @Test func anHSMKeyWhoseCertificateTheUpstreamDoesNotTrustGetsTheTypedUpstreamFailure() async throws {
         try await withFixture(clientCertificate: .inHSMFromAnotherCA) { fixture in
             let id = try await register(fixture.server, pan: "4457119922397003")
-            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            let reply = try await post(
+                fixture.server,
+                CnpTestMessages.envelope(.cnp, password: fixture.server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
             #expect([502, 503].contains(reply.status) && reply.text.contains(#"response="2""#), "\(reply.text)")
             #expect(fixture.upstream.received.isEmpty)
         }

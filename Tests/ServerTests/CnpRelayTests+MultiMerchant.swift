@@ -13,7 +13,7 @@ extension CnpRelayTests {
             let (server, upstream) = (fixture.server, fixture.upstream)
             let pan = "4457119922391006"
             let token = try server.ecToken(payload: PaymentPayloads.multiMerchant(pan: pan))
-            let body = envelope(.cnp, password: server.vaultKey, try applePay(token: token))
+            let body = CnpTestMessages.envelope(.cnp, password: server.vaultKey, try CnpTestMessages.applePay(token: token))
 
             // A header that could name no entry is refused before the token is decrypted: the same
             // token still relays afterwards.
@@ -40,7 +40,7 @@ extension CnpRelayTests {
         try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)
             let id = try await server.registerThroughEProtect(payload: PaymentPayloads.multiMerchant(pan: "4457119922391006"))
-            let body = envelope(.cnp, password: server.vaultKey, paypage(registrationID: id))
+            let body = CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: id))
             let declined = try await post(server, body)
             // A validation error of the envelope, as cnpAPI answers a request it cannot process.
             #expect(declined.text.contains("(submerchant_required)") && declined.text.contains("Paywarden-Submerchant"), "\(declined.text)")

@@ -16,13 +16,7 @@ import Vault
 /// connection, hostile XML, and logs without card data.
 @Suite(.serialized, .releasesTestResources)
 struct CnpRelayTests {
-    enum Namespace: String, CaseIterable {
-        case cnp = "http://www.vantivcnp.com/schema"
-        case litle = "http://www.litle.com/schema"
-
-        var root: String { self == .cnp ? "cnpOnlineRequest" : "litleOnlineRequest" }
-        var tokenElement: String { self == .cnp ? "cnpToken" : "litleToken" }
-    }
+    typealias Namespace = CnpTestMessages.Namespace
 
     static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
     static let timeout = RelayFixture.timeout
@@ -40,49 +34,7 @@ struct CnpRelayTests {
         }
     }
 
-    // MARK: Messages
-
-    func envelope(
-        _ namespace: Namespace, user: String = "merchant-server", password: String, merchantId: String = "01234", _ transaction: String
-    ) -> [UInt8] {
-        Array(
-            """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <\(namespace.root) version="12.10" xmlns="\(namespace.rawValue)" merchantId="\(merchantId)">\
-            <authentication><user>\(user)</user><password>\(password)</password></authentication>\
-            \(transaction)</\(namespace.root)>
-            """.utf8)
-    }
-
-    func paypage(_ kind: String = "authorization", registrationID: String, orderID: String = "o-1") -> String {
-        #"<\#(kind) id="a1" reportGroup="web" customerId="c1"><orderId>\#(orderID)</orderId><amount>1999</amount>"#
-            + "<orderSource>applepay</orderSource><paypage><paypageRegistrationId>\(registrationID)</paypageRegistrationId>"
-            + "</paypage></\(kind)>"
-    }
-
-    func applePay(_ kind: String = "sale", token: [UInt8], orderID: String = "o-2") throws -> String {
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(token)) as? [String: Any])
-        let header = try #require(object["header"] as? [String: Any])
-        return #"<\#(kind) id="s1" reportGroup="web"><orderId>\#(orderID)</orderId><amount>1999</amount>"#
-            + "<orderSource>applepay</orderSource><applepay>"
-            + "<data>\(object["data"] as! String)</data><header>"
-            + "<ephemeralPublicKey>\(header["ephemeralPublicKey"] as! String)</ephemeralPublicKey>"
-            + "<publicKeyHash>\(header["publicKeyHash"] as! String)</publicKeyHash>"
-            + "<transactionId>\(header["transactionId"] as! String)</transactionId></header>"
-            + "<signature>\(object["signature"] as! String)</signature><version>\(object["version"] as! String)</version>"
-            + "</applepay></\(kind)>"
-    }
-
-    /// An `authorization` or `sale` paid with a `token` (`cnpToken`, or `litleToken` in the legacy
-    /// namespace), with `extra` right after it (a `processingType`, say).
-    func tokenTransaction(
-        _ value: String, kind: String = "authorization", namespace: Namespace = .cnp, orderSource: String = "ecommerce",
-        extra: String = ""
-    ) -> String {
-        #"<\#(kind) id="k1" reportGroup="web" customerId="c7"><orderId>o-7</orderId><amount>1999</amount>"#
-            + "<orderSource>\(orderSource)</orderSource><token><\(namespace.tokenElement)>\(value)</\(namespace.tokenElement)>"
-            + "<expDate>0130</expDate><cardValidationNum>123</cardValidationNum></token>\(extra)</\(kind)>"
-    }
+    // MARK: Helpers
 
     func register(_ server: TestServer, pan: String) async throws -> String {
         try await server.registerThroughEProtect(pan: pan, cryptogram: Self.cryptogram)
@@ -100,7 +52,8 @@ struct CnpRelayTests {
             let (server, upstream) = (fixture.server, fixture.upstream)
             let pan = "4457119922391006"
             let id = try await register(server, pan: pan)
-            let reply = try await post(server, envelope(namespace, password: server.vaultKey, paypage(registrationID: id)))
+            let reply = try await post(
+                server, CnpTestMessages.envelope(namespace, password: server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
             #expect(reply.status == 200)
             let text = reply.text
 
@@ -136,7 +89,10 @@ struct CnpRelayTests {
             for (index, code) in ["801", "802"].enumerated() {
                 let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
                 let reply = try await post(
-                    server, envelope(.cnp, password: server.vaultKey, try applePay(token: token, orderID: "o-\(index)")), path: "/cnpAPI")
+                    server,
+                    CnpTestMessages.envelope(
+                        .cnp, password: server.vaultKey, try CnpTestMessages.applePay(token: token, orderID: "o-\(index)")), path: "/cnpAPI"
+                )
                 let text = reply.text
                 #expect(reply.status == 200 && text.contains("<saleResponse id=\"s1\""), "\(text)")
                 #expect(element("tokenResponseCode", in: text) == code && element("type", in: text) == "MC")
@@ -156,14 +112,18 @@ struct CnpRelayTests {
     @Test func aClientCertificateIsPresentedToAnUpstreamThatRequiresOne() async throws {
         try await withFixture(clientCertificate: .presented) { fixture in
             let id = try await register(fixture.server, pan: "4457119922397003")
-            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            let reply = try await post(
+                fixture.server,
+                CnpTestMessages.envelope(.cnp, password: fixture.server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
             #expect(reply.status == 200 && element("response", in: reply.text) == "000", "\(reply.text)")
             #expect(fixture.upstream.received.count == 1)
         }
         // Without one the handshake fails: nothing reaches the upstream's engine.
         try await withFixture(clientCertificate: .withheld) { fixture in
             let id = try await register(fixture.server, pan: "4457119922397003")
-            let reply = try await post(fixture.server, envelope(.cnp, password: fixture.server.vaultKey, paypage(registrationID: id)))
+            let reply = try await post(
+                fixture.server,
+                CnpTestMessages.envelope(.cnp, password: fixture.server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
             #expect([502, 503].contains(reply.status) && reply.text.contains(#"response="2""#), "\(reply.text)")
             #expect(fixture.upstream.received.isEmpty)
         }
@@ -174,7 +134,8 @@ struct CnpRelayTests {
             fixture.upstream.setAnswer(.decline(code: "110", message: "Insufficient Funds"))
             let id = try await register(fixture.server, pan: "4457119922392004")
             let text = try await post(
-                fixture.server, envelope(.litle, password: fixture.server.vaultKey, paypage("sale", registrationID: id))
+                fixture.server,
+                CnpTestMessages.envelope(.litle, password: fixture.server.vaultKey, CnpTestMessages.paypage("sale", registrationID: id))
             )
             .text
             #expect(element("response", in: text) == "110" && element("message", in: text) == "Insufficient Funds", "\(text)")
@@ -189,17 +150,23 @@ struct CnpRelayTests {
             let id = try await register(server, pan: "4457119922393002")
             // Another organisation's key does not know the ID: 877.
             let unknown = try await post(
-                server, envelope(.cnp, user: "rival-server", password: server.rivalKey, merchantId: "56789", paypage(registrationID: id))
+                server,
+                CnpTestMessages.envelope(
+                    .cnp, user: "rival-server", password: server.rivalKey, merchantId: "56789", CnpTestMessages.paypage(registrationID: id))
             ).text
             #expect(element("response", in: unknown) == "877" && unknown.contains("<authorizationResponse"), "\(unknown)")
             #expect(element("orderId", in: unknown) == "o-1" && !unknown.contains("tokenResponse"))
             // Ended (its tombstone kept): 878.
             let ended = try await server.send(.DELETE, "/v1/registrations/\(id)", apiKey: .some(server.vaultKey))
             #expect(ended.status == 204 || ended.status == 200)
-            let expired = try await post(server, envelope(.cnp, password: server.vaultKey, paypage("sale", registrationID: id))).text
+            let expired = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage("sale", registrationID: id))
+            ).text
             #expect(element("response", in: expired) == "878" && expired.contains("<saleResponse"), "\(expired)")
             // Malformed: 877 too.
-            let malformed = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: "12345"))).text
+            let malformed = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: "12345"))
+            ).text
             #expect(element("response", in: malformed) == "877", "\(malformed)")
             #expect(upstream.received.isEmpty)
         }
@@ -214,8 +181,9 @@ struct CnpRelayTests {
             let capture = #"<capture id="c1" reportGroup="web"><cnpTxnId>123456789012345678</cnpTxnId></capture>"#
             // Another organisation's merchant, or one bound to none: refused, nothing sent (a paypage too).
             for (password, merchantId) in [(server.vaultKey, "56789"), (server.vaultKey, "99999")] {
-                for transaction in [card, capture, paypage(registrationID: "1234567890123456789")] {
-                    let reply = try await post(server, envelope(.cnp, password: password, merchantId: merchantId, transaction))
+                for transaction in [card, capture, CnpTestMessages.paypage(registrationID: "1234567890123456789")] {
+                    let reply = try await post(
+                        server, CnpTestMessages.envelope(.cnp, password: password, merchantId: merchantId, transaction))
                     #expect(reply.status == 200 && reply.text.contains(#"response="1""#) && reply.text.contains("nothing was sent"))
                 }
             }
@@ -224,14 +192,14 @@ struct CnpRelayTests {
             let credit =
                 #"<credit id="r1" reportGroup="web"><orderId>o-8</orderId><amount>500</amount><orderSource>ecommerce</orderSource>"#
                 + "<paypage><paypageRegistrationId>1234567890123456789</paypageRegistrationId></paypage></credit>"
-            let refused = try await post(server, envelope(.cnp, password: server.vaultKey, credit))
+            let refused = try await post(server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, credit))
             #expect(refused.status == 200 && refused.text.contains(#"response="1""#), "\(refused.text)")
             #expect(upstream.received.isEmpty)
             // The organisation's own merchants: passed through as written, but for the credentials.
-            let authorized = try await post(server, envelope(.cnp, password: server.vaultKey, merchantId: "01235", card))
+            let authorized = try await post(server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, merchantId: "01235", card))
             #expect(authorized.status == 200 && element("response", in: authorized.text) == "000", "\(authorized.text)")
             #expect(!authorized.text.contains("4111111111111111") && !authorized.text.contains("tokenResponse"), "\(authorized.text)")
-            let captured = try await post(server, envelope(.litle, password: server.vaultKey, capture))
+            let captured = try await post(server, CnpTestMessages.envelope(.litle, password: server.vaultKey, capture))
             #expect(captured.text.contains("<captureResponse id=\"c1\"") && element("response", in: captured.text) == "000")
             #expect(upstream.received.count == 2)
             for received in upstream.received {
@@ -253,7 +221,10 @@ struct CnpRelayTests {
             // The organisation's own token: the upstream gets the card, with the vault's expiry and
             // the client's orderSource and cardValidationNum, and no cryptogram (a stored token has none).
             let swapped = try await post(
-                server, envelope(namespace, password: server.vaultKey, tokenTransaction(issued.token, kind: "sale", namespace: namespace)))
+                server,
+                CnpTestMessages.envelope(
+                    namespace, password: server.vaultKey, CnpTestMessages.tokenTransaction(issued.token, kind: "sale", namespace: namespace)
+                ))
             #expect(swapped.status == 200 && element("response", in: swapped.text) == "000", "\(swapped.text)")
             let received = try #require(upstream.received.last)
             #expect(upstream.received.count == 1 && received.problems.isEmpty, "\(received.problems)")
@@ -267,7 +238,9 @@ struct CnpRelayTests {
             // The upstream's own token (Worldpay's certification token, not in the vault): unchanged.
             let upstreamToken = "1111000276870123"
             let own = try await post(
-                server, envelope(namespace, password: server.vaultKey, tokenTransaction(upstreamToken, namespace: namespace)))
+                server,
+                CnpTestMessages.envelope(
+                    namespace, password: server.vaultKey, CnpTestMessages.tokenTransaction(upstreamToken, namespace: namespace)))
             #expect(own.status == 200 && element("response", in: own.text) == "000", "\(own.text)")
             let passed = try #require(upstream.received.last)
             #expect(passed.accountNumber == nil && passed.text.contains(">\(upstreamToken)</\(namespace.tokenElement)>"), "\(passed.text)")
@@ -276,9 +249,9 @@ struct CnpRelayTests {
             // own, never detokenized for it.
             let rival = try await post(
                 server,
-                envelope(
+                CnpTestMessages.envelope(
                     namespace, user: "rival-server", password: server.rivalKey, merchantId: "56789",
-                    tokenTransaction(issued.token, namespace: namespace)))
+                    CnpTestMessages.tokenTransaction(issued.token, namespace: namespace)))
             #expect(rival.status == 200 && element("response", in: rival.text) == "000", "\(rival.text)")
             let rivalReceived = try #require(upstream.received.last)
             #expect(upstream.received.count == 3 && rivalReceived.accountNumber == nil)
@@ -290,7 +263,9 @@ struct CnpRelayTests {
             // A key without the detokenize scope does not turn the organisation's token into its card.
             let redeemOnly = try await post(
                 server,
-                envelope(namespace, user: "checkout", password: server.redeemOnlyKey, tokenTransaction(issued.token, namespace: namespace)))
+                CnpTestMessages.envelope(
+                    namespace, user: "checkout", password: server.redeemOnlyKey,
+                    CnpTestMessages.tokenTransaction(issued.token, namespace: namespace)))
             #expect(redeemOnly.text.contains(#"response="1""#) && redeemOnly.text.contains("detokenize"), "\(redeemOnly.text)")
             #expect(upstream.received.count == 3)
 
@@ -313,8 +288,9 @@ struct CnpRelayTests {
             for use in recurringUses {
                 let declined = try await post(
                     server,
-                    envelope(
-                        .cnp, password: server.vaultKey, tokenTransaction(device.token, orderSource: use.orderSource, extra: use.extra)))
+                    CnpTestMessages.envelope(
+                        .cnp, password: server.vaultKey,
+                        CnpTestMessages.tokenTransaction(device.token, orderSource: use.orderSource, extra: use.extra)))
                 let text = declined.text
                 #expect(
                     declined.status == 200 && text.contains(#"response="0""#) && text.contains("<authorizationResponse id=\"k1\""),
@@ -331,9 +307,9 @@ struct CnpRelayTests {
             // The cardholder paying with the saved DPAN: relayed.
             let cardholder = try await post(
                 server,
-                envelope(
+                CnpTestMessages.envelope(
                     .cnp, password: server.vaultKey,
-                    tokenTransaction(device.token, extra: "<processingType>cardholderInitiatedCOF</processingType>")))
+                    CnpTestMessages.tokenTransaction(device.token, extra: "<processingType>cardholderInitiatedCOF</processingType>")))
             #expect(
                 element("response", in: cardholder.text) == "000" && upstream.received.last?.accountNumber == dpan, "\(cardholder.text)")
 
@@ -342,9 +318,9 @@ struct CnpRelayTests {
             let merchantToken = try await server.highValueToken(payload: PaymentPayloads.merchantToken(pan: mpan))
             let recurring = try await post(
                 server,
-                envelope(
+                CnpTestMessages.envelope(
                     .litle, password: server.vaultKey,
-                    tokenTransaction(
+                    CnpTestMessages.tokenTransaction(
                         merchantToken.token, kind: "sale", namespace: .litle, orderSource: "recurring",
                         extra: "<processingType>merchantInitiatedCOF</processingType>")))
             #expect(element("response", in: recurring.text) == "000", "\(recurring.text)")
@@ -364,7 +340,8 @@ struct CnpRelayTests {
             let merchantToken = try await server.highValueToken(payload: PaymentPayloads.merchantToken(pan: mpan))
             // Apple's UNLINK event, as the merchant-token outbox applies it.
             _ = try await server.server.vault.unlinkMerchantToken("DNITHE302409093402145671", organization: nil)
-            let unlinked = try await post(server, envelope(.cnp, password: server.vaultKey, tokenTransaction(merchantToken.token)))
+            let unlinked = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.tokenTransaction(merchantToken.token)))
             #expect(unlinked.status == 200 && element("response", in: unlinked.text) == "823", "\(unlinked.text)")
             #expect(element("message", in: unlinked.text)?.contains("token_unlinked") == true, "\(unlinked.text)")
             #expect(upstream.received.isEmpty)
@@ -380,7 +357,8 @@ struct CnpRelayTests {
             let hidden = server.token.directory + "/away-" + UUID().uuidString
             try FileManager.default.moveItem(atPath: store, toPath: hidden)
             #expect(try await server.waitForReadiness(503), "readiness must fall while the token is gone")
-            let down = try await post(server, envelope(.cnp, password: server.vaultKey, tokenTransaction(device.token)))
+            let down = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.tokenTransaction(device.token)))
             try FileManager.default.moveItem(atPath: hidden, toPath: store)
             #expect(down.status == 503 && down.text.contains(#"response="2""#), "\(down.status) \(down.text)")
             #expect(down.text.contains("hsm_unavailable") && down.text.contains("nothing was sent"), "\(down.text)")
@@ -406,7 +384,8 @@ struct CnpRelayTests {
             let (server, upstream) = (fixture.server, fixture.upstream)
             #expect(server.server.vault.keyring.capabilityGaps.map(\.operation) == [.dataKeyProtection])
             let upstreamToken = "1111000276870123"
-            let own = try await post(server, envelope(.cnp, password: server.vaultKey, tokenTransaction(upstreamToken)))
+            let own = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.tokenTransaction(upstreamToken)))
             #expect(own.status == 200 && element("response", in: own.text) == "000", "\(own.text)")
             #expect(upstream.received.last?.text.contains(">\(upstreamToken)</cnpToken>") == true)
         }
@@ -416,9 +395,13 @@ struct CnpRelayTests {
         try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)
             let id = try await register(server, pan: "4457119922396005")
-            let first = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id))).text
+            let first = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: id))
+            ).text
             #expect(element("response", in: first) == "000", "\(first)")
-            let again = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id))).text
+            let again = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: id))
+            ).text
             #expect(element("response", in: again) == "878", "\(again)")
             #expect(upstream.received.count == 1)
         }
@@ -431,7 +414,9 @@ struct CnpRelayTests {
             upstream.setAnswer(.dropConnection)
             let dropped = try await post(
                 server,
-                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922394000"))))
+                CnpTestMessages.envelope(
+                    .cnp, password: server.vaultKey,
+                    CnpTestMessages.paypage(registrationID: try await register(server, pan: "4457119922394000"))))
             #expect(dropped.status == 502 && dropped.text.contains(#"response="2""#), "\(dropped.text)")
             #expect(!dropped.text.contains("<authorizationResponse"))
             try await Task.sleep(for: .milliseconds(300))
@@ -440,14 +425,17 @@ struct CnpRelayTests {
             upstream.setAnswer(.httpError(500))
             let failed = try await post(
                 server,
-                envelope(.cnp, password: server.vaultKey, paypage(registrationID: try await register(server, pan: "4457119922394000"))))
+                CnpTestMessages.envelope(
+                    .cnp, password: server.vaultKey,
+                    CnpTestMessages.paypage(registrationID: try await register(server, pan: "4457119922394000"))))
             #expect(failed.status == 502 && failed.text.contains(#"response="2""#))
             #expect(upstream.received.count == 2)
             // Down: 503 within the timeout (timed from the relay call, not the registration before it).
             let downID = try await register(server, pan: "4457119922394000")
             try await upstream.stop()
             let start = ContinuousClock.now
-            let down = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: downID)))
+            let down = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: downID)))
             #expect(ContinuousClock.now - start < Self.timeout + .seconds(4))
             #expect(
                 down.status == 503 && down.text.contains("nothing was sent") && down.text.contains(#"response="2""#),
@@ -476,7 +464,8 @@ struct CnpRelayTests {
             for form in ProcessorUpstreamStandIn.CardDataEcho.allCases {
                 upstream.setAnswer(.approveEchoing(form))
                 let id = try await register(server, pan: pan)
-                let reply = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id)))
+                let reply = try await post(
+                    server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
                 let text = reply.text
                 let received = try #require(upstream.received.last)
                 #expect(received.accountNumber == pan && received.cryptogram == Self.cryptogram)
@@ -502,7 +491,8 @@ struct CnpRelayTests {
             upstream.setDelay(Self.timeout + .seconds(2))
             let id = try await register(server, pan: "4457119922395007")
             let start = ContinuousClock.now
-            let reply = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: id)))
+            let reply = try await post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: id)))
             let elapsed = ContinuousClock.now - start
             #expect(
                 reply.status == 504 && reply.text.contains(#"response="2""#) && reply.text.contains("outcome is unknown"), "\(reply.text)")
@@ -520,23 +510,28 @@ struct CnpRelayTests {
             let bodies: [String] = [
                 // Two payment sources.
                 String(
-                    decoding: envelope(
+                    decoding: CnpTestMessages.envelope(
                         .cnp, password: server.vaultKey,
-                        paypage(registrationID: id).replacingOccurrences(
+                        CnpTestMessages.paypage(registrationID: id).replacingOccurrences(
                             of: "</paypage>", with: "</paypage><card><type>VI</type><number>4111111111111111</number></card>")),
                     as: UTF8.self),
                 // No orderSource.
                 String(
-                    decoding: envelope(
+                    decoding: CnpTestMessages.envelope(
                         .cnp, password: server.vaultKey,
-                        paypage(registrationID: id).replacingOccurrences(
+                        CnpTestMessages.paypage(registrationID: id).replacingOccurrences(
                             of: "<orderSource>applepay</orderSource>", with: "")), as: UTF8.self),
                 // An entity.
                 #"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>"#
-                    + String(decoding: envelope(.cnp, password: server.vaultKey, paypage(registrationID: "&x;")), as: UTF8.self)
+                    + String(
+                        decoding: CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: "&x;")),
+                        as: UTF8.self
+                    )
                     .replacingOccurrences(of: #"<?xml version="1.0" encoding="UTF-8"?>"#, with: ""),
                 // Wrong credentials.
-                String(decoding: envelope(.cnp, password: "pw_wrong", paypage(registrationID: id)), as: UTF8.self),
+                String(
+                    decoding: CnpTestMessages.envelope(.cnp, password: "pw_wrong", CnpTestMessages.paypage(registrationID: id)),
+                    as: UTF8.self),
             ]
             for body in bodies {
                 let reply = try await post(server, Array(body.utf8))
@@ -559,29 +554,31 @@ struct CnpRelayTests {
             let twice: [(String, String)] = [
                 (
                     "orderSource",
-                    tokenTransaction(device.token, namespace: namespace, orderSource: "ecommerce</orderSource><orderSource>recurring")
+                    CnpTestMessages.tokenTransaction(
+                        device.token, namespace: namespace, orderSource: "ecommerce</orderSource><orderSource>recurring")
                 ),
                 (
                     "processingType",
-                    tokenTransaction(
+                    CnpTestMessages.tokenTransaction(
                         device.token, namespace: namespace,
                         extra: "<processingType>cardholderInitiatedCOF</processingType>"
                             + "<processingType>merchantInitiatedCOF</processingType>")
                 ),
                 (
                     "recurringRequest",
-                    tokenTransaction(
+                    CnpTestMessages.tokenTransaction(
                         device.token, namespace: namespace,
                         extra: "<recurringRequest><createSubscription><planCode>p</planCode></createSubscription></recurringRequest>"
                             + "<recurringRequest><createSubscription><planCode>p</planCode></createSubscription></recurringRequest>")
                 ),
                 (
                     namespace.tokenElement,
-                    tokenTransaction(device.token, namespace: namespace).replacingOccurrences(of: token, with: token + token)
+                    CnpTestMessages.tokenTransaction(device.token, namespace: namespace).replacingOccurrences(
+                        of: token, with: token + token)
                 ),
             ]
             for (element, transaction) in twice {
-                let reply = try await post(server, envelope(namespace, password: server.vaultKey, transaction))
+                let reply = try await post(server, CnpTestMessages.envelope(namespace, password: server.vaultKey, transaction))
                 #expect(reply.status == 200 && !reply.text.contains(#"response="0""#), "\(element): \(reply.text)")
                 #expect(reply.text.contains(element), "the refusal names \(element): \(reply.text)")
             }
@@ -592,7 +589,9 @@ struct CnpRelayTests {
 
     @Test func withoutAnUpstreamAuthorizationsAreRefused() async throws {
         try await withServer { server in
-            let reply = try await post(server, envelope(.cnp, password: server.vaultKey, paypage(registrationID: "1234567890123456")))
+            let reply = try await post(
+                server,
+                CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: "1234567890123456")))
             #expect(reply.status == 200 && reply.text.contains(#"response="1""#) && reply.text.contains("needs a configured upstream"))
         }
     }

@@ -18,7 +18,7 @@ import Testing
 @Suite(.serialized, .releasesTestResources)
 struct RadialRelayTests {
     static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
-    static let namespace = "http://api.gsicommerce.com/schema/checkout/1.0"
+    static let namespace = RadialTestMessages.namespace
     static let app = APIKey.generate(name: "radial-app", scopes: [.decrypt, .redeem, .detokenize], organization: "example")
     /// A key that may authorize wallets but not detokenize: a high-value token is not swapped for its card on it.
     static let redeemOnly = APIKey.generate(name: "radial-redeem-only", scopes: [.decrypt, .redeem], organization: "example")
@@ -49,84 +49,10 @@ struct RadialRelayTests {
 
     // MARK: Messages
 
-    struct Blob {
-        let data, ephemeralPublicKey, publicKeyHash, transactionId, signature, version: String
-
-        init(_ token: [UInt8]) throws {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(token)) as? [String: Any])
-            let header = try #require(object["header"] as? [String: Any])
-            data = try #require(object["data"] as? String)
-            signature = try #require(object["signature"] as? String)
-            version = try #require(object["version"] as? String)
-            ephemeralPublicKey = try #require(header["ephemeralPublicKey"] as? String)
-            publicKeyHash = try #require(header["publicKeyHash"] as? String)
-            transactionId = try #require(header["transactionId"] as? String)
-        }
-    }
-
-    func decryptBlobRequest(_ token: [UInt8]) throws -> [UInt8] {
-        let blob = try Blob(token)
-        return Array(
-            (#"<DecryptBlobRequest xmlns="\#(Self.namespace)"><AlgorithmVersion>1</AlgorithmVersion><EncryptionHeader>"#
-                + "<EphemeralPublicKey>\(blob.ephemeralPublicKey)</EphemeralPublicKey><TransactionId>\(blob.transactionId)</TransactionId>"
-                + "<PublicKeyHash>\(blob.publicKeyHash)</PublicKeyHash></EncryptionHeader><Version>\(blob.version)</Version>"
-                + "<Data>\(blob.data)</Data><Signature>\(blob.signature)</Signature></DecryptBlobRequest>").utf8)
-    }
-
-    /// The digital-wallet authorization of seed 003's element table, around `token`.
-    func walletAuthorization(_ token: [UInt8], orderID: String = "ORDER-0005", omitting omitted: String? = nil) throws -> [UInt8] {
-        let blob = try Blob(token)
-        let address =
-            "<Line1>123 Main St</Line1><City>King of Prussia</City><MainDivision>PA</MainDivision><CountryCode>US</CountryCode>"
-            + "<PostalCode>19406</PostalCode>"
-        let elements: [(String, String)] = [
-            (
-                "WalletPaymentInformation",
-                "<ApplePayTransactionId>\(blob.transactionId)</ApplePayTransactionId>"
-                    + "<EphemeralPublicKey>\(blob.ephemeralPublicKey)</EphemeralPublicKey>"
-                    + "<PublicKeyHash>\(blob.publicKeyHash)</PublicKeyHash>"
-                    + "<Version>\(blob.version)</Version><Data>\(blob.data)</Data><Signature>\(blob.signature)</Signature>"
-            ),
-            ("OrderId", orderID), ("Amount", "14.99"), ("BillingFirstName", "Jane"), ("BillingLastName", "Doe"),
-            ("BillingPhoneNo", "6101234567"), ("BillingAddress", address), ("CustomerEmail", "jane@example.com"),
-            ("CustomerIPAddress", "203.0.113.7"), ("ShipToFirstName", "Jane"), ("ShipToLastName", "Doe"),
-            ("ShippingAddress", address), ("SchemaVersion", "1.2"), ("PaymentId", "b33j9ynrb400"),
-        ]
-        var text = #"<?xml version="1.0" encoding="UTF-8"?><CreditCardAuthRequest xmlns="\#(Self.namespace)" requestId="REQ-1">"#
-        for (name, value) in elements where name != omitted {
-            text += name == "Amount" ? #"<Amount currencyCode="USD">\#(value)</Amount>"# : "<\(name)>\(value)</\(name)>"
-        }
-        return Array((text + "</CreditCardAuthRequest>").utf8)
-    }
-
-    /// Seed 003's second step: the app's card-not-present `CreditCardAuthRequest` with the
-    /// high-value token `decryptblob` answered in `PaymentContext` (`isToken="true"`) and the
-    /// expiry it answered, the rest as in the wallet request.
-    func tokenAuthorization(_ token: String, isToken: String = "true", orderID: String = "ORDER-0007") -> [UInt8] {
-        let address =
-            "<Line1>123 Main St</Line1><City>King of Prussia</City><MainDivision>PA</MainDivision><CountryCode>US</CountryCode>"
-            + "<PostalCode>19406</PostalCode>"
-        let elements: [(String, String)] = [
-            (
-                "PaymentContext",
-                "<OrderId>\(orderID)</OrderId><PaymentAccountUniqueId isToken=\"\(isToken)\">\(token)</PaymentAccountUniqueId>"
-            ),
-            ("ExpirationDate", "2029-12"), ("Amount", "14.99"), ("BillingFirstName", "Jane"), ("BillingLastName", "Doe"),
-            ("BillingPhoneNo", "6101234567"), ("BillingAddress", address), ("CustomerEmail", "jane@example.com"),
-            ("CustomerIPAddress", "203.0.113.7"), ("ShipToFirstName", "Jane"), ("ShipToLastName", "Doe"),
-            ("ShippingAddress", address), ("isRequestToCorrectCVVOrAVSError", "false"), ("SchemaVersion", "1.2"),
-            ("PaymentId", "b33j9ynrb401"),
-        ]
-        var text = #"<?xml version="1.0" encoding="UTF-8"?><CreditCardAuthRequest xmlns="\#(Self.namespace)" requestId="REQ-2">"#
-        for (name, value) in elements {
-            text += name == "Amount" ? #"<Amount currencyCode="USD">\#(value)</Amount>"# : "<\(name)>\(value)</\(name)>"
-        }
-        return Array((text + "</CreditCardAuthRequest>").utf8)
-    }
-
     /// `decryptblob` for a forged token of `payload`: the high-value token it answers.
     func decryptedToken(_ server: TestServer, payload: [UInt8]) async throws -> String {
-        let reply = try await post(server, Self.decryptPath, try decryptBlobRequest(try server.ecToken(payload: payload)))
+        let reply = try await post(
+            server, Self.decryptPath, try RadialTestMessages.decryptBlobRequest(try server.ecToken(payload: payload)))
         #expect(reply.status == 200, "\(reply.text)")
         return try #require(element("PaymentAccountUniqueId", in: reply.text), "\(reply.text)")
     }
@@ -145,7 +71,7 @@ struct RadialRelayTests {
             let server = fixture.server
             let pan = "4457119922391006"
             let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
-            let reply = try await post(server, Self.decryptPath, try decryptBlobRequest(token))
+            let reply = try await post(server, Self.decryptPath, try RadialTestMessages.decryptBlobRequest(token))
             let text = reply.text
             #expect(reply.status == 200 && text.contains("<DecryptBlobReply xmlns=\"\(Self.namespace)\""), "\(text)")
             let issued = try #require(element("PaymentAccountUniqueId", in: text))
@@ -153,15 +79,16 @@ struct RadialRelayTests {
             #expect(text.contains(#"<PaymentAccountUniqueId isToken="true">"#))
             #expect(element("ExpirationDate", in: text) == "2029-12" && element("TenderType", in: text) == "VC")
             #expect(element("CurrencyCode", in: text) == "978" && element("TransactionAmount", in: text) == "1999")
-            let transactionID = try Blob(token).transactionId
+            let transactionID = try PaymentTokenFields(token).transactionId
             #expect(element("ECI", in: text) == "7" && element("ApplePayTransactionId", in: text) == transactionID)
             #expect(!text.contains(pan) && !text.contains(Self.cryptogram))
             // Once: the same token again is a replay.
-            let again = try await post(server, Self.decryptPath, try decryptBlobRequest(token))
+            let again = try await post(server, Self.decryptPath, try RadialTestMessages.decryptBlobRequest(token))
             #expect(again.status == 422 && element("Code", in: again.text) == "TOKEN_NOT_ACCEPTED", "\(again.status) \(again.text)")
             #expect(element("Description", in: again.text)?.hasPrefix("replayed_transaction: ") == true)
             // The relay's key lacks no scope here; the vault key lacks decrypt.
-            let forbidden = try await post(server, Self.decryptPath, try decryptBlobRequest(try server.ecToken()), key: server.vaultKey)
+            let forbidden = try await post(
+                server, Self.decryptPath, try RadialTestMessages.decryptBlobRequest(try server.ecToken()), key: server.vaultKey)
             #expect(forbidden.status == 403 && element("Code", in: forbidden.text) == "FORBIDDEN")
             #expect(fixture.upstream.receivedRadial.isEmpty)
             #expect(!server.logs.text.contains(pan) && !server.logs.text.contains(Self.cryptogram))
@@ -173,7 +100,7 @@ struct RadialRelayTests {
             let (server, upstream) = (fixture.server, fixture.upstream)
             let pan = "5204245250003005"
             let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
-            let reply = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+            let reply = try await post(server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(token))
             let text = reply.text
             #expect(reply.status == 200 && text.contains("<CreditCardAuthReply"), "\(text)")
 
@@ -182,7 +109,7 @@ struct RadialRelayTests {
             #expect(received.accountNumber == pan && received.expirationDate == "2029-12")
             #expect(received.cryptogram == Self.cryptogram && received.eci == "7" && received.orderId == "ORDER-0005")
             #expect(received.apiKey == "radial-upstream-key" && !received.text.contains(Self.app.key))
-            let blob = try Blob(token)
+            let blob = try PaymentTokenFields(token)
             #expect(!received.text.contains(blob.data) && !received.text.contains(blob.signature))
             // What the relay does not know travels on.
             #expect(received.element("PaymentId")?.text == "b33j9ynrb400" && received.element("SchemaVersion")?.text == "1.2")
@@ -200,7 +127,8 @@ struct RadialRelayTests {
             upstream.setAnswer(.decline(code: "05", message: "Do not honor"))
             let declined = try await post(
                 server, Self.authorizationPath,
-                try walletAuthorization(try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))))
+                try RadialTestMessages.walletAuthorization(
+                    try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))))
             #expect(declined.status == 200 && element("ResponseCode", in: declined.text) == "DECL")
             #expect(element("PaymentAccountUniqueId", in: declined.text) == issued && !declined.text.contains(pan))
         }
@@ -222,7 +150,7 @@ struct RadialRelayTests {
             for file in stored { #expect(!file.contains(Data(pan.utf8)) && !file.contains(Data(Self.cryptogram.utf8))) }
 
             // First use: the card and the decrypted blob's cryptogram and ECI, as the DW.xml relay sends them.
-            let first = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            let first = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(token))
             #expect(first.status == 200 && element("ResponseCode", in: first.text) == "APPROVED", "\(first.status) \(first.text)")
             let received = try #require(upstream.receivedRadial.first)
             #expect(upstream.receivedRadial.count == 1 && received.path == "/v1.0/stores/TMSUS/payments/creditcard/auth/VC.xml")
@@ -233,7 +161,7 @@ struct RadialRelayTests {
             #expect(RelayFixture.cardDataIn(first.text, accountNumber: pan, cryptogram: Self.cryptogram).isEmpty, "\(first.text)")
 
             // Later uses have no cryptogram, and a device account number does not authorize without one.
-            let second = try await post(server, Self.authorizationPath, tokenAuthorization(token, orderID: "ORDER-0008"))
+            let second = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(token, orderID: "ORDER-0008"))
             #expect(second.status == 422 && element("Code", in: second.text) == "TOKEN_NOT_ACCEPTED", "\(second.text)")
             #expect(element("Description", in: second.text)?.hasPrefix("cryptogram_required: ") == true, "\(second.text)")
             #expect(upstream.receivedRadial.count == 1)
@@ -268,7 +196,7 @@ struct RadialRelayTests {
             let (server, upstream) = (fixture.server, fixture.upstream)
             let pan = "4457119922390578"
             let token = try await decryptedToken(server, payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
-            let reply = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            let reply = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(token))
             #expect(reply.status == 200 && element("ResponseCode", in: reply.text) == "APPROVED", "\(reply.status) \(reply.text)")
             let received = try #require(upstream.receivedRadial.first)
             #expect(received.accountNumber == pan && received.cryptogram == Self.cryptogram)
@@ -284,18 +212,20 @@ struct RadialRelayTests {
             let token = try await decryptedToken(server, payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
             // The rival organisation, on its own store: the example organisation's token is unknown to it.
             let rival = try await post(
-                server, Self.authorizationPath.replacingOccurrences(of: "TMSUS", with: "RIVAL"), tokenAuthorization(token),
+                server, Self.authorizationPath.replacingOccurrences(of: "TMSUS", with: "RIVAL"),
+                RadialTestMessages.tokenAuthorization(token),
                 key: server.rivalKey)
             #expect(rival.status == 404 && element("Code", in: rival.text) == "TOKEN_NOT_ACCEPTED", "\(rival.text)")
             #expect(element("Description", in: rival.text)?.hasPrefix("token_not_found: ") == true, "\(rival.text)")
             // A well-formed token never issued, and an account number sent as one.
-            let unknown = try await post(server, Self.authorizationPath, tokenAuthorization("4457110000000001"))
+            let unknown = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization("4457110000000001"))
             #expect(unknown.status == 404 && element("Description", in: unknown.text)?.hasPrefix("token_not_found: ") == true)
-            let clear = try await post(server, Self.authorizationPath, tokenAuthorization(pan, isToken: "false"))
+            let clear = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(pan, isToken: "false"))
             #expect(clear.status == 400 && element("Code", in: clear.text) == "VALIDATION_FAILED", "\(clear.text)")
             #expect(!clear.text.contains(pan))
             // Detokenization needs the scope the vault's detokenize route needs.
-            let scope = try await post(server, Self.authorizationPath, tokenAuthorization(token), key: Self.redeemOnly.key)
+            let scope = try await post(
+                server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(token), key: Self.redeemOnly.key)
             #expect(scope.status == 403 && element("Code", in: scope.text) == "FORBIDDEN" && scope.text.contains("detokenize"))
             #expect(upstream.receivedRadial.isEmpty)
             for reply in [rival, unknown, clear, scope] {
@@ -304,7 +234,7 @@ struct RadialRelayTests {
             let documented = try OpenAPIDocument.load().documentedPairs("POST /v1.0/stores/{StoreID}/payments/creditcard/auth/DW.xml")
             for reply in [rival, clear, scope] { #expect(documented.contains("\(reply.status) "), "\(reply.status)") }
             // Refused uses spent nothing: the first real use still has the cryptogram.
-            let first = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            let first = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(token))
             #expect(first.status == 200 && upstream.receivedRadial.last?.cryptogram == Self.cryptogram, "\(first.text)")
         }
     }
@@ -315,10 +245,10 @@ struct RadialRelayTests {
             let pan = "5204245250001488"
             let cryptogram = "AJcBBBBBBBBBBBBBBBBBBBBBBBB="
             let token = try await decryptedToken(server, payload: PaymentPayloads.merchantToken(pan: pan))
-            let first = try await post(server, Self.authorizationPath, tokenAuthorization(token))
+            let first = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(token))
             #expect(first.status == 200, "\(first.text)")
             #expect(upstream.receivedRadial.last?.cryptogram == cryptogram && upstream.receivedRadial.last?.accountNumber == pan)
-            let second = try await post(server, Self.authorizationPath, tokenAuthorization(token, orderID: "ORDER-0009"))
+            let second = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(token, orderID: "ORDER-0009"))
             #expect(second.status == 200 && element("PaymentAccountUniqueId", in: second.text) == token, "\(second.text)")
             let received = try #require(upstream.receivedRadial.last)
             #expect(upstream.receivedRadial.count == 2 && received.accountNumber == pan && received.expirationDate == "2030-05")
@@ -336,7 +266,7 @@ struct RadialRelayTests {
             let merchant = try await decryptedToken(server, payload: PaymentPayloads.merchantToken(pan: "5204245250001496"))
             offset.withLock { $0 = 86_400 + 1 }
             // A day on, the DPAN's cryptogram is gone (expired, not yet purged): refused, nothing sent.
-            let late = try await post(server, Self.authorizationPath, tokenAuthorization(device))
+            let late = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(device))
             #expect(late.status == 422 && element("Description", in: late.text)?.hasPrefix("cryptogram_required: ") == true)
             #expect(upstream.receivedRadial.isEmpty, "\(late.text)")
             // The purge destroys both sealed payloads (the tokens' cryptograms, ECIs and numbers).
@@ -344,11 +274,11 @@ struct RadialRelayTests {
             #expect(purge.payloadsDestroyed == 2, "\(purge)")
             // Back inside the day, the purged payload stays gone: the MPAN goes without a cryptogram.
             offset.withLock { $0 = 0 }
-            let merchantUse = try await post(server, Self.authorizationPath, tokenAuthorization(merchant))
+            let merchantUse = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(merchant))
             #expect(merchantUse.status == 200, "\(merchantUse.text)")
             let received = try #require(upstream.receivedRadial.last)
             #expect(received.accountNumber == "5204245250001496" && received.cryptogram == nil, "\(received.text)")
-            let deviceUse = try await post(server, Self.authorizationPath, tokenAuthorization(device))
+            let deviceUse = try await post(server, Self.authorizationPath, RadialTestMessages.tokenAuthorization(device))
             #expect(deviceUse.status == 422 && upstream.receivedRadial.count == 1, "\(deviceUse.text)")
         }
     }
@@ -357,7 +287,7 @@ struct RadialRelayTests {
         try #require(ConformanceVectors.available, "vectors absent: set PAYWARDEN_VECTORS (\(ConformanceVectors.directory))")
         try await withFixture(trustingApple: true) { fixture in
             let token = Array(try ConformanceVectors.data("gala-2014", "token.json"))
-            let reply = try await post(fixture.server, Self.authorizationPath, try walletAuthorization(token))
+            let reply = try await post(fixture.server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(token))
             #expect(reply.status == 422, "\(reply.status) \(reply.text)")
             #expect(element("Code", in: reply.text) == "TOKEN_NOT_ACCEPTED", "\(reply.text)")
             #expect(element("Description", in: reply.text)?.hasPrefix("signing_time_out_of_window: ") == true, "\(reply.text)")
@@ -370,39 +300,41 @@ struct RadialRelayTests {
             let (server, upstream) = (fixture.server, fixture.upstream)
             let token = try server.ecToken()
             for omitted in ["OrderId", "BillingAddress", "CustomerEmail", "WalletPaymentInformation"] {
-                let reply = try await post(server, Self.authorizationPath, try walletAuthorization(token, omitting: omitted))
+                let reply = try await post(
+                    server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(token, omitting: omitted))
                 #expect(reply.status == 400 && element("Code", in: reply.text) == "VALIDATION_FAILED", "\(omitted): \(reply.text)")
                 #expect(reply.text.contains(omitted), "\(omitted): \(reply.text)")
             }
             let hostile: [(String, [UInt8])] = [
                 ("a DTD", Array(#"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>"#.utf8)),
                 ("another root", Array(#"<DecryptBlobRequest xmlns="\#(Self.namespace)"/>"#.utf8)),
-                ("a long order id", try walletAuthorization(token, orderID: String(repeating: "9", count: 21))),
+                ("a long order id", try RadialTestMessages.walletAuthorization(token, orderID: String(repeating: "9", count: 21))),
             ]
             for (why, body) in hostile {
                 let reply = try await post(server, Self.authorizationPath, body)
                 #expect(reply.status == 400 && element("Code", in: reply.text) == "VALIDATION_FAILED", "\(why): \(reply.text)")
             }
             let store = try await server.send(
-                .POST, "/v1.0/stores/a%2F..%2Fb/payments/creditcard/auth/DW.xml", body: try walletAuthorization(token),
+                .POST, "/v1.0/stores/a%2F..%2Fb/payments/creditcard/auth/DW.xml", body: try RadialTestMessages.walletAuthorization(token),
                 apiKey: .some(Self.app.key), contentType: "application/xml")
             #expect(store.status == 400 && store.text.contains("store ID"), "\(store.text)")
             // Another organisation's store: the upstream would act on Paywarden's key for it.
             for store in ["RIVAL", "UNBOUND"] {
                 let other = try await post(
-                    server, Self.authorizationPath.replacingOccurrences(of: "TMSUS", with: store), try walletAuthorization(token))
+                    server, Self.authorizationPath.replacingOccurrences(of: "TMSUS", with: store),
+                    try RadialTestMessages.walletAuthorization(token))
                 #expect(other.status == 403 && element("Code", in: other.text) == "FORBIDDEN", "\(other.text)")
             }
             // A client's own ExpirationDate in a wallet request is refused, not forwarded.
-            let withExpiry = String(decoding: try walletAuthorization(token), as: UTF8.self).replacingOccurrences(
+            let withExpiry = String(decoding: try RadialTestMessages.walletAuthorization(token), as: UTF8.self).replacingOccurrences(
                 of: "<OrderId>", with: "<ExpirationDate>2030-01</ExpirationDate><OrderId>")
             let expiry = try await post(server, Self.authorizationPath, Array(withExpiry.utf8))
             #expect(expiry.status == 400 && expiry.text.contains("ExpirationDate"), "\(expiry.text)")
-            let unauthorized = try await post(server, Self.authorizationPath, try walletAuthorization(token), key: nil)
+            let unauthorized = try await post(server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(token), key: nil)
             #expect(unauthorized.status == 401 && element("Code", in: unauthorized.text) == "UNAUTHORIZED")
             #expect(upstream.receivedRadial.isEmpty)
             // The token was never decrypted: its transaction id is still free.
-            let fine = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+            let fine = try await post(server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(token))
             #expect(fine.status == 200, "\(fine.text)")
         }
     }
@@ -411,7 +343,7 @@ struct RadialRelayTests {
         try await withFixture { fixture in
             let (server, upstream) = (fixture.server, fixture.upstream)
             func authorize() async throws -> TestServer.Reply {
-                try await post(server, Self.authorizationPath, try walletAuthorization(try server.ecToken()))
+                try await post(server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(try server.ecToken()))
             }
             upstream.setAnswer(.garbage)
             let garbage = try await authorize()
@@ -437,7 +369,7 @@ struct RadialRelayTests {
             for form in ProcessorUpstreamStandIn.CardDataEcho.allCases {
                 upstream.setAnswer(.approveEchoing(form))
                 let token = try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan, cryptogram: Self.cryptogram))
-                let reply = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+                let reply = try await post(server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(token))
                 let text = reply.text
                 let received = try #require(upstream.receivedRadial.last)
                 #expect(received.accountNumber == pan && received.cryptogram == Self.cryptogram)
@@ -461,10 +393,10 @@ struct RadialRelayTests {
         try await withFixture(upstream: false) { fixture in
             let server = fixture.server
             let token = try server.ecToken()
-            let refused = try await post(server, Self.authorizationPath, try walletAuthorization(token))
+            let refused = try await post(server, Self.authorizationPath, try RadialTestMessages.walletAuthorization(token))
             #expect(refused.status == 503 && element("Code", in: refused.text) == "SERVICE_UNAVAILABLE", "\(refused.text)")
             // Nothing was decrypted: the same token is still good for the decrypt API.
-            let decrypted = try await post(server, Self.decryptPath, try decryptBlobRequest(token))
+            let decrypted = try await post(server, Self.decryptPath, try RadialTestMessages.decryptBlobRequest(token))
             #expect(decrypted.status == 200, "\(decrypted.text)")
         }
     }

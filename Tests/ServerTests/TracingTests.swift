@@ -70,7 +70,8 @@ struct TracingTests {
             // A relayed cnpAPI authorization of another registration.
             let relayedPAN = "4457119922391006"
             let relayedID = try await server.registerThroughEProtect(pan: relayedPAN, cryptogram: CnpRelayTests.cryptogram)
-            let relayed = try await cnp.post(server, cnp.envelope(.cnp, password: server.vaultKey, cnp.paypage(registrationID: relayedID)))
+            let relayed = try await cnp.post(
+                server, CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: relayedID)))
             #expect(relayed.status == 200 && element("response", in: relayed.text) == "000", "\(relayed.text)")
             let relayedToken = try #require(element("cnpToken", in: relayed.text))
             secrets += [relayedPAN, relayedID, relayedToken]
@@ -84,7 +85,8 @@ struct TracingTests {
             let strangerID = try await server.registerThroughEProtect(pan: strangerPAN, cryptogram: CnpRelayTests.cryptogram)
             let stranger = try await server.send(
                 .POST, "/vap/communicator/online",
-                body: cnp.envelope(.cnp, password: server.vaultKey, cnp.paypage(registrationID: strangerID)), apiKey: .some(nil),
+                body: CnpTestMessages.envelope(.cnp, password: server.vaultKey, CnpTestMessages.paypage(registrationID: strangerID)),
+                apiKey: .some(nil),
                 contentType: "text/xml",
                 headers: [("traceparent", "00-\(callerTrace)-00f067aa0ba902b7-00"), ("tracestate", "stranger=chosen-state")])
             #expect(stranger.status == 200 && element("response", in: stranger.text) == "000", "\(stranger.text)")

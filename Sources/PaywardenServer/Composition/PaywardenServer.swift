@@ -449,7 +449,8 @@ public struct PaywardenServer: Sendable {
             CnpRelay(service: vaultService, upstream: $0, merchantIDs: configuration.relay.cnpMerchantIDs, logger: logger)
         }
         let cnp = CnpController(
-            service: vaultService, registry: configuration.apiKeys, maxBodyBytes: configuration.maxBodyBytes, relay: cnpRelay)
+            intake: CardIntake(service: vaultService, form: CnpRelay.form), registry: configuration.apiKeys,
+            maxBodyBytes: configuration.maxBodyBytes, relay: cnpRelay)
         // The processors' formats answer a missing or wrong key in their own shapes: the
         // authenticators identify, and each controller authorises.
         let bearer = BearerAPIKeyAuthenticator<PaywardenRequestContext>(registry: configuration.apiKeys)

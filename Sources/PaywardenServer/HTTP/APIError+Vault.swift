@@ -11,6 +11,8 @@ extension APIError {
             self.init(error)
         case .rateLimited(let wait, let who):
             self = EProtectController.rateLimited(wait, who)
+        case .forbidden(let message):
+            self.init(.forbidden, message: message)
         case .vault(let error) where error.code == .recordUnreadable:
             self = .internalError
         case .vault(let error):

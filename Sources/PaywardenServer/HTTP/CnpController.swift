@@ -18,7 +18,8 @@ import Vault
 /// as `password`; an `Authorization: Bearer` header, when sent, must be the same key. The key
 /// needs the `redeem` scope and acts for its organisation.
 struct CnpController {
-    let service: VaultService
+    /// Where registrations' card data comes from: registration IDs and Apple Pay tokens.
+    let intake: CardIntake
     let registry: APIKeyRegistry
     let maxBodyBytes: Int
     /// The cnpAPI upstream, when one is configured.
@@ -58,20 +59,19 @@ struct CnpController {
     }
 
     private func register(_ registration: CnpRegisterTokenRequest, key: APIKey, organization: String) async -> CnpRegisterTokenResponse {
-        let transactionID = UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999)
         var response = CnpRegisterTokenResponse(
-            attributes: registration.attributes, transactionId: transactionID, response: .registrationError, responseTime: service.now
+            attributes: registration.attributes, transactionId: CnpRelay.transactionID(), response: .registrationError,
+            responseTime: intake.now
         )
         do throws(VaultFailure) {
             let issued: IssuedToken
             switch registration.source {
             case .paypageRegistrationId(let id):
-                issued = try await service.redeem(id, key: key, organization: organization).highValueToken
+                issued = try await intake.registrationRedeemed(id, key: key, organization: organization)
             case .applePay(let token):
-                let policy = try await service.organizationPolicy(organization)
-                let decrypted = try await service.decrypt(Array(token.paymentDataJSON), policy: policy)
-                issued = try await service.issueToken(for: decrypted, policy: policy)
-                response.applePay = CnpApplePayResponse(decrypted.payment)
+                let payment: DecryptedPayment?
+                (issued, payment) = try await intake.paymentRegistered(Array(token.paymentDataJSON), organization: organization)
+                response.applePay = CnpApplePayResponse(payment)
             }
             response.response = issued.isNew ? .registered : .previouslyRegistered
             response.token = issued.token

@@ -290,6 +290,9 @@ public enum VaultFailure: Error, Sendable {
     case vault(VaultError)
     /// Over a registration rate limit: retry after the duration.
     case rateLimited(Duration, String)
+    /// The API key lacks the scope the operation needs (a relay's stored token needs `detokenize`);
+    /// the message names the key and the scope.
+    case forbidden(String)
 
     /// The stable code, which every protocol's mapping switches on.
     public var code: StableCode {
@@ -297,6 +300,7 @@ public enum VaultFailure: Error, Sendable {
         case .token(let error): StableCode(error.code)
         case .vault(let error): StableCode(error.code)
         case .rateLimited: .rateLimited
+        case .forbidden: .forbidden
         }
     }
 
@@ -313,6 +317,7 @@ public enum VaultFailure: Error, Sendable {
         case .token(let error): error.message
         case .vault(let error): error.message
         case .rateLimited(_, let who): "too many registrations from \(who)"
+        case .forbidden(let message): message
         }
     }
 }

@@ -1,6 +1,6 @@
 /// The text of the first `<name>…</name>` (attributes allowed) in `xml`: enough for the tests to read
 /// a reply's fields without parsing it the way the code under test does.
-func element(_ name: String, in xml: String) -> String? {
+public func element(_ name: String, in xml: String) -> String? {
     var from = xml.startIndex
     while let start = xml.range(of: "<\(name)", range: from..<xml.endIndex) {
         from = start.upperBound
