@@ -20,3 +20,11 @@ struct APIScopeRequirement: RouterMiddleware {
         return try await next(request, context)
     }
 }
+
+extension RouterMethods where Context == PaywardenRequestContext {
+    /// Routes under `path` for a bearer API key with `scope`: the authenticator identifies, the
+    /// requirement authorises (401 without a valid key, 403 without the scope).
+    func keyed(_ path: RouterPath, scope: APIScope, _ keys: APIKeyRegistry) -> RouterGroup<Context> {
+        group(path).add(middleware: BearerAPIKeyAuthenticator(registry: keys)).add(middleware: APIScopeRequirement(scope: scope))
+    }
+}

@@ -123,3 +123,15 @@ struct CnpController {
             body: .init(byteBuffer: ByteBuffer(bytes: ProcessorXML.serialize(document))))
     }
 }
+
+extension CnpController {
+    /// cnpAPI's endpoint at Worldpay's path and at `/cnpAPI`. The format answers a missing or wrong
+    /// key in its own shape: the bearer authenticator identifies, and ``online(_:context:)`` authorises.
+    var routes: RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.group().add(middleware: BearerAPIKeyAuthenticator(registry: registry))
+            .post("/vap/communicator/online", use: online)
+            .post("/cnpAPI", use: online)
+        return routes
+    }
+}

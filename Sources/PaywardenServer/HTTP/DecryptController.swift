@@ -87,3 +87,12 @@ protocol OrganizationPolicies: Sendable {
 
 extension DecryptionService: PaymentTokenDecrypting {}
 extension VaultService: OrganizationPolicies {}
+
+extension DecryptController {
+    /// `POST /v1/payment-tokens/decrypt`, for a key with the `decrypt` scope.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.keyed("/v1/payment-tokens", scope: .decrypt, keys).post("/decrypt", use: decrypt)
+        return routes
+    }
+}

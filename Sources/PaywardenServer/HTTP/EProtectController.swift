@@ -104,3 +104,13 @@ struct EProtectController {
             headers: [.retryAfter: String(seconds)])
     }
 }
+
+extension EProtectController {
+    /// `POST /eProtect/paypage`: no API key (a buyer's browser or app posts it); the paypage and
+    /// the rate limits admit it.
+    var routes: RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.post("/eProtect/paypage", use: register)
+        return routes
+    }
+}

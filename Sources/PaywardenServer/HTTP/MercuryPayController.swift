@@ -77,3 +77,15 @@ struct MercuryPayController {
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body.serialized())))
     }
 }
+
+extension MercuryPayController {
+    /// MercuryPay's two operations, with a key as Bearer or Basic credentials; the controller
+    /// authorises, answering in MercuryPay's error shape.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.group().add(middleware: BearerAPIKeyAuthenticator(registry: keys)).add(middleware: BasicAPIKeyAuthenticator(registry: keys))
+            .post(RouterPath(MercuryPayOperation.saleByRecordNo.path), use: saleByRecordNo)
+            .post(RouterPath(MercuryPayOperation.authorizeByRecordNo.path), use: authorizeByRecordNo)
+        return routes
+    }
+}

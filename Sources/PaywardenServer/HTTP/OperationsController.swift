@@ -29,3 +29,14 @@ struct OperationsController {
 }
 
 extension Readiness: ResponseEncodable {}
+
+extension OperationsController {
+    /// `/healthz`, `/readyz` and `/metrics`: no key, on the operations listener or the API's.
+    var routes: RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.get("/healthz", use: health)
+        routes.get("/readyz", use: readiness)
+        routes.get("/metrics", use: metrics)
+        return routes
+    }
+}

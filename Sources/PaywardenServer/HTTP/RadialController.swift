@@ -105,3 +105,15 @@ struct RadialController {
             status: reply.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: ProcessorXML.serialize(reply.document))))
     }
 }
+
+extension RadialController {
+    /// Radial's decrypt API and digital-wallet authorization under a store's payments path; the
+    /// controller authorises, answering in Radial's `Fault`.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.group("/v1.0/stores/{StoreID}/payments").add(middleware: BearerAPIKeyAuthenticator(registry: keys))
+            .post("/decryptblob", use: decryptBlob)
+            .post("/creditcard/auth/DW.xml", use: authorize)
+        return routes
+    }
+}

@@ -246,3 +246,21 @@ struct DetokenizedAccountBody: ResponseEncodable, Sendable {
         merchantTokenIdentifier = account.merchantTokenIdentifier
     }
 }
+
+extension VaultController {
+    /// Registrations for a key with `redeem`, tokens for a key with `detokenize`.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.keyed("/v1/registrations", scope: .redeem, keys)
+            .post("/redeem", use: redeemFromBody)
+            .post("/end", use: endRegistrationFromBody)
+            .post("/{id}/redeem", use: redeem)
+            .delete("/{id}", use: endRegistration)
+        routes.keyed("/v1/tokens", scope: .detokenize, keys)
+            .post("/detokenize", use: detokenizeFromBody)
+            .post("/delete", use: deleteTokenFromBody)
+            .post("/{token}/detokenize", use: detokenize)
+            .delete("/{token}", use: deleteToken)
+        return routes
+    }
+}

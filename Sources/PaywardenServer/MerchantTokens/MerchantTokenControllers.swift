@@ -173,3 +173,32 @@ extension APIError {
 extension HTTPField.Name {
     static let xForwardedFor = Self("X-Forwarded-For")!
 }
+
+extension MerchantTokenNotificationController {
+    /// Apple's notification: no API key, gated by its source address instead.
+    var routes: RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.get("/v1/apple-pay/{merchantId}/notification/merchantToken/{eventId}", use: notify)
+        return routes
+    }
+}
+
+extension MerchantTokensController {
+    /// Unlinking and the notification URL, for a key with the `merchant-tokens` scope.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.keyed("/v1/merchant-tokens", scope: .merchantTokens, keys)
+            .post("/unlink", use: unlink)
+            .post("/notification-url", use: updateNotificationURL)
+        return routes
+    }
+}
+
+extension PaymentSessionController {
+    /// `POST /v1/apple-pay/payment-session`, for a key with the `session` scope.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.keyed("/v1/apple-pay", scope: .session, keys).post("/payment-session", use: create)
+        return routes
+    }
+}

@@ -125,18 +125,20 @@ struct UsageInformationPackageController {
     }
 }
 
-extension PaywardenServer {
-    func addUsageInformationRoutes(to router: Router<PaywardenRequestContext>) {
-        let publish = UsageInformationController(service: merchantTokens, maxBodyBytes: configuration.maxBodyBytes)
-        keyedGroup("/v1/merchant-tokens", scope: .merchantTokens, in: router)
-            .put("/{merchantTokenId}/usage-information", use: publish.publish)
-        // No API key: the device authenticates with the token Apple relayed to it.
-        let devices = UsageInformationPackageController(
-            service: merchantTokens,
-            failures: RateLimiter(
-                ratePerSecond: configuration.usageInformationFailuresPerAddress,
-                burst: 10 * configuration.usageInformationFailuresPerAddress),
-            clients: notificationSources.clients)
-        router.get("/v1/merchantToken/{merchantTokenId}/usageInformation", use: devices.package)
+extension UsageInformationController {
+    /// Publishing a merchant token's usage information, for a key with the `merchant-tokens` scope.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.keyed("/v1/merchant-tokens", scope: .merchantTokens, keys).put("/{merchantTokenId}/usage-information", use: publish)
+        return routes
+    }
+}
+
+extension UsageInformationPackageController {
+    /// No API key: the device authenticates with the token Apple relayed to it.
+    var routes: RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.get("/v1/merchantToken/{merchantTokenId}/usageInformation", use: package)
+        return routes
     }
 }

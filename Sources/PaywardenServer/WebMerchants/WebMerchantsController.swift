@@ -158,3 +158,26 @@ struct DomainAssociationController {
             body: .init(byteBuffer: ByteBuffer(bytes: stored)))
     }
 }
+
+extension WebMerchantsController {
+    /// The platform's web merchants and their domains, for a key with the `platform` scope.
+    func routes(keys: APIKeyRegistry) -> RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.keyed("/v1/apple-pay/web-merchants", scope: .platform, keys)
+            .post(use: register)
+            .get(use: list)
+            .get("/{id}", use: show)
+            .post("/{id}/unregister", use: unregister)
+        routes.keyed("/v1/apple-pay/web-merchant-domains", scope: .platform, keys).get(use: domains)
+        return routes
+    }
+}
+
+extension DomainAssociationController {
+    /// Apple fetches the domain-verification file with no credentials, for any registered host.
+    var routes: RouteCollection<PaywardenRequestContext> {
+        let routes = RouteCollection(context: PaywardenRequestContext.self)
+        routes.get("/.well-known/apple-developer-merchantid-domain-association", use: serve)
+        return routes
+    }
+}

@@ -92,33 +92,33 @@ public final class DecryptionService: Sendable {
             throw PaymentTokenError(.overloaded, "\(maxInFlight) decryptions are in progress; retry shortly")
         }
         let (startedAt, start) = (DefaultTracerClock.now, ContinuousClock.now)
-        let attempt = DecryptionAttempt()
-        let result = await dispatched(attempt, work)
-        let elapsed = ContinuousClock.now - start
-        // An event of the request's span, as are the replay claim's and the HSM's inside it
-        // (``RequestSpanEvents``). Attributes name the outcome only, never anything from the token.
+        let result = await dispatched(DecryptionAttempt(), work)
+        record(result, startedAt: startedAt, elapsed: ContinuousClock.now - start)
+        return try result.get()
+    }
+
+    /// A decryption's outcome: counted and timed, an event of the request's span (as are the replay
+    /// claim's and the HSM's inside it, ``RequestSpanEvents``; attributes name the outcome only,
+    /// never anything from the token), and what follows from it: a module recycling when due, a
+    /// readiness check when the HSM failed.
+    private func record<R>(_ result: Result<R, PaymentTokenError>, startedAt: DefaultTracerClock.Timestamp, elapsed: Duration) {
         let outcome: String
         switch result {
-        case .success: outcome = "ok"
-        case .failure(let error): outcome = error.code.rawValue
+        case .success:
+            outcome = "ok"
+            let count = decryptions.add(1, ordering: .relaxed).newValue
+            if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
+        case .failure(let error):
+            outcome = error.code.rawValue
+            // Stamped when the failure was seen: a health check that began later and passed
+            // outdates it, one that began during the request does not.
+            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }
         }
+        metrics.decrypt(outcome: outcome, duration: elapsed)
         RequestSpanEvents.record(
             "paywarden.decrypt", at: startedAt,
             ["paywarden.decrypt.outcome": .string(outcome), "paywarden.duration_us": .int64(Int64(elapsed / .microseconds(1)))])
         RequestSpanEvents.setAttribute("paywarden.decrypt.outcome", outcome)
-        switch result {
-        case .success(let value):
-            let count = decryptions.add(1, ordering: .relaxed).newValue
-            if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
-            metrics.decrypt(outcome: "ok", duration: elapsed)
-            return value
-        case .failure(let error):
-            metrics.decrypt(outcome: error.code.rawValue, duration: elapsed)
-            // Stamped when the failure was seen: a health check that began later and passed
-            // outdates it, one that began during the request does not.
-            if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }
-            throw error
-        }
     }
 
     /// Refuses at once what cannot be decrypted now: the HSM being re-established, the database down.
@@ -139,23 +139,16 @@ public final class DecryptionService: Sendable {
     private func dispatched<R: Sendable>(
         _ attempt: DecryptionAttempt, _ work: @escaping @Sendable (DecryptionAttempt) async throws(PaymentTokenError) -> R
     ) async -> Result<R, PaymentTokenError> {
-        let outcome: Result<Result<R, PaymentTokenError>, PKCS11Error>
         do throws(PKCS11Error) {
-            outcome = .success(
-                try await hsm.runOnWorkers { () async -> Result<R, PaymentTokenError> in
-                    do throws(PaymentTokenError) {
-                        return .success(try await work(attempt))
-                    } catch {
-                        return .failure(error)
-                    }
-                })
+            // The work's own refusal travels back as a value: the dispatch throws the HSM's errors only.
+            return try await hsm.runOnWorkers { () async -> Result<R, PaymentTokenError> in
+                do throws(PaymentTokenError) {
+                    return .success(try await work(attempt))
+                } catch {
+                    return .failure(error)
+                }
+            }
         } catch {
-            outcome = .failure(error)
-        }
-        switch outcome {
-        case .success(let result):
-            return result
-        case .failure(let error):
             if let claimed = attempt.abandon() { await replayCache.release(claimed) }
             let code: PaymentTokenError.Code = error.code == .overloaded ? .overloaded : .hsmUnavailable
             return .failure(PaymentTokenError(code, "\(error.message); retry shortly"))
