@@ -120,14 +120,23 @@ let package = Package(
         ),
         // Processor message formats (a leaf): cnpAPI, MercuryPay and Radial models, a strict XML parser.
         .target(name: "ProcessorMessages", dependencies: ["PaywardenPrimitives"]),
+        // The database the settings name, opened on its driver (SQLite or PostgreSQL) with the services
+        // it needs while used, and the copy and comparison between two of them (`paywarden database`).
+        .target(
+            name: "PaywardenDatabase",
+            dependencies: [
+                "PaywardenStorage", "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres",
+                "PaywardenConfiguration", serviceLifecycle, logging, crypto,
+            ]
+        ),
         // What the HTTP service and the admin commands share, with no HTTP server in it: decryption,
         // the vault's service, the HSM's and the database's health, the stable error codes, API keys,
         // metrics, the operator's advice, the decrypt response's body.
         .target(
             name: "PaywardenServices",
             dependencies: [
-                "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage",
-                "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "OutboundTLS",
+                "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenStorage", "Vault",
+                "OutboundTLS",
                 .product(name: "Prometheus", package: "swift-prometheus"), httpTypes, nioCore, nioSSL, serviceLifecycle, logging,
                 crypto, tracing, otel,
             ]
@@ -156,7 +165,7 @@ let package = Package(
             name: "PaywardenServer",
             dependencies: [
                 "PaywardenServices", "MerchantTokens", "ProcessorRelays", "ApplePay", "KeyCustody", "PKCS11", "PaywardenConfiguration",
-                "PaywardenStorage", "Vault", "ProcessorMessages", "OutboundTLS", "PaywardenPrimitives",
+                "PaywardenStorage", "PaywardenDatabase", "Vault", "ProcessorMessages", "OutboundTLS", "PaywardenPrimitives",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -171,7 +180,8 @@ let package = Package(
             name: "PaywardenAdmin",
             dependencies: [
                 "PKCS11", "KeyCustody", "ApplePay", "PaywardenServices", "MerchantTokens", "PaywardenConfiguration", "PaywardenPrimitives",
-                "PaywardenStorage", "Vault", "OutboundTLS", "PaywardenSandbox",
+                "PaywardenStorage", "PaywardenDatabase", "PaywardenStorageSQL", "PaywardenStorageSQLite", "Vault", "OutboundTLS",
+                "PaywardenSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 logging, crypto,
             ]
@@ -203,7 +213,7 @@ let package = Package(
             dependencies: [
                 "PaywardenHSMTesting", "ApplePay", "KeyCustody", "PKCS11", "PaywardenServer", "PaywardenServices", "MerchantTokens",
                 "ProcessorRelays",
-                "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenSandbox", "PaywardenStorage",
+                "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenSandbox", "PaywardenStorage", "PaywardenDatabase",
                 "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "Vault", "ProcessorMessages",
                 "OutboundTLS", crypto, cryptoExtras, asn1, x509, logging, asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL,
                 serviceLifecycle,
@@ -216,7 +226,8 @@ let package = Package(
             dependencies: [
                 "PKCS11", "ApplePay", "KeyCustody", "PaywardenTesting", "PaywardenServer", "PaywardenServices", "MerchantTokens",
                 "ProcessorRelays", "PaywardenConfiguration", "PaywardenPrimitives",
-                "PaywardenStorage", "PaywardenStorageSQLite", crypto, asyncHTTPClient, nioCore, nioHTTP1, logging, serviceLifecycle,
+                "PaywardenStorage", "PaywardenStorageSQLite", "PaywardenDatabase", crypto, asyncHTTPClient, nioCore, nioHTTP1, logging,
+                serviceLifecycle,
             ]
         ),
 
@@ -239,7 +250,7 @@ let package = Package(
             name: "KeyCustodyTests",
             dependencies: [
                 "KeyCustody", "PKCS11", "PaywardenStorage", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", crypto,
-                x509, "ApplePay", "PaywardenPrimitives",
+                x509, "ApplePay", "PaywardenPrimitives", "PaywardenSandbox",
             ]
         ),
         .testTarget(
@@ -253,14 +264,14 @@ let package = Package(
             name: "ConfigurationTests",
             dependencies: [
                 "PaywardenConfiguration", "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays", "PaywardenTesting",
-                "PaywardenTestTraits", "PaywardenPrimitives",
+                "PaywardenTestTraits", "PaywardenPrimitives", "PKCS11",
             ]),
         .testTarget(
             name: "StorageTests",
             dependencies: [
                 "PaywardenStorage", "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "PaywardenTesting",
                 "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenServer", "PaywardenServices", "MerchantTokens",
-                "ProcessorRelays", .product(name: "GRDB", package: "GRDB.swift"),
+                "ProcessorRelays", "PaywardenDatabase", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "ProcessorMessagesTests", dependencies: ["ProcessorMessages"], resources: [.copy("Fixtures")]),
@@ -295,7 +306,7 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "PaywardenServer", "PaywardenServices", "MerchantTokens", "ProcessorRelays", "ApplePay", "KeyCustody", "PKCS11",
-                "PaywardenTesting", "PaywardenTestTraits", "PaywardenConfiguration",
+                "PaywardenTesting", "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenPrimitives", "PaywardenSandbox",
                 "Vault", "ProcessorMessages", "PaywardenStorage", "PaywardenStorageSQLite", asyncHTTPClient, nioHTTP1, nioSSL, crypto, x509,
                 asn1,
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

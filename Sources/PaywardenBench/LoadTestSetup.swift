@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import KeyCustody
 import Logging
+import PaywardenDatabase
 import PKCS11
 import PaywardenConfiguration
 import PaywardenServer

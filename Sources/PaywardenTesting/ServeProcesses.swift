@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenSandbox
 import PaywardenServer
 import PaywardenServices

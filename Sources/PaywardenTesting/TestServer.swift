@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import PaywardenDatabase
 import PKCS11
 import PaywardenConfiguration
 import PaywardenSandbox

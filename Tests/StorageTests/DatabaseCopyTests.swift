@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenServices
 import PaywardenStorage
 import PaywardenStoragePostgres

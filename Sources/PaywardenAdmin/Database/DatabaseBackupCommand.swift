@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenServices
 import PaywardenStorageSQL
 import PaywardenStorageSQLite

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenServices
 import PaywardenStorage
 

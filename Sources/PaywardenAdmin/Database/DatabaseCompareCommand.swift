@@ -1,4 +1,5 @@
 import ArgumentParser
+import PaywardenDatabase
 import PaywardenServices
 
 struct DatabaseCompareCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenServices
 
 struct DatabaseCopyCommand: AsyncParsableCommand {

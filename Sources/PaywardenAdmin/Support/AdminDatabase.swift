@@ -1,5 +1,6 @@
 import Logging
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenServices
 
 /// The database as an admin command uses it: opened (SQLite's file created), its schema checked and
