@@ -3,9 +3,9 @@ import Crypto
 import Foundation
 import KeyCustody
 import Logging
-import PaywardenDatabase
 import PKCS11
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenServer
 import PaywardenServices
 import PaywardenStorageSQLite

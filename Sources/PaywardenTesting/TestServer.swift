@@ -7,9 +7,9 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import PaywardenDatabase
 import PKCS11
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenSandbox
 import PaywardenServer
 import PaywardenServices

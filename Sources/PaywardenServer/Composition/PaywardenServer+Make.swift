@@ -1,12 +1,11 @@
 import ApplePay
-import Foundation
 import KeyCustody
 import Logging
 import MerchantTokens
 import OutboundTLS
-import PaywardenDatabase
 import PKCS11
 import PaywardenConfiguration
+import PaywardenDatabase
 import PaywardenPrimitives
 import PaywardenServices
 import ProcessorRelays

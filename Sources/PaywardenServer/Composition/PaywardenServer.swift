@@ -1,24 +1,14 @@
-import ApplePay
 import Foundation
 import Hummingbird
-import HummingbirdCore
 import HummingbirdTLS
 import KeyCustody
 import Logging
 import MerchantTokens
-import NIOCore
-import NIOSSL
-import OutboundTLS
-import PaywardenDatabase
 import PKCS11
-import PaywardenConfiguration
-import PaywardenPrimitives
+import PaywardenDatabase
 import PaywardenServices
-import PaywardenStorage
-import ProcessorMessages
 import ProcessorRelays
 import ServiceLifecycle
-import Synchronization
 import Vault
 
 /// The composition root of `paywarden serve`: opens the HSM, builds the services, the routes, TLS
