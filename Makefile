@@ -73,7 +73,7 @@ try: build-tour
 # PKCS#11 implementation (PAYWARDEN_TEST_HSM=nss). Left out of the second run: the suites that
 # take a SoftHSM token away by its files or fault it through a module forwarding to SoftHSM, and
 # the rolling restart behind HAProxy, whose subject is the process's lifecycle, not the HSM.
-NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
+NSS_SUITES := ^(PKCS11Tests|ApplePayTests|KeyCustodyTests|AdminTests|VaultTests|OutboundTLSTests|MerchantTokensTests|ProcessorRelaysTests|ServerTests|ConfigurationTests)\.
 SOFTHSM_ONLY := HSMTests/FaultInjectingModule|CnpRelayTests/theUpstreamsOwnTokenPassesThroughOnAnHSMThatCannotRunTheVault|HSMTests/SessionKeyCopies|LoginPacingTests|OpenAPIVaultTests|ResilienceTests|HSMFaultTests|HSMCapabilityGapTests|StuckHSMCallTests|GracefulShutdownTests|P11KitRemotingTests|TPM2PKCS11Tests|AuditChainTests/aCleanLogOfAHundredThousandLines
 
 test: deps-test

@@ -246,11 +246,20 @@ let package = Package(
                 "ApplePay", "KeyCustody", "PKCS11", "PaywardenTesting", "PaywardenTestTraits", "PaywardenPrimitives", crypto, cryptoExtras,
             ]
         ),
+        // The admin commands as an operator runs them: the `paywarden` binary in a process, its exit
+        // status, what it prints and what it changed in the HSM and the database.
+        .testTarget(
+            name: "AdminTests",
+            dependencies: [
+                "KeyCustody", "PKCS11", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", "PaywardenSandbox", crypto,
+                x509,
+            ]
+        ),
         .testTarget(
             name: "KeyCustodyTests",
             dependencies: [
-                "KeyCustody", "PKCS11", "PaywardenStorage", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", crypto,
-                x509, "ApplePay", "PaywardenPrimitives", "PaywardenSandbox",
+                "KeyCustody", "PKCS11", "PaywardenStorage", "PaywardenTesting", "PaywardenTestTraits", crypto, "ApplePay",
+                "PaywardenPrimitives",
             ]
         ),
         .testTarget(
