@@ -8,9 +8,8 @@ import PaywardenServices
 /// gateway (URL, host allow-list, trust roots, timeout), who may notify, and the outbox's limits.
 public struct MerchantTokenConfiguration: Sendable {
     public var gateway: AppleGatewayConfiguration
-    /// CIDRs a notification may come from, and of the proxies whose forwarded address is believed.
-    public var allowedSources: [String]
-    public var trustedProxies: [String]
+    /// Where a notification may come from (`PAYWARDEN_MERCHANT_TOKEN_ALLOWED_SOURCES`, Apple's ranges).
+    public var allowedSources: [IPAddressBlock]
     public var eventPolicy: MerchantTokenEventPolicy
     public var pollInterval: Duration
     /// The platform integrator id for web merchants (``WebMerchantService``); nil: not configured.
@@ -44,17 +43,10 @@ public struct MerchantTokenConfiguration: Sendable {
                 "\(C.applePayGateway.environmentName): \(error.message); its host must be on \(C.merchantValidationHosts.environmentName)")
         }
         gateway.requestTimeout = settings.gatewayTimeout
-        allowedSources = settings.allowedSources
-        trustedProxies = settings.trustedProxies
+        allowedSources = try IPAddressBlock.blocks(settings.allowedSources, C.merchantTokenAllowedSources)
         eventPolicy = MerchantTokenEventPolicy(pendingLimit: settings.pendingLimit)
         pollInterval = settings.pollInterval
         platformIntegratorID = settings.platformIntegratorID
         publicURL = settings.publicURL
-        _ = try notificationSources()
-    }
-
-    /// The CIDRs parsed; a bad one names its setting.
-    public func notificationSources() throws(ConfigurationError) -> NotificationSources {
-        try NotificationSources(allowed: allowedSources, trustedProxies: trustedProxies)
     }
 }

@@ -13,8 +13,6 @@ public struct MerchantTokenSettings: Sendable {
     public var validationHosts: [String]
     /// CIDRs a notification may come from.
     public var allowedSources: [String]
-    /// CIDRs of proxies whose `X-Forwarded-For` is believed.
-    public var trustedProxies: [String]
     public var pendingLimit: Int
     public var pollInterval: Duration
     /// The platform integrator id whose identity key calls the Web Merchant Registration API.
@@ -43,7 +41,6 @@ public struct MerchantTokenSettings: Sendable {
                 "\(C.merchantTokenAllowedSources.environmentName) is empty: no notification could be accepted; unset it for Apple's "
                     + "ranges")
         }
-        trustedProxies = try reader.list(C.trustedProxies)
         pendingLimit = try reader.integer(defaulted: C.merchantTokenPendingLimit)
         pollInterval = .seconds(try reader.integer(defaulted: C.merchantTokenPollSeconds))
         platformIntegratorID = try reader.string(C.platformIntegratorID)

@@ -16,6 +16,9 @@ public struct PaywardenSettings: Sendable {
     public var tracingEnabled: Bool
     /// CIDRs whose requests' `traceparent` is believed (`PAYWARDEN_TRACE_CONTEXT_FROM`); the server checks them.
     public var traceContextFrom: [String]
+    /// CIDRs of the reverse proxies whose `X-Forwarded-For` is believed (`PAYWARDEN_TRUSTED_PROXIES`),
+    /// for every use of a client's address; the server checks them.
+    public var trustedProxies: [String]
     /// `keys import --pkcs12` without `--password-file`.
     public var pkcs12Password: Sensitive<String>?
     public var hsm: HSMSettings
@@ -45,6 +48,7 @@ public struct PaywardenSettings: Sendable {
         logFormat = try reader.choice(defaulted: C.logFormat)
         tracingEnabled = try reader.choice(defaulted: C.tracing) == "on"
         traceContextFrom = try reader.list(C.traceContextFrom)
+        trustedProxies = try reader.list(C.trustedProxies)
         pkcs12Password = try reader.string(C.pkcs12Password).map { Sensitive($0) }
         hsm = try HSMSettings(&reader)
         verification = VerificationSettings(

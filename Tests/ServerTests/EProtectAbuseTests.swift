@@ -24,7 +24,7 @@ struct EProtectAbuseTests {
     @Test func behindATrustedProxyEachClientHasItsOwnAddressBucket() async throws {
         try await withServer({
             $0.eProtectRatePerAddress = 1
-            $0.merchantTokens.trustedProxies = ["127.0.0.1/32"]
+            $0.trustedProxies = [IPAddressBlock("127.0.0.1/32")].compactMap { $0 }
         }) { server in
             var statuses: [Int] = []
             for _ in 0..<5 { statuses.append(try await Self.post(server, try Self.form(server), from: "198.51.100.7").status) }

@@ -59,8 +59,8 @@ struct MerchantTokenEndpointTests {
                     configuration.merchantTokens.gateway = try AppleGatewayConfiguration(
                         baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
                         extraTrustRoots: [apple.serverCA])
-                    configuration.merchantTokens.allowedSources = sources
-                    configuration.merchantTokens.trustedProxies = proxies
+                    configuration.merchantTokens.allowedSources = sources.compactMap(IPAddressBlock.init)
+                    configuration.trustedProxies = proxies.compactMap(IPAddressBlock.init)
                     configuration.merchantTokens.eventPolicy = MerchantTokenEventPolicy(pendingLimit: pendingLimit, retryBase: 0.2)
                     configuration.merchantTokens.pollInterval = .milliseconds(200)
                     configuration.merchantTokens.publicURL = "https://pay.example.com"

@@ -1,5 +1,6 @@
 import MerchantTokens
 import NIOCore
+import PaywardenConfiguration
 import PaywardenServices
 import Testing
 
@@ -29,7 +30,9 @@ struct NotificationSourceTests {
     }
 
     @Test func theForwardedAddressIsBelievedFromConfiguredProxiesOnly() throws {
-        let sources = try NotificationSources(allowed: ["17.58.0.0/18"], trustedProxies: ["10.0.0.0/8"])
+        let sources = NotificationSources(
+            allowed: [try #require(IPAddressBlock("17.58.0.0/18"))],
+            clients: ClientAddressResolver(trustedProxies: [try #require(IPAddressBlock("10.0.0.0/8"))]))
         let proxy = try SocketAddress(ipAddress: "10.1.2.3", port: 443)
         let stranger = try SocketAddress(ipAddress: "192.0.2.7", port: 443)
         let apple = try SocketAddress(ipAddress: "17.58.1.1", port: 443)
@@ -47,6 +50,6 @@ struct NotificationSourceTests {
         #expect(!sources.admits(peer: proxy, forwardedFor: ["10.2.2.2"]), "only proxies: the client is unknown")
         #expect(sources.admits(peer: proxy, forwardedFor: ["::ffff:17.58.0.9"]))
         #expect(!sources.admits(peer: proxy, forwardedFor: []), "a proxy itself is not Apple")
-        #expect(throws: (any Error).self) { try NotificationSources(allowed: ["17.58.0.0/40"], trustedProxies: []) }
+        #expect(throws: (any Error).self) { try IPAddressBlock.blocks(["17.58.0.0/40"], SettingCatalog.merchantTokenAllowedSources) }
     }
 }

@@ -37,7 +37,7 @@ struct TracingTests {
             configuration.merchantTokens.gateway = try AppleGatewayConfiguration(
                 baseURL: apple.baseURL, hostPolicy: try AppleGatewayHostPolicy(patterns: ["localhost:\(apple.port)"]),
                 extraTrustRoots: [apple.serverCA])
-            configuration.merchantTokens.allowedSources = ["127.0.0.0/8"]
+            configuration.merchantTokens.allowedSources = [IPAddressBlock("127.0.0.0/8")].compactMap { $0 }
             configuration.merchantTokens.pollInterval = .milliseconds(200)
         } prepare: { store in
             // The merchant's identity key, for the mutual TLS to Apple.

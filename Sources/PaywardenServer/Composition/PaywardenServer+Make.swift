@@ -99,12 +99,7 @@ extension PaywardenServer {
             logger: logger)
         let vaultMaintenance = VaultMaintenanceService(
             vault: vaultCore, database: databaseHealth, metrics: metrics, interval: configuration.vaultMaintenanceInterval, logger: logger)
-        let notificationSources: NotificationSources
-        do {
-            notificationSources = try configuration.merchantTokens.notificationSources()
-        } catch {
-            throw ServerStartError(error.message)
-        }
+        let notificationSources = NotificationSources(allowed: configuration.merchantTokens.allowedSources, clients: configuration.clients)
         metrics.prepareAppleRequests(AppleGatewayClient.operations)
         metrics.preparePaymentSessionFailures(AppleGatewayError.Code.allCases.map(\.rawValue))
         let appleGateway = AppleGatewayClient(

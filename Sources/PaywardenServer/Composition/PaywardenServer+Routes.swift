@@ -95,7 +95,7 @@ extension PaywardenServer {
             idleTimeout: TimeAmount(configuration.idleTimeout), readTimeout: TimeAmount(configuration.requestReadTimeout),
             maxRequestsPerConnection: configuration.maxRequestsPerConnection, closingConnections: closingConnections,
             connections: ConnectionsPerClient(
-                limit: configuration.maxConnectionsPerClient, clients: try configuration.merchantTokens.notificationSources().clients))
+                limit: configuration.maxConnectionsPerClient, clients: configuration.clients))
         let http1 = HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, rules: rules) }
         let server: HTTPServerBuilder = if let tls { try .tls(http1, tlsConfiguration: ServerTLS.configuration(tls)) } else { http1 }
         return Application(

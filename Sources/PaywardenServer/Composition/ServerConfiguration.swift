@@ -71,6 +71,12 @@ public struct ServerConfiguration: Sendable {
     /// Whose W3C `traceparent` is believed, by the connection's peer address
     /// (`PAYWARDEN_TRACE_CONTEXT_FROM`); everyone else's request starts a trace of its own.
     public var traceContextSources: [IPAddressBlock]
+    /// The reverse proxies whose `X-Forwarded-For` is believed (`PAYWARDEN_TRUSTED_PROXIES`): read
+    /// once, for every use of a client's address (Apple's notifications, eProtect's and usage
+    /// information's per-address limits, the connections per client).
+    public var trustedProxies: [IPAddressBlock]
+    /// The client's address as the trusted proxies tell it.
+    public var clients: ClientAddressResolver { ClientAddressResolver(trustedProxies: trustedProxies) }
 
     /// The service's configuration from the settings, with every value checked.
     public init(settings: PaywardenSettings) throws(ConfigurationError) {
@@ -115,6 +121,7 @@ public struct ServerConfiguration: Sendable {
         merchantTokens = try MerchantTokenConfiguration(settings: settings.merchantTokens)
         relay = try RelayConfiguration(settings: settings.relay)
         tracing = settings.tracingEnabled ? TracingConfiguration() : nil
-        traceContextSources = try NotificationSources.blocks(settings.traceContextFrom, SettingCatalog.traceContextFrom)
+        traceContextSources = try IPAddressBlock.blocks(settings.traceContextFrom, SettingCatalog.traceContextFrom)
+        trustedProxies = try IPAddressBlock.blocks(settings.trustedProxies, SettingCatalog.trustedProxies)
     }
 }
