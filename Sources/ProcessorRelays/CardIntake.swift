@@ -8,13 +8,15 @@ import Vault
 /// The one front door through which card data enters a relay (docs/processors.md, "Card intake"):
 /// an Apple Pay token, a registration ID or a stored high-value token in; the card data a
 /// processor's form carries out, with the high-value token that stands for it. Every refusal is a
-/// ``VaultFailure`` with its stable code, which each relay words in its own format. No relay or
-/// controller asks the vault or the decryption service for card data any other way, so the order
-/// of the checks below is written once and no processor's quirk can reorder them.
+/// ``VaultFailure`` with its stable code, which each relay words in its own format. No relay asks
+/// the vault or the decryption service for card data any other way, so the order of the checks
+/// below is written once and no processor's quirk can reorder them.
 ///
-/// Before the intake, the relay has checked that the key's organisation may act for the merchant or
-/// store its request names (`relay_cnp_merchant_ids`, `relay_mercurypay_organizations`,
-/// `relay_radial_store_ids`): nothing is decrypted, redeemed or looked up for any other. Then:
+/// Before an authorisation reaches the intake, the relay has checked that the key's organisation may
+/// act for the merchant or store its request names (`relay_cnp_merchant_ids`,
+/// `relay_mercurypay_organizations`, `relay_radial_store_ids`): nothing is decrypted, redeemed or
+/// looked up for any other. (Radial's decryptblob and cnpAPI's `registerTokenRequest` authorise
+/// nothing: they issue the organisation's token and send nothing upstream.) Then:
 ///
 /// - **An Apple Pay token** (``payment(_:organization:submerchant:)``): the organisation's policy;
 ///   the token verified and decrypted (a key of a merchant the organisation does not use is refused
@@ -48,7 +50,8 @@ public struct CardIntake: Sendable {
         /// Payments' cryptograms are held for their token's first authorisation (Radial's decryptblob).
         public var holdsCryptograms: Bool
         /// The form's own rule (Radial's tender types): refuses a card it has no place for, before a
-        /// token is issued, a registration ended or a held cryptogram taken.
+        /// token is issued, a registration ended or a held cryptogram taken; a stored token's card,
+        /// which only detokenization reveals, after it is detokenized.
         public var accepts: @Sendable (ForwardedCardData) throws(VaultFailure) -> Void
 
         public init(

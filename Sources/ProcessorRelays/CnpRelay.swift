@@ -110,7 +110,7 @@ public struct CnpRelay: Sendable {
     /// organisation, never a guess from its digits: one it does not know (the upstream's own, or
     /// another organisation's Paywarden token, which is never detokenized for this key) passes
     /// through unchanged. The organisation's own is swapped for its card, without a cryptogram
-    /// (``CardIntake/storedToken(_:key:organization:use:submerchant:)``). A vault that cannot answer
+    /// (``CardIntake/storedTokenIfPaywardens(_:key:organization:use:submerchant:)``). A vault that cannot answer
     /// refuses the request (503) rather than guess.
     private func relayStoredToken(
         _ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, key: APIKey, organization: String, submerchant: SubmerchantChoice?

@@ -18,7 +18,7 @@ struct CardIntakeTests {
     static let dpan = "4457119922391006"
     static let discover = "6011000990139424"
 
-    static let cnp = CardIntake.Form(name: "cnpAPI's merchant-decrypted form")
+    static let cnp = CnpRelay.form
     static let radial = RadialRelay.form
 
     /// Runs `body`, which must throw, and returns the stable code it threw.
@@ -102,6 +102,25 @@ struct CardIntakeTests {
             #expect(lines.contains { $0.hasPrefix("take-held-cryptogram ok taken") })
             #expect(lines.last?.hasPrefix("use-stored-token refused cryptogram_required token ") == true, "\(lines)")
             #expect(!lines.contains { $0.hasPrefix("detokenize") }, "the held payload is the token's card: nothing detokenized")
+        }
+    }
+
+    /// A card Radial has no tender type for is refused before its held cryptogram is taken: asked
+    /// again, the answer is the same refusal, not the later-use rule's (which would follow a take).
+    @Test func aHeldCardTheFormCannotCarryIsRefusedAndStaysHeld() async throws {
+        try await RelayTestVault.with { vault in
+            let intake = CardIntake(service: vault.service, form: Self.radial)
+            let held = try await intake.paymentHeldForFirstUse(
+                try vault.applePayToken(PaymentPayloads.threeDSecure(pan: Self.discover)), organization: Self.organization)
+            for _ in 0..<2 {
+                #expect(
+                    await refusal { () async throws(VaultFailure) in
+                        _ = try await intake.storedToken(
+                            held.issued.token, key: vault.key, organization: Self.organization, use: .customerInitiated, submerchant: nil)
+                    } == .invalidRequest)
+            }
+            let lines = try vault.auditLines()
+            #expect(lines == ["take-held-cryptogram refused invalid_request", "take-held-cryptogram refused invalid_request"], "\(lines)")
         }
     }
 

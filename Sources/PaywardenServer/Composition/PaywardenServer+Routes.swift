@@ -23,7 +23,7 @@ extension PaywardenServer {
         router.addRoutes(
             EProtectController(
                 service: vaultService, perPaypage: RateLimiter(ratePerSecond: configuration.eProtectRatePerPaypage),
-                perAddress: RateLimiter(ratePerSecond: configuration.eProtectRatePerAddress), clients: notificationSources.clients,
+                perAddress: RateLimiter(ratePerSecond: configuration.eProtectRatePerAddress), clients: configuration.clients,
                 maxBodyBytes: maxBodyBytes
             ).routes)
         router.addRoutes(VaultController(service: vaultService).routes(keys: keys))
@@ -48,7 +48,7 @@ extension PaywardenServer {
                 failures: RateLimiter(
                     ratePerSecond: configuration.usageInformationFailuresPerAddress,
                     burst: 10 * configuration.usageInformationFailuresPerAddress),
-                clients: notificationSources.clients
+                clients: configuration.clients
             ).routes)
         return router
     }
