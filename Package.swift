@@ -147,7 +147,7 @@ let package = Package(
             name: "MerchantTokens",
             dependencies: [
                 "PaywardenServices", "Vault", "KeyCustody", "OutboundTLS", "PaywardenConfiguration", "PaywardenStorage", nioSSL,
-                httpTypes, nioCore, serviceLifecycle, logging, "ApplePay", "PKCS11", crypto, asyncHTTPClient,
+                nioCore, serviceLifecycle, logging, "ApplePay", "PKCS11", crypto, asyncHTTPClient,
             ]
         ),
         // The processor relays' orchestration: a client's message in, the vault's card data in its

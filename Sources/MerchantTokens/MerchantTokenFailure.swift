@@ -1,17 +1,14 @@
-import HTTPTypes
 import OutboundTLS
 import PaywardenServices
 import PaywardenStorage
 import Vault
 
 /// Why a merchant-token request (a notification, an unlink, a URL update, a payment session)
-/// failed: a stable code, answered with its status (``StableCode/httpStatus``), and a message
-/// without secrets.
+/// failed: a stable code (the server answers it with its HTTP status) and a message without
+/// secrets.
 public struct MerchantTokenFailure: Error, Sendable, CustomStringConvertible {
     public let code: StableCode
     public let message: String
-
-    public var status: HTTPResponse.Status { code.httpStatus }
 
     /// Whether trying again later may succeed (Apple, the HSM or the database unreachable).
     public var isTemporary: Bool { code.category == .unavailable }
