@@ -33,15 +33,18 @@ public enum CnpTestMessages {
 
     /// A `sale` (or `authorization`) with `token` (an Apple Pay token's `paymentData` JSON) in `<applepay>`.
     public static func applePay(_ kind: String = "sale", token: [UInt8], orderID: String = "o-2") throws -> String {
+        #"<\#(kind) id="s1" reportGroup="web"><orderId>\#(orderID)</orderId><amount>1999</amount>"#
+            + "<orderSource>applepay</orderSource>\(try applePayElement(token))</\(kind)>"
+    }
+
+    /// The `<applepay>` element of `token` (an Apple Pay token's `paymentData` JSON), its fields one by one.
+    public static func applePayElement(_ token: [UInt8]) throws -> String {
         let fields = try PaymentTokenFields(token)
-        return #"<\#(kind) id="s1" reportGroup="web"><orderId>\#(orderID)</orderId><amount>1999</amount>"#
-            + "<orderSource>applepay</orderSource><applepay>"
-            + "<data>\(fields.data)</data><header>"
+        return "<applepay><data>\(fields.data)</data><header>"
             + "<ephemeralPublicKey>\(fields.ephemeralPublicKey)</ephemeralPublicKey>"
             + "<publicKeyHash>\(fields.publicKeyHash)</publicKeyHash>"
             + "<transactionId>\(fields.transactionId)</transactionId></header>"
-            + "<signature>\(fields.signature)</signature><version>\(fields.version)</version>"
-            + "</applepay></\(kind)>"
+            + "<signature>\(fields.signature)</signature><version>\(fields.version)</version></applepay>"
     }
 
     /// An `authorization` or `sale` paid with a `token` (`cnpToken`, or `litleToken` in the legacy

@@ -8,36 +8,11 @@ import Vault
 /// paypage registration ID, and the hostile XML the parser must refuse without harm.
 @Suite(.serialized, .releasesTestResources)
 struct CnpEndpointTests {
-    enum Namespace: String, CaseIterable {
-        case cnp = "http://www.vantivcnp.com/schema"
-        case litle = "http://www.litle.com/schema"
-
-        var root: String { self == .cnp ? "cnpOnlineRequest" : "litleOnlineRequest" }
-        var tokenElement: String { self == .cnp ? "cnpToken" : "litleToken" }
-    }
-
-    func envelope(_ namespace: Namespace, user: String = "merchant-server", password: String, _ transaction: String) -> [UInt8] {
-        Array(
-            """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <\(namespace.root) version="12.10" xmlns="\(namespace.rawValue)" merchantId="01234">\
-            <authentication><user>\(user)</user><password>\(password)</password></authentication>\
-            \(transaction)</\(namespace.root)>
-            """.utf8)
-    }
+    typealias Namespace = CnpTestMessages.Namespace
 
     func applePay(_ token: [UInt8]) throws -> String {
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(token)) as? [String: Any])
-        let header = try #require(object["header"] as? [String: Any])
-        return """
-            <registerTokenRequest id="t1" reportGroup="web" customerId="c1"><orderId>o-1</orderId><applepay>\
-            <data>\(object["data"] as! String)</data><header>\
-            <ephemeralPublicKey>\(header["ephemeralPublicKey"] as! String)</ephemeralPublicKey>\
-            <publicKeyHash>\(header["publicKeyHash"] as! String)</publicKeyHash>\
-            <transactionId>\(header["transactionId"] as! String)</transactionId></header>\
-            <signature>\(object["signature"] as! String)</signature><version>\(object["version"] as! String)</version>\
-            </applepay></registerTokenRequest>
-            """
+        #"<registerTokenRequest id="t1" reportGroup="web" customerId="c1"><orderId>o-1</orderId>"#
+            + "\(try CnpTestMessages.applePayElement(token))</registerTokenRequest>"
     }
 
     func byRegistrationID(_ id: String, transaction: String) -> String {
@@ -57,7 +32,7 @@ struct CnpEndpointTests {
             let pan = "4457119922390123"
             let reply = try await post(
                 server,
-                envelope(
+                CnpTestMessages.envelope(
                     namespace, password: server.vaultKey, try applePay(try server.ecToken(payload: PaymentPayloads.threeDSecure(pan: pan))))
             )
             #expect(
@@ -78,7 +53,7 @@ struct CnpEndpointTests {
                 (try JSONSerialization.jsonObject(with: Data(registered.body)) as? [String: Any])?["paypageRegistrationId"] as? String)
             let byID = try await post(
                 server,
-                envelope(
+                CnpTestMessages.envelope(
                     namespace, password: server.vaultKey,
                     byRegistrationID(id, transaction: "t2")
                 ),
@@ -89,7 +64,7 @@ struct CnpEndpointTests {
             // An unknown registration ID, and another organisation's key: 877, no token.
             let unknown = try await post(
                 server,
-                envelope(
+                CnpTestMessages.envelope(
                     namespace, user: "rival-server", password: server.rivalKey,
                     byRegistrationID(id, transaction: "t3")
                 ))
@@ -103,7 +78,7 @@ struct CnpEndpointTests {
                 #"<registerTokenRequest id="t" reportGroup="g"><paypageRegistrationId>1</paypageRegistrationId></registerTokenRequest>"#
             // Wrong password, a user that is not the key's name, a key without the redeem scope.
             for (user, password) in [("merchant-server", "pw_wrong"), ("payments", server.vaultKey), ("payments", server.decryptKey)] {
-                let reply = try await post(server, envelope(.cnp, user: user, password: password, request))
+                let reply = try await post(server, CnpTestMessages.envelope(.cnp, user: user, password: password, request))
                 #expect(reply.contains("response=\"3\"") && !reply.contains("registerTokenResponse"))
             }
             let hostile: [(String, String)] = [
