@@ -9,11 +9,18 @@ import Synchronization
 /// from the moment the request was due, so a stalled server shows as latency rather than as a
 /// politely slower client. Each line of LINES is a JSON body (a token, used once); when URL holds
 /// `{line}`, each line goes there instead (a registration ID to redeem), with no body, and the
-/// lines are reused round-robin, as a route that may be called repeatedly allows.
+/// lines are reused round-robin, as a route that may be called repeatedly allows. With `--record
+/// WORK RUN`, the figures are recorded as the load test's run RUN (LoadTestResults).
 enum LoadGenerator {
     static func run(_ arguments: [String]) async throws {
+        var arguments = arguments
+        var record: (work: String, run: String)?
+        if arguments.count == 8, arguments[5] == "--record" {
+            record = (arguments[6], arguments[7])
+            arguments.removeLast(3)
+        }
         guard arguments.count == 5, let rate = Double(arguments[3]), let seconds = Double(arguments[4]) else {
-            throw BenchError("usage: paywarden-bench loadgen URL KEYFILE LINES RATE SECONDS")
+            throw BenchError("usage: paywarden-bench loadgen URL KEYFILE LINES RATE SECONDS [--record WORK RUN]")
         }
         let url = arguments[0]
         let key = try String(contentsOfFile: arguments[1], encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -80,6 +87,14 @@ enum LoadGenerator {
                     + "ms, errors %d %@",
                 rate, unit, wall, sorted.count, Double(sorted.count) / wall, percentile(0.5), percentile(0.9), percentile(0.99),
                 sorted.last ?? 0, failed.values.reduce(0, +), failed.isEmpty ? "" : "\(failed)"))
+        if let record {
+            let figures = ["p50": percentile(0.5), "p90": percentile(0.9), "p99": percentile(0.99)].mapValues { String(format: "%.2f", $0) }
+            try LoadTestResults.record(
+                record.run,
+                figures.merging(["rate": String(Int(rate)), "seconds": String(Int(seconds)), "errors": String(failed.values.reduce(0, +))])
+                { $1 },
+                work: record.work)
+        }
     }
 }
 

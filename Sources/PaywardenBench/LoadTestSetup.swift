@@ -173,6 +173,20 @@ enum LoadTestSetup {
         }
     }
 
+    /// `loadtest-raw WORK`: the raw HSM's ECDH rate at 2 threads for 5 s (hsm_bench, HSM_BENCH, on
+    /// the token `bench` of the SoftHSM store SOFTHSM2_CONF names), recorded as the run `raw`.
+    static func rawECDH(_ arguments: [String]) throws {
+        guard arguments.count == 1 else { throw BenchError("usage: paywarden-bench loadtest-raw WORK") }
+        guard let executable = ProcessInfo.processInfo.environment["HSM_BENCH"] else {
+            throw BenchError("set HSM_BENCH to the built hsm_bench")
+        }
+        let raw = RawHSMBench(executable: executable, label: "bench", pin: "1234")
+        try raw.createKeys()
+        guard let rate = try raw.rate("ecdh", seconds: 5, threads: 2) else { throw BenchError("hsm_bench printed no ECDH rate") }
+        print(String(format: "raw ECDH: %.0f derives/s", rate))
+        try LoadTestResults.record("raw", ["rate": String(format: "%.0f", rate)], work: arguments[0])
+    }
+
     /// `copy-key-records SQLITE_PATH`: copies the merchant-key records of the SQLite database at
     /// SQLITE_PATH (where `loadtest-setup` put them) into the settings' database, migrated first:
     /// what an operator's admin commands would have written there.

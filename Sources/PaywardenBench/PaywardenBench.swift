@@ -9,7 +9,8 @@ import PaywardenTesting
 ///
 /// Arguments: `pkcs11` and/or `decrypt` (default both); `profile` alone prints the software cost
 /// of each decryption stage; `loadtest-setup`, `loadgen`, `engine`, `http-baseline`, `upstream`
-/// and `collector` serve `make loadtest` and `make soak`, `ledger-footprint` the soak's
+/// and `collector` serve `make loadtest` and `make soak`, `loadtest-raw`, `loadtest-wrk`,
+/// `loadtest-note`, `loadtest-value` and `loadtest-report` measure and report `make loadtest`, `ledger-footprint` the soak's
 /// replay-ledger share, `fuzz-seeds` the seed corpora of `make fuzz`; `audit` what sealing the
 /// audit trail costs.
 /// Environment: BENCH_SECONDS (per measurement, default 3), BENCH_ROUNDS (default 3), HSM_BENCH
@@ -30,7 +31,26 @@ struct PaywardenBench {
             try await HTTPBaselineServer.run(Array(arguments.dropFirst()))
             return
         case "engine":
-            print(try await DecryptionBench.engineLine(seconds: Double(arguments.dropFirst().first ?? "") ?? seconds))
+            let line = try await DecryptionBench.engineLine(seconds: Double(arguments.dropFirst().first ?? "") ?? seconds)
+            print(line)
+            if arguments.count == 4, arguments[2] == "--record" {
+                try LoadTestResults.record("engine", LoadTestResults.fields(of: line), work: arguments[3])
+            }
+            return
+        case "loadtest-raw":
+            try LoadTestSetup.rawECDH(Array(arguments.dropFirst()))
+            return
+        case "loadtest-wrk":
+            try await WrkRun.run(Array(arguments.dropFirst()))
+            return
+        case "loadtest-note":
+            try LoadTestResults.note(Array(arguments.dropFirst()))
+            return
+        case "loadtest-value":
+            try LoadTestResults.value(Array(arguments.dropFirst()))
+            return
+        case "loadtest-report":
+            try LoadTestReport.run(Array(arguments.dropFirst()))
             return
         case "upstream":
             try await UpstreamStandIn.run(Array(arguments.dropFirst()))
