@@ -93,7 +93,7 @@ let package = Package(
         ),
         // Storage: the stores as protocols with their records and an in-memory implementation (a
         // leaf), the SQL both engines run, and one driver module per engine.
-        .target(name: "PaywardenStorage"),
+        .target(name: "PaywardenStorage", dependencies: ["PaywardenPrimitives"]),
         .target(name: "PaywardenStorageSQL", dependencies: ["PaywardenStorage", "PaywardenPrimitives"]),
         .target(
             name: "PaywardenStorageSQLite",
@@ -146,7 +146,8 @@ let package = Package(
         .target(
             name: "MerchantTokens",
             dependencies: [
-                "PaywardenServices", "Vault", "KeyCustody", "OutboundTLS", "PaywardenConfiguration", "PaywardenStorage", nioSSL,
+                "PaywardenServices", "Vault", "KeyCustody", "OutboundTLS", "PaywardenConfiguration", "PaywardenStorage",
+                "PaywardenPrimitives", nioSSL,
                 nioCore, serviceLifecycle, logging, "ApplePay", "PKCS11", crypto, asyncHTTPClient,
             ]
         ),
@@ -251,6 +252,7 @@ let package = Package(
         .testTarget(
             name: "AdminTests",
             dependencies: [
+                "PaywardenPrimitives",
                 "KeyCustody", "PKCS11", "PaywardenStorageSQLite", "PaywardenTesting", "PaywardenTestTraits", "PaywardenSandbox", crypto,
                 x509,
             ]
@@ -278,6 +280,7 @@ let package = Package(
         .testTarget(
             name: "StorageTests",
             dependencies: [
+                "PaywardenPrimitives",
                 "PaywardenStorage", "PaywardenStorageSQL", "PaywardenStorageSQLite", "PaywardenStoragePostgres", "PaywardenTesting",
                 "PaywardenTestTraits", "PaywardenConfiguration", "PaywardenServer", "PaywardenServices", "MerchantTokens",
                 "ProcessorRelays", "PaywardenDatabase", .product(name: "GRDB", package: "GRDB.swift"),
@@ -298,6 +301,7 @@ let package = Package(
         .testTarget(
             name: "MerchantTokensTests",
             dependencies: [
+                "PaywardenPrimitives",
                 "MerchantTokens", "PaywardenServices", "OutboundTLS", "KeyCustody", "Vault", "PKCS11", "PaywardenStorage",
                 "PaywardenTesting", "PaywardenTestTraits", "ApplePay", crypto,
             ]
@@ -306,6 +310,7 @@ let package = Package(
         .testTarget(
             name: "ProcessorRelaysTests",
             dependencies: [
+                "PaywardenPrimitives",
                 "ProcessorRelays", "PaywardenServices", "ProcessorMessages", "ApplePay", "KeyCustody", "Vault", "PKCS11",
                 "PaywardenStorage",
                 "PaywardenTesting", "PaywardenTestTraits", logging,

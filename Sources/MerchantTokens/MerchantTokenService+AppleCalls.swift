@@ -2,6 +2,7 @@ import Foundation
 import KeyCustody
 import Logging
 import OutboundTLS
+import PaywardenPrimitives
 import PaywardenServices
 import PaywardenStorage
 import Synchronization
@@ -12,7 +13,8 @@ extension MerchantTokenService {
     /// Unlinks a merchant token at Apple, then makes the caller's organisation's high-value tokens
     /// for it unusable here at once (another organisation with a paypage for the same merchant id
     /// keeps its own until Apple's UNLINK event arrives, which unlinks every organisation's).
-    public func unlink(merchantID: String, merchantTokenID: String, user: String, organization: String?) async throws(MerchantTokenFailure)
+    public func unlink(merchantID: String, merchantTokenID: String, user: String, organization: OrganizationID?)
+        async throws(MerchantTokenFailure)
         -> MerchantTokenEffect
     {
         try Self.checkIdentifiers(merchantID: merchantID, merchantTokenID: merchantTokenID)
@@ -38,7 +40,7 @@ extension MerchantTokenService {
 
     /// Sets the URL Apple notifies for a merchant token (`updateMerchantMetadata`).
     public func updateNotificationURL(
-        merchantID: String, merchantTokenID: String, url: String, user: String, organization: String?
+        merchantID: String, merchantTokenID: String, url: String, user: String, organization: OrganizationID?
     ) async throws(MerchantTokenFailure) {
         try Self.checkIdentifiers(merchantID: merchantID, merchantTokenID: merchantTokenID)
         _ = try await audited("merchant-tokens.update-url", user: user, merchantID: merchantID, merchantTokenID: merchantTokenID) {
@@ -54,14 +56,15 @@ extension MerchantTokenService {
     }
 
     /// Apple Pay on the web: a payment session for the merchant, Apple's object returned as sent.
-    public func paymentSession(_ request: PaymentSessionRequest, organization: String) async throws(MerchantTokenFailure) -> [UInt8] {
+    public func paymentSession(_ request: PaymentSessionRequest, organization: OrganizationID) async throws(MerchantTokenFailure) -> [UInt8]
+    {
         try await authorize(merchantID: request.merchantIdentifier, organization: organization)
         do {
             let session = try await gateway.paymentSession(request)
-            metrics?.merchantTokenEvent("payment_session")
+            metrics?.merchantTokenEvent(.paymentSession)
             return session
         } catch {
-            metrics?.merchantTokenEvent("payment_session_\(error.code.rawValue)")
+            metrics?.paymentSessionFailed(code: error.code.rawValue)
             throw MerchantTokenFailure(error)
         }
     }
@@ -78,7 +81,7 @@ extension MerchantTokenService {
 
     /// An organisation acts only for the merchants of its paypages, and only on merchant tokens
     /// it holds a high-value token for. Admins (no organisation) act for any.
-    func authorize(merchantID: String, merchantTokenID: String? = nil, organization: String?) async throws(MerchantTokenFailure) {
+    func authorize(merchantID: String, merchantTokenID: String? = nil, organization: OrganizationID?) async throws(MerchantTokenFailure) {
         guard let organization else { return }
         do {
             let policy = try await vault.organizationPolicy(organization)

@@ -79,7 +79,7 @@ extension MerchantTokenService {
                 metadata: ["merchant": "\(record.merchantIdentifier)", "event": "\(record.id)"])
             return nil
         }
-        metrics?.merchantTokenEvent(outcome.state == .applied ? "applied" : outcome.state == .failed ? "failed" : "retry")
+        metrics?.merchantTokenEvent(outcome.state == .applied ? .applied : outcome.state == .failed ? .failed : .retry)
         pending.withLock { $0.readAt = nil }
         // An event that failed for good may leave a token usable that Apple unlinked: an error.
         let level: Logger.Level = outcome.state == .applied ? .info : outcome.state == .failed ? .error : .warning

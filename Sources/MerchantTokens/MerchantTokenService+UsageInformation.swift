@@ -4,6 +4,7 @@ import Foundation
 import KeyCustody
 import OutboundTLS
 import PKCS11
+import PaywardenPrimitives
 import PaywardenServices
 import PaywardenStorage
 
@@ -15,7 +16,7 @@ extension MerchantTokenService {
     /// Validates and publishes `document` for `merchantTokenID`. `.awaitingKey` when Apple has no
     /// device key yet (202): publication resumes on `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY`.
     public func publishUsageInformation(
-        merchantID: String, merchantTokenID: String, document: [UInt8], files: [String: [UInt8]] = [:], organization: String?,
+        merchantID: String, merchantTokenID: String, document: [UInt8], files: [String: [UInt8]] = [:], organization: OrganizationID?,
         user: String
     ) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
         let configuration = try usageInformationConfiguration()

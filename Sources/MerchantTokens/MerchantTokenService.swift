@@ -61,7 +61,7 @@ public final class MerchantTokenService: Sendable {
         guard try await pendingCount() < policy.pendingLimit else {
             // Apple repeating a notification already recorded is still answered 200.
             if (try? await events.event(id: eventID))?.map({ $0.merchantIdentifier == merchantID }) == true { return false }
-            metrics?.merchantTokenEvent("refused_over_limit")
+            metrics?.merchantTokenEvent(.refusedOverLimit)
             throw MerchantTokenFailure(
                 .overloaded, "\(policy.pendingLimit) merchant-token events are waiting to be fetched")
         }
@@ -72,10 +72,10 @@ public final class MerchantTokenService: Sendable {
         } catch {
             throw MerchantTokenFailure(.databaseUnavailable, "the notification could not be recorded")
         }
-        metrics?.merchantTokenEvent(isNew ? "received" : "repeated")
+        metrics?.merchantTokenEvent(isNew ? .received : .repeated)
         if !isNew, let stored = try? await events.event(id: eventID), stored.merchantIdentifier != merchantID {
             // Apple's event ids are unique; one arriving for a second merchant is worth a look, not a second fetch.
-            metrics?.merchantTokenEvent("id_for_another_merchant")
+            metrics?.merchantTokenEvent(.idForAnotherMerchant)
             logger.warning(
                 "a notification repeated an event id recorded for another merchant; it is not fetched again",
                 metadata: ["merchant": "\(merchantID)", "event": "\(eventID)", "recorded-for": "\(stored.merchantIdentifier)"])

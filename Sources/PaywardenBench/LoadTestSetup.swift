@@ -6,6 +6,7 @@ import Logging
 import PKCS11
 import PaywardenConfiguration
 import PaywardenDatabase
+import PaywardenPrimitives
 import PaywardenServer
 import PaywardenServices
 import PaywardenStorageSQLite
@@ -35,10 +36,10 @@ enum LoadTestSetup {
 
     static func run(_ arguments: [String]) async throws {
         var arguments = arguments
-        var vault: (paypage: String, organization: String, forms: Int)?
+        var vault: (paypage: String, organization: OrganizationID, forms: Int)?
         if let flag = arguments.firstIndex(of: "--vault") {
             guard arguments.count == flag + 4, let forms = Int(arguments[flag + 3]), forms > 0 else { throw BenchError(usage) }
-            vault = (arguments[flag + 1], arguments[flag + 2], forms)
+            vault = (arguments[flag + 1], OrganizationID(arguments[flag + 2]), forms)
             arguments.removeSubrange(flag...)
         }
         var peerTokens: Int?

@@ -1,5 +1,6 @@
 import Foundation
 import PaywardenConfiguration
+import PaywardenPrimitives
 
 /// The sandbox beside a development token (its directory's `sandbox/`): the development PKI, a
 /// merchant it certified, that merchant's organisation and paypage, the merchant server's API key,
@@ -7,7 +8,7 @@ import PaywardenConfiguration
 /// `paywarden dev-hsm sandbox`, read by the development token's environment and by the tour.
 public struct Sandbox: Codable, Sendable, Equatable {
     public static let merchantID = "merchant.com.example.sandbox"
-    public static let organization = "sandbox"
+    public static let organization: OrganizationID = "sandbox"
     public static let paypageID = "sandboxPaypage"
     /// The cnpAPI merchantId the organisation may send upstream.
     public static let cnpMerchantID = "01234"

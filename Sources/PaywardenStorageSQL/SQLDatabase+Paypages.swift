@@ -34,7 +34,7 @@ extension SQLDatabase: PaypageStore {
         let id = try row.text(0)
         row.row = id
         return PaypageRecord(
-            id: id, organization: try row.text(1), merchantIdentifiers: try row.stringList(2), reportGroups: try row.stringList(3),
+            id: id, organization: try row.organization(1), merchantIdentifiers: try row.stringList(2), reportGroups: try row.stringList(3),
             tokenFormat: try row.text(4), enabled: try row.flag(5), createdAt: try row.date(6))
     }
 }

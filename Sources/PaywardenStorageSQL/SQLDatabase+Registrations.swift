@@ -169,7 +169,7 @@ extension SQLDatabase: RegistrationStore {
                 version: try row.integer(11))
         }
         return RegistrationRecord(
-            lookupKey: lookupKey, lookupKeyID: try row.optionalText(12), organization: try row.text(1), paypageID: try row.text(2),
+            lookupKey: lookupKey, lookupKeyID: try row.optionalText(12), organization: try row.organization(1), paypageID: try row.text(2),
             createdAt: try row.date(3),
             expiresAt: try row.date(4), redemptions: try row.integer(5), sealed: sealed, endedAt: try row.optionalDate(6))
     }

@@ -53,13 +53,13 @@ extension SQLDatabase: TokenStore {
         return .existing(try token(row))
     }
 
-    public func token(_ token: String, organization: String) async throws(StorageError) -> TokenRecord? {
+    public func token(_ token: String, organization: OrganizationID) async throws(StorageError) -> TokenRecord? {
         let rows = try await read(
             "SELECT \(Self.selectToken) FROM high_value_tokens WHERE organization = $1 AND token = $2", [.text(organization), .text(token)])
         return try rows.first.map { row throws(StorageError) in try Self.token(row) }
     }
 
-    public func token(fingerprint: [UInt8], organization: String) async throws(StorageError) -> TokenRecord? {
+    public func token(fingerprint: [UInt8], organization: OrganizationID) async throws(StorageError) -> TokenRecord? {
         let rows = try await read(
             "SELECT \(Self.selectToken) FROM high_value_tokens WHERE organization = $1 AND fingerprint = $2",
             [.text(organization), .blob(fingerprint)])
@@ -73,7 +73,7 @@ extension SQLDatabase: TokenStore {
     }
 
     public func updateToken(
-        _ token: String, organization: String, state: TokenRecord.State, sealed: SealedPayload?, at now: Date
+        _ token: String, organization: OrganizationID, state: TokenRecord.State, sealed: SealedPayload?, at now: Date
     ) async throws(StorageError) -> TokenRecord? {
         // The sealed columns change together or not at all (COALESCE keeps each when none is given).
         let rows = try await write(
@@ -93,7 +93,7 @@ extension SQLDatabase: TokenStore {
     }
 
     public func replaceTokenPayload(
-        _ token: String, organization: String, replacing previous: SealedPayload, with sealed: SealedPayload, at now: Date
+        _ token: String, organization: OrganizationID, replacing previous: SealedPayload, with sealed: SealedPayload, at now: Date
     ) async throws(StorageError) -> Bool {
         // Compare-and-set on the ciphertext read and the active state; the state is never written.
         let rows = try await write(
@@ -110,7 +110,7 @@ extension SQLDatabase: TokenStore {
         return !rows.isEmpty
     }
 
-    public func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool {
+    public func deleteToken(_ token: String, organization: OrganizationID) async throws(StorageError) -> Bool {
         let rows = try await write(
             "DELETE FROM high_value_tokens WHERE organization = $1 AND token = $2 RETURNING 1", [.text(organization), .text(token)])
         return !rows.isEmpty
@@ -118,7 +118,7 @@ extension SQLDatabase: TokenStore {
 
     // MARK: Merchant-token events
 
-    public func unlinkTokens(merchantTokenID: String, organization: String?, at now: Date) async throws(StorageError) -> Int {
+    public func unlinkTokens(merchantTokenID: String, organization: OrganizationID?, at now: Date) async throws(StorageError) -> Int {
         var binds: [SQLValue] = [
             .text(merchantTokenID), .text(TokenRecord.State.unlinked.rawValue), SQLValue(now), .text(TokenRecord.State.active.rawValue),
         ]
@@ -137,7 +137,7 @@ extension SQLDatabase: TokenStore {
     }
 
     public func replaceMerchantTokenMetadata(
-        _ token: String, organization: String, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
+        _ token: String, organization: OrganizationID, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
     ) async throws(StorageError) -> Bool {
         // An unlinked row keeps its updated_at: its retention runs from the unlinking. The metadata
         // read is compared whole ($7 says it was none, which no blob comparison can say).
@@ -176,7 +176,7 @@ extension SQLDatabase: TokenStore {
     }
 
     public func resealToken(
-        _ token: String, organization: String, previousKeyID: String, sealed: SealedPayload
+        _ token: String, organization: OrganizationID, previousKeyID: String, sealed: SealedPayload
     ) async throws(StorageError) -> Bool {
         // Compare-and-set on key_id: a token another instance re-wrapped meanwhile is left alone.
         let rows = try await write(
@@ -196,7 +196,7 @@ extension SQLDatabase: TokenStore {
     }
 
     public func refingerprintToken(
-        _ token: String, organization: String, previousKeyID: String, fingerprint: [UInt8], fingerprintKeyID: String
+        _ token: String, organization: OrganizationID, previousKeyID: String, fingerprint: [UInt8], fingerprintKeyID: String
     ) async throws(StorageError) -> Bool {
         // Compare-and-set on fingerprint_key_id. The new fingerprint taken in the organisation is
         // the (organization, fingerprint) unique violation, which the driver reports as .conflict.
@@ -219,7 +219,7 @@ extension SQLDatabase: TokenStore {
 
     static func token(_ values: [SQLValue]) throws(StorageError) -> TokenRecord {
         var row = SQLRowReader(values, columns: tokenColumns, table: "high_value_tokens")
-        let organization = try row.text(0)
+        let organization = try row.organization(0)
         let fingerprint = try row.bytes(2)
         // The token value is not named: it is what a merchant stores instead of the card.
         row.row = "organization \(organization), fingerprint " + Hex.encode(fingerprint.prefix(8)) + "…"

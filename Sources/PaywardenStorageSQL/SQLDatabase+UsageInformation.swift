@@ -41,7 +41,7 @@ extension SQLDatabase: UsageInformationStore {
         return try rows.first.map { row throws(StorageError) in
             let reader = SQLRowReader(row, columns: Self.usageInformationColumns, table: "usage_information")
             return UsageInformationRecord(
-                merchantTokenID: try reader.text(0), merchantID: try reader.text(1), organization: try reader.text(2),
+                merchantTokenID: try reader.text(0), merchantID: try reader.text(1), organization: try reader.organization(2),
                 state: try reader.choice(3, as: UsageInformationRecord.State.self), package: try reader.bytes(4),
                 packageResponse: try reader.optionalBytes(5), authenticationTokenHash: try reader.optionalBytes(6),
                 updatedAt: try reader.date(7), revision: try reader.integer(8))

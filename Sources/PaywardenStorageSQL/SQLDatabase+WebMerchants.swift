@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 
 extension SQLDatabase: WebMerchantStore {
@@ -111,7 +112,8 @@ extension SQLDatabase: WebMerchantStore {
         return !rows.isEmpty
     }
 
-    public func bindWebMerchantDomain(_ domain: String, organization: String, merchantID: String) async throws(StorageError) -> Bool {
+    public func bindWebMerchantDomain(_ domain: String, organization: OrganizationID, merchantID: String) async throws(StorageError) -> Bool
+    {
         let rows = try await write(
             """
             UPDATE web_merchant_domains SET merchant_id = $3
@@ -137,7 +139,9 @@ extension SQLDatabase: WebMerchantStore {
         return !rows.isEmpty
     }
 
-    public func webMerchantDomainChallenge(organization: String, proposed: String, at now: Date) async throws(StorageError) -> String {
+    public func webMerchantDomainChallenge(organization: OrganizationID, proposed: String, at now: Date) async throws(StorageError)
+        -> String
+    {
         _ = try await write(
             """
             INSERT INTO web_merchant_domain_challenges (organization, challenge, created_at) VALUES ($1, $2, $3)
@@ -182,7 +186,7 @@ extension SQLDatabase: WebMerchantStore {
         return WebMerchantRecord(
             id: id, partnerMerchantName: try row.text(1), encryptTo: try row.text(2), merchantURL: try row.optionalText(3),
             domainNames: try row.stringList(4), state: try row.choice(5, as: WebMerchantRecord.State.self),
-            organization: try row.optionalText(6), domainAssociationSHA256: try row.optionalText(7), createdAt: try row.date(8),
+            organization: try row.optionalOrganization(6), domainAssociationSHA256: try row.optionalText(7), createdAt: try row.date(8),
             updatedAt: try row.date(9))
     }
 
@@ -191,7 +195,7 @@ extension SQLDatabase: WebMerchantStore {
         let domain = try row.text(0)
         row.row = domain
         return WebMerchantDomainRecord(
-            domain: domain, organization: try row.text(1), merchantID: try row.optionalText(2),
+            domain: domain, organization: try row.organization(1), merchantID: try row.optionalText(2),
             proof: try row.choice(3, as: WebMerchantDomainRecord.Proof.self), provedAt: try row.date(4))
     }
 }

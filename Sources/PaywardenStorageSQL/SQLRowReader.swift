@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 
 /// Reads one row's columns by position, turning a value of the wrong type into a `.corrupt`
@@ -37,6 +38,10 @@ struct SQLRowReader {
         if case .null = try value(index) { return nil }
         return try text(index)
     }
+
+    func organization(_ index: Int) throws(StorageError) -> OrganizationID { OrganizationID(try text(index)) }
+
+    func optionalOrganization(_ index: Int) throws(StorageError) -> OrganizationID? { try optionalText(index).map { OrganizationID($0) } }
 
     func integer(_ index: Int) throws(StorageError) -> Int {
         guard case .integer(let value) = try value(index), let integer = Int(exactly: value) else {

@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// A value bound to, or read from, a statement: the types both drivers' schemas use (times are
 /// whole milliseconds since 1970, flags 0 or 1, lists JSON text).
@@ -14,6 +15,13 @@ public enum SQLValue: Sendable, Hashable {
 
     public init(_ date: Date?) {
         self = date.map { SQLValue($0) } ?? .null
+    }
+
+    /// An organisation is stored as its plain string.
+    public static func text(_ organization: OrganizationID) -> SQLValue { .text(organization.rawValue) }
+
+    public init(_ organization: OrganizationID?) {
+        self.init(organization?.rawValue)
     }
 
     public init(_ text: String?) {

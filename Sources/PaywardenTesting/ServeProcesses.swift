@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import PaywardenConfiguration
 import PaywardenDatabase
+import PaywardenPrimitives
 import PaywardenSandbox
 import PaywardenServer
 import PaywardenServices
@@ -33,7 +34,7 @@ public struct ServeProcesses: Sendable {
     let environment: [String: String]
 
     /// The organisation of ``redeemKey`` and of the paypage ``createPaypage(_:database:)`` makes.
-    public static let organization = "instances"
+    public static let organization: OrganizationID = "instances"
 
     public static func make() async throws -> ServeProcesses {
         let admin = try await AdminTestEnvironment.make()
@@ -93,7 +94,7 @@ public struct ServeProcesses: Sendable {
     public func createPaypage(_ id: String, database: [String: String]) throws {
         let created = try run(
             [
-                "paypages", "create", "--paypage-id", id, "--organization", Self.organization, "--merchant-id",
+                "paypages", "create", "--paypage-id", id, "--organization", Self.organization.rawValue, "--merchant-id",
                 merchant.merchantID ?? "",
             ], database: database)
         guard created.status == 0 else { throw TestServerStartError(reason: "paypages create: \(created.stderr)") }

@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 
 extension StorageConformance {
@@ -168,7 +169,9 @@ extension StorageConformance {
         },
     ]
 
-    static func token(_ value: String, fingerprint: UInt8, organization: String = "org-a", merchantToken: String? = nil) -> TokenRecord {
+    static func token(_ value: String, fingerprint: UInt8, organization: OrganizationID = "org-a", merchantToken: String? = nil)
+        -> TokenRecord
+    {
         TokenRecord(
             organization: organization, token: value, fingerprint: Array(repeating: fingerprint, count: 32), fingerprintKeyID: "hmac-1",
             accountKind: merchantToken == nil ? .devicePAN : .merchantPAN, merchantTokenID: merchantToken, sealed: sealed(fingerprint),

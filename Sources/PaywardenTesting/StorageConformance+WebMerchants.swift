@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 
 extension StorageConformance {
@@ -14,7 +15,7 @@ extension StorageConformance {
     }
 
     static func change(
-        _ id: String, organization: String?, reserving reservation: WebMerchantRecord? = nil, _ changeID: String,
+        _ id: String, organization: OrganizationID?, reserving reservation: WebMerchantRecord? = nil, _ changeID: String,
         at now: TimeInterval = 0, lease: TimeInterval = 300
     ) -> WebMerchantChange {
         WebMerchantChange(
@@ -59,19 +60,22 @@ extension StorageConformance {
         },
         StorageConformance(name: "web merchants: an identifier is reserved for one organisation, held by one change at a time") { db in
             let reservation = webMerchant("a-contested", domains: [], state: .reserved)
-            guard case .started(let reserved) = try await db.beginWebMerchantChange(
-                C.change("a-contested", organization: "org-a", reserving: reservation, "c1"))
+            guard
+                case .started(let reserved) = try await db.beginWebMerchantChange(
+                    C.change("a-contested", organization: "org-a", reserving: reservation, "c1"))
             else { throw Failure(description: "the reservation was not made") }
             try C.require(reserved.state == .reserved && reserved.organization == "org-a" && reserved.domainNames.isEmpty, "\(reserved)")
             // Another organisation's reservation, and the same organisation's second change, are refused while c1 holds it.
             var rivals = reservation
             rivals.organization = "org-b"
-            guard case .refused(let seen) = try await db.beginWebMerchantChange(
-                C.change("a-contested", organization: "org-b", reserving: rivals, "c2", at: 1))
+            guard
+                case .refused(let seen) = try await db.beginWebMerchantChange(
+                    C.change("a-contested", organization: "org-b", reserving: rivals, "c2", at: 1))
             else { throw Failure(description: "another organisation took a live reservation") }
             try C.require(seen.organization == "org-a", "the refusal shows \(seen)")
-            guard case .refused = try await db.beginWebMerchantChange(
-                C.change("a-contested", organization: "org-a", reserving: reservation, "c3", at: 1))
+            guard
+                case .refused = try await db.beginWebMerchantChange(
+                    C.change("a-contested", organization: "org-a", reserving: reservation, "c3", at: 1))
             else { throw Failure(description: "a second change of the organisation started") }
             // Only the change holding it writes it, and once; another organisation's record is never written.
             var active = webMerchant("a-contested", domains: ["contested.example.com"])
@@ -83,8 +87,9 @@ extension StorageConformance {
             try C.require(!(try await db.finishWebMerchantChange(active, changeID: "c1")), "a finished change wrote again")
             try C.require(try await db.webMerchant(id: "a-contested") == active, "read back differs")
             // The written identifier stays the organisation's: another's reservation is refused, its own change starts.
-            guard case .refused = try await db.beginWebMerchantChange(
-                C.change("a-contested", organization: "org-b", reserving: rivals, "c4", at: 2))
+            guard
+                case .refused = try await db.beginWebMerchantChange(
+                    C.change("a-contested", organization: "org-b", reserving: rivals, "c4", at: 2))
             else { throw Failure(description: "another organisation took a registered identifier") }
             guard case .started = try await db.beginWebMerchantChange(C.change("a-contested", organization: nil, "c5", at: 2)) else {
                 throw Failure(description: "an admin's change did not start")
@@ -105,14 +110,16 @@ extension StorageConformance {
         StorageConformance(name: "web merchants: a lapsed change lets go; an abandoned reservation is removed") { db in
             let reservation = webMerchant("a-lapsing", domains: [], state: .reserved)
             _ = try await db.beginWebMerchantChange(C.change("a-lapsing", organization: "org-a", reserving: reservation, "l1", lease: 10))
-            guard case .refused = try await db.beginWebMerchantChange(
-                C.change("a-lapsing", organization: "org-a", reserving: reservation, "l2", at: 9))
+            guard
+                case .refused = try await db.beginWebMerchantChange(
+                    C.change("a-lapsing", organization: "org-a", reserving: reservation, "l2", at: 9))
             else { throw Failure(description: "a live change was taken over") }
             // Its process died: once the change lapses, a reservation is anyone's to take.
             var rivals = reservation
             rivals.organization = "org-b"
-            guard case .started(let taken) = try await db.beginWebMerchantChange(
-                C.change("a-lapsing", organization: "org-b", reserving: rivals, "l3", at: 10))
+            guard
+                case .started(let taken) = try await db.beginWebMerchantChange(
+                    C.change("a-lapsing", organization: "org-b", reserving: rivals, "l3", at: 10))
             else { throw Failure(description: "a lapsed reservation was not taken over") }
             try C.require(taken.organization == "org-b", "taken over for \(String(describing: taken.organization))")
             var late = webMerchant("a-lapsing", domains: ["late.example.com"])
@@ -124,12 +131,12 @@ extension StorageConformance {
             try C.require(try await db.webMerchant(id: "a-lapsing") == nil, "the abandoned reservation is still there")
         },
         StorageConformance(name: "web merchants: a domain is one organisation's and one web merchant's") { db in
-            func domain(_ name: String, _ organization: String, _ merchant: String?) -> WebMerchantDomainRecord {
+            func domain(_ name: String, _ organization: OrganizationID, _ merchant: String?) -> WebMerchantDomainRecord {
                 WebMerchantDomainRecord(domain: name, organization: organization, merchantID: merchant, proof: .challenge, provedAt: C.t0)
             }
             try C.require(try await db.claimWebMerchantDomain(domain("d1.example.com", "org-a", "m1")), "the first claim failed")
             try C.require(!(try await db.claimWebMerchantDomain(domain("d1.example.com", "org-b", "m9"))), "a domain was claimed twice")
-            func bind(_ organization: String, _ merchant: String) async throws -> Bool {
+            func bind(_ organization: OrganizationID, _ merchant: String) async throws -> Bool {
                 try await db.bindWebMerchantDomain("d1.example.com", organization: organization, merchantID: merchant)
             }
             try C.require(!(try await bind("org-b", "m9")), "another organisation bound it")
@@ -153,7 +160,9 @@ extension StorageConformance {
             try C.require(try await db.allWebMerchantDomains() == [moved, given], "the list differs")
             // Of 20 concurrent claims of one domain, one wins.
             let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
-                for n in 0..<20 { group.addTask { try await db.claimWebMerchantDomain(domain("d3.example.com", "org-\(n)", "m\(n)")) } }
+                for n in 0..<20 {
+                    group.addTask { try await db.claimWebMerchantDomain(domain("d3.example.com", OrganizationID("org-\(n)"), "m\(n)")) }
+                }
                 return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
             try C.require(wins == 1, "\(wins) claims of one domain won")

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Logging
+import PaywardenPrimitives
 import PaywardenServices
 import ProcessorMessages
 import Vault
@@ -83,7 +84,7 @@ public struct CardIntake: Sendable {
     /// An Apple Pay token (its `paymentData` JSON) for one authorisation now, in ``form``:
     /// `submerchant` names the cryptogram of a multi-merchant payment (``SubmerchantChoice``).
     public func payment(
-        _ paymentData: [UInt8], organization: String, submerchant: SubmerchantChoice?
+        _ paymentData: [UInt8], organization: OrganizationID, submerchant: SubmerchantChoice?
     ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
         let (decrypted, policy) = try await decrypted(paymentData, organization: organization)
         // What cannot be relayed (an EMV payload, a network the form has no place for) is refused
@@ -98,7 +99,7 @@ public struct CardIntake: Sendable {
     /// use. The card is checked for an account number and expiry only: the authorisation that
     /// takes it checks the rest. `payment` is the decrypted payload, for the reply's fields.
     public func paymentHeldForFirstUse(
-        _ paymentData: [UInt8], organization: String
+        _ paymentData: [UInt8], organization: OrganizationID
     ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData, payment: DecryptedPayment?) {
         let (decrypted, policy) = try await decrypted(paymentData, organization: organization)
         let multiMerchant = decrypted.payment?.authenticationResponses.isEmpty == false
@@ -114,14 +115,14 @@ public struct CardIntake: Sendable {
     /// An Apple Pay token registered only (cnpAPI's `registerTokenRequest`): a high-value token
     /// issued, nothing relayed, so no form's checks apply. `payment` is the decrypted payload.
     public func paymentRegistered(
-        _ paymentData: [UInt8], organization: String
+        _ paymentData: [UInt8], organization: OrganizationID
     ) async throws(VaultFailure) -> (issued: IssuedToken, payment: DecryptedPayment?) {
         let (decrypted, policy) = try await decrypted(paymentData, organization: organization)
         return (try await service.issueToken(for: decrypted, policy: policy), decrypted.payment)
     }
 
     private func decrypted(
-        _ paymentData: [UInt8], organization: String
+        _ paymentData: [UInt8], organization: OrganizationID
     ) async throws(VaultFailure) -> (DecryptedPaymentToken, OrganizationPolicy) {
         let policy = try await service.organizationPolicy(organization)
         return (try await service.decrypt(paymentData, policy: policy), policy)
@@ -134,7 +135,7 @@ public struct CardIntake: Sendable {
     /// write, so a resend of the ID is `registration_expired`, never a second authorisation with
     /// the same cryptogram. Audited as `redeem-once`.
     public func registration(
-        _ id: String, key: APIKey, organization: String, submerchant: SubmerchantChoice?
+        _ id: String, key: APIKey, organization: OrganizationID, submerchant: SubmerchantChoice?
     ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
         let (redemption, card) = try await service.redeemForOneUse(id, key: key, organization: organization) {
             payment throws(VaultFailure) in try forwarded(payment, submerchant: submerchant)
@@ -145,7 +146,7 @@ public struct CardIntake: Sendable {
 
     /// A registration ID exchanged for its high-value token only (cnpAPI's `registerTokenRequest`),
     /// nothing relayed; audited as `redeem`.
-    public func registrationRedeemed(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) -> IssuedToken {
+    public func registrationRedeemed(_ id: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) -> IssuedToken {
         try await service.redeem(id, key: key, organization: organization).highValueToken
     }
 
@@ -155,7 +156,7 @@ public struct CardIntake: Sendable {
     /// first use, after the checks in the order the type's documentation gives; a token the key's
     /// organisation does not hold is `token_not_found`.
     public func storedToken(
-        _ token: String, key: APIKey, organization: String, use: StoredCredentialUse, submerchant: SubmerchantChoice?
+        _ token: String, key: APIKey, organization: OrganizationID, use: StoredCredentialUse, submerchant: SubmerchantChoice?
     ) async throws(VaultFailure) -> ForwardedCardData {
         let facts = try await service.storedTokenFacts(token, organization: organization)
         return try await card(of: facts, token, key: key, organization: organization, use: use, submerchant: submerchant)
@@ -166,7 +167,7 @@ public struct CardIntake: Sendable {
     /// sent as the client wrote it. Whatever the key's scopes: the upstream's tokens are no card
     /// data of Paywarden's.
     public func storedTokenIfPaywardens(
-        _ token: String, key: APIKey, organization: String, use: StoredCredentialUse, submerchant: SubmerchantChoice?
+        _ token: String, key: APIKey, organization: OrganizationID, use: StoredCredentialUse, submerchant: SubmerchantChoice?
     ) async throws(VaultFailure) -> ForwardedCardData? {
         let facts: StoredTokenFacts
         do throws(VaultFailure) {
@@ -180,7 +181,7 @@ public struct CardIntake: Sendable {
 
     /// Steps 2 to 6 for a token the organisation holds (`facts`, its record).
     private func card(
-        of facts: StoredTokenFacts, _ token: String, key: APIKey, organization: String, use: StoredCredentialUse,
+        of facts: StoredTokenFacts, _ token: String, key: APIKey, organization: OrganizationID, use: StoredCredentialUse,
         submerchant: SubmerchantChoice?
     ) async throws(VaultFailure) -> ForwardedCardData {
         // Turning a token into its card is detokenization.

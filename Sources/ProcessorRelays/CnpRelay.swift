@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import PaywardenPrimitives
 import PaywardenServices
 import ProcessorMessages
 import Vault
@@ -37,10 +38,10 @@ public struct CnpRelay: Sendable {
     let intake: CardIntake
     let upstream: any ProcessorUpstream
     /// The merchantIds each organisation may name.
-    let merchantIDs: [String: Set<String>]
+    let merchantIDs: [OrganizationID: Set<String>]
     let logger: Logger
 
-    public init(service: VaultService, upstream: any ProcessorUpstream, merchantIDs: [String: Set<String>], logger: Logger) {
+    public init(service: VaultService, upstream: any ProcessorUpstream, merchantIDs: [OrganizationID: Set<String>], logger: Logger) {
         intake = CardIntake(service: service, form: Self.form)
         self.upstream = upstream
         self.merchantIDs = merchantIDs
@@ -58,7 +59,8 @@ public struct CnpRelay: Sendable {
     }
 
     /// `submerchant`: the request's `Paywarden-Submerchant` header, for a multi-merchant payment.
-    public func relay(_ request: CnpOnlineRequest, key: APIKey, organization: String, submerchant: SubmerchantChoice? = nil) async -> Reply
+    public func relay(_ request: CnpOnlineRequest, key: APIKey, organization: OrganizationID, submerchant: SubmerchantChoice? = nil) async
+        -> Reply
     {
         guard merchantIDs[organization]?.contains(request.merchantId) == true else {
             return Self.refused(
@@ -113,7 +115,8 @@ public struct CnpRelay: Sendable {
     /// (``CardIntake/storedTokenIfPaywardens(_:key:organization:use:submerchant:)``). A vault that cannot answer
     /// refuses the request (503) rather than guess.
     private func relayStoredToken(
-        _ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, key: APIKey, organization: String, submerchant: SubmerchantChoice?
+        _ request: CnpOnlineRequest, transaction: CnpPaymentTransaction, key: APIKey, organization: OrganizationID,
+        submerchant: SubmerchantChoice?
     ) async -> Reply {
         let namespace = request.dialect.namespaceURI
         guard

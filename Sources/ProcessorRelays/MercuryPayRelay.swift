@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import PaywardenPrimitives
 import PaywardenServices
 import ProcessorMessages
 import Vault
@@ -38,9 +39,11 @@ public struct MercuryPayRelay: Sendable {
     let upstream: any ProcessorUpstream
     let fields: MercuryPayForwarding.Options
     /// The organisations bound to the upstream's merchant.
-    let organizations: Set<String>
+    let organizations: Set<OrganizationID>
 
-    public init(service: VaultService, upstream: any ProcessorUpstream, fields: MercuryPayForwarding.Options, organizations: Set<String>) {
+    public init(
+        service: VaultService, upstream: any ProcessorUpstream, fields: MercuryPayForwarding.Options, organizations: Set<OrganizationID>
+    ) {
         intake = CardIntake(service: service, form: Self.form)
         self.upstream = upstream
         self.fields = fields
@@ -58,7 +61,7 @@ public struct MercuryPayRelay: Sendable {
 
     /// `submerchant`: the request's `Paywarden-Submerchant` header, for a multi-merchant payment.
     public func relay(
-        _ request: MercuryPayRequest, key: APIKey, organization: String, submerchant: SubmerchantChoice? = nil
+        _ request: MercuryPayRequest, key: APIKey, organization: OrganizationID, submerchant: SubmerchantChoice? = nil
     ) async -> Reply {
         // One merchant's credentials serve every request: only the organisations bound to it use them.
         guard organizations.contains(organization) else {

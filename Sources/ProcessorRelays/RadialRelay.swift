@@ -41,14 +41,14 @@ public struct RadialRelay: Sendable {
     /// The Radial upstream; without one, authorizations are refused (the decrypt API still answers).
     let upstream: (any ProcessorUpstream)?
     /// The stores each organisation may authorize for (`relay_radial_store_ids`).
-    let storeIDs: [String: Set<String>]
+    let storeIDs: [OrganizationID: Set<String>]
     /// Sent as Radial's `apiKey` header when configured (the header Radial's own SDK sends:
     /// eBayEnterprise/RetailOrderManagement-SDK, Api/HttpApi.php buildHeader).
     let apiKey: Sensitive<String>?
     let logger: Logger
 
     public init(
-        service: VaultService, upstream: (any ProcessorUpstream)?, storeIDs: [String: Set<String>], apiKey: Sensitive<String>?,
+        service: VaultService, upstream: (any ProcessorUpstream)?, storeIDs: [OrganizationID: Set<String>], apiKey: Sensitive<String>?,
         logger: Logger
     ) {
         intake = CardIntake(service: service, form: Self.form)
@@ -77,7 +77,7 @@ public struct RadialRelay: Sendable {
 
     /// A multi-merchant payment's cryptograms are held together, the payload whole: the authorisation
     /// with the token names the one it uses (`Paywarden-Submerchant`), as a wallet's does.
-    public func decryptBlob(_ request: RadialDecryptBlobRequest, organization: String) async -> Reply {
+    public func decryptBlob(_ request: RadialDecryptBlobRequest, organization: OrganizationID) async -> Reply {
         do throws(VaultFailure) {
             // The app authorizes with the token next; the cryptogram waits for that one use, sealed.
             let (issued, card, payment) = try await intake.paymentHeldForFirstUse(
@@ -102,7 +102,8 @@ public struct RadialRelay: Sendable {
     /// `submerchant`: the request's `Paywarden-Submerchant` header, for a multi-merchant payment
     /// (a wallet's, or the one whose cryptogram `decryptblob` held for a token).
     public func authorize(
-        _ request: RadialCreditCardAuthRequest, storeID: String, key: APIKey, organization: String, submerchant: SubmerchantChoice? = nil
+        _ request: RadialCreditCardAuthRequest, storeID: String, key: APIKey, organization: OrganizationID,
+        submerchant: SubmerchantChoice? = nil
     ) async -> Reply {
         guard let upstream else {
             return fault(

@@ -76,21 +76,22 @@ public struct RelayConfiguration: Sendable {
     public var cnp: UpstreamConfiguration?
     /// The cnpAPI merchantIds each organisation may send upstream; an organisation without an
     /// entry relays nothing.
-    public var cnpMerchantIDs: [String: Set<String>]
+    public var cnpMerchantIDs: [OrganizationID: Set<String>]
     public var mercuryPay: UpstreamConfiguration?
     public var radial: UpstreamConfiguration?
     /// The organisations that may use the MercuryPay upstream.
-    public var mercuryPayOrganizations: Set<String>
+    public var mercuryPayOrganizations: Set<OrganizationID>
     /// The Radial stores each organisation may name; an organisation without an entry relays nothing.
-    public var radialStoreIDs: [String: Set<String>]
+    public var radialStoreIDs: [OrganizationID: Set<String>]
     /// Where the MercuryPay upstream takes the cryptogram and ECI; by default neither is sent.
     public var mercuryPayFields: MercuryPayForwarding.Options
     /// Radial's `apiKey` header for its upstream, when configured.
     public var radialAPIKey: Sensitive<String>?
 
     public init(
-        cnp: UpstreamConfiguration? = nil, cnpMerchantIDs: [String: Set<String>] = [:], mercuryPay: UpstreamConfiguration? = nil,
-        mercuryPayOrganizations: Set<String> = [], radial: UpstreamConfiguration? = nil, radialStoreIDs: [String: Set<String>] = [:],
+        cnp: UpstreamConfiguration? = nil, cnpMerchantIDs: [OrganizationID: Set<String>] = [:], mercuryPay: UpstreamConfiguration? = nil,
+        mercuryPayOrganizations: Set<OrganizationID> = [], radial: UpstreamConfiguration? = nil,
+        radialStoreIDs: [OrganizationID: Set<String>] = [:],
         mercuryPayFields: MercuryPayForwarding.Options = .init(), radialAPIKey: Sensitive<String>? = nil
     ) {
         self.cnp = cnp
@@ -109,13 +110,13 @@ public struct RelayConfiguration: Sendable {
             settings.cnp, format: .cnpAPI, timeout: settings.timeout, url: C.relayCnpUpstream, ca: C.relayCnpUpstreamCA,
             passwordFile: C.relayCnpUpstreamPasswordFile,
             client: (C.relayCnpUpstreamClientCertificate, C.relayCnpUpstreamClientKey))
-        cnpMerchantIDs = settings.cnpMerchantIDs
+        cnpMerchantIDs = Dictionary(uniqueKeysWithValues: settings.cnpMerchantIDs.map { (OrganizationID($0.key), $0.value) })
         mercuryPay = try Self.upstream(
             settings.mercuryPay, format: .mercuryPay, timeout: settings.timeout, url: C.relayMercuryPayUpstream,
             ca: C.relayMercuryPayUpstreamCA, passwordFile: C.relayMercuryPayUpstreamPasswordFile,
             client: (C.relayMercuryPayUpstreamClientCertificate, C.relayMercuryPayUpstreamClientKey))
-        mercuryPayOrganizations = settings.mercuryPayOrganizations
-        radialStoreIDs = settings.radialStoreIDs
+        mercuryPayOrganizations = Set(settings.mercuryPayOrganizations.map { OrganizationID($0) })
+        radialStoreIDs = Dictionary(uniqueKeysWithValues: settings.radialStoreIDs.map { (OrganizationID($0.key), $0.value) })
         mercuryPayFields = .init(cryptogramField: settings.mercuryPayCryptogramField, eciField: settings.mercuryPayECIField)
         radial = try Self.upstream(
             settings.radial, format: .radial, timeout: settings.timeout, url: C.relayRadialUpstream, ca: C.relayRadialUpstreamCA,

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 
 /// Cryptograms held for a high-value token's first use (Radial's decrypt sequence, seed 003: the
@@ -19,7 +20,7 @@ extension CardVault {
     /// the one the app will use). Returns when it expires.
     @discardableResult
     public func holdCryptogram(
-        of token: DecryptedPaymentToken, for issued: IssuedToken, organization: String
+        of token: DecryptedPaymentToken, for issued: IssuedToken, organization: OrganizationID
     ) async throws(VaultError) -> Date {
         let contents = try SealedCoding.encode(RegistrationContents(token))
         // As for a registration: the HSM's current keys, never one a grace away from destruction.
@@ -40,7 +41,7 @@ extension CardVault {
 
     /// The payload held for `token` in `organization`, ended as it is handed out; nil when none is
     /// held, it expired, was purged or was taken already.
-    public func takeHeldCryptogram(for token: String, organization: String) async throws(VaultError) -> [UInt8]? {
+    public func takeHeldCryptogram(for token: String, organization: OrganizationID) async throws(VaultError) -> [UInt8]? {
         try await takeHeldCryptogram(for: token, organization: organization) { payload throws(VaultError) in payload }
     }
 
@@ -48,7 +49,7 @@ extension CardVault {
     /// refusal leaves the payload held (a relay request that names no usable entry of a
     /// multi-merchant payment spends nothing).
     public func takeHeldCryptogram<Accepted>(
-        for token: String, organization: String, accept: ([UInt8]) throws(VaultError) -> Accepted
+        for token: String, organization: OrganizationID, accept: ([UInt8]) throws(VaultError) -> Accepted
     ) async throws(VaultError) -> Accepted? {
         // The newest look-up key first: a row hashed under an older key during a rotation is still found.
         for key in keyring.keys(.fingerprint) {
@@ -82,7 +83,7 @@ extension CardVault {
 
     /// What the look-up key hashes: never 19 digits, so no registration ID presented to
     /// redemption (checked to be 19 digits first) can find the row.
-    private static func heldCryptogramName(_ token: String, organization: String) -> String {
-        "held-cryptogram:\(organization.utf8.count):\(organization):\(token)"
+    private static func heldCryptogramName(_ token: String, organization: OrganizationID) -> String {
+        "held-cryptogram:\(organization.rawValue.utf8.count):\(organization.rawValue):\(token)"
     }
 }

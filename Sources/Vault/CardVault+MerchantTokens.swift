@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 
 /// What Apple's merchant-token events do to the vault (docs/apple-pay.md, "What an event does"): an unlinked
@@ -64,11 +65,13 @@ extension CardVault {
     /// paypages for one Apple merchant id. Apple's UNLINK event, which follows the call to Apple,
     /// then reaches every organisation's (by design: the merchant token itself is dead). nil (an
     /// admin) unlinks every organisation's at once.
-    public func unlinkMerchantToken(_ merchantTokenID: String, organization: String?) async throws(VaultError) -> MerchantTokenEffect {
+    public func unlinkMerchantToken(_ merchantTokenID: String, organization: OrganizationID?) async throws(VaultError)
+        -> MerchantTokenEffect
+    {
         try await unlink(merchantTokenID, organization: organization)
     }
 
-    private func unlink(_ merchantTokenID: String, organization: String?) async throws(VaultError) -> MerchantTokenEffect {
+    private func unlink(_ merchantTokenID: String, organization: OrganizationID?) async throws(VaultError) -> MerchantTokenEffect {
         let now = self.now
         let unlinked = try await eventStorage { () async throws(StorageError) in
             try await database.unlinkTokens(merchantTokenID: merchantTokenID, organization: organization, at: now)
@@ -95,7 +98,7 @@ extension CardVault {
 
     /// The organisations holding a token (in any state but deleted) for the merchant token: those
     /// that may unlink it or change its notification URL.
-    public func organizations(holdingMerchantToken merchantTokenID: String) async throws(VaultError) -> Set<String> {
+    public func organizations(holdingMerchantToken merchantTokenID: String) async throws(VaultError) -> Set<OrganizationID> {
         let records = try await storage { () async throws(StorageError) in try await database.tokens(merchantTokenID: merchantTokenID) }
         return Set(records.filter { $0.state != .deleted }.map(\.organization))
     }

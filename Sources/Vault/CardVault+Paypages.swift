@@ -8,11 +8,11 @@ extension CardVault {
     /// Creates a paypage. Every paypage of an organisation issues the same token format: tokens are
     /// static per account number and organisation, so one organisation cannot have two shapes.
     public func createPaypage(
-        id: String, organization: String, merchantIdentifiers: [String], reportGroups: [String], tokenFormat: HighValueTokenFormat
+        id: String, organization: OrganizationID, merchantIdentifiers: [String], reportGroups: [String], tokenFormat: HighValueTokenFormat
     ) async throws(VaultError) -> PaypageRecord {
         guard !id.isEmpty, id.count <= 1024, id.unicodeScalars.allSatisfy({ $0.isASCII && CharacterSet.alphanumerics.contains($0) })
         else { throw VaultError(.invalidRequest, "a paypage id is letters and digits only (eProtect's ^[0-9A-Za-z]+$)") }
-        guard Self.isOrganizationName(organization) else {
+        guard Self.isOrganizationName(organization.rawValue) else {
             throw VaultError(.invalidRequest, "an organisation is 1 to 64 letters, digits, - and _")
         }
         let merchants = merchantIdentifiers.filter { !$0.isEmpty }
@@ -76,7 +76,7 @@ extension CardVault {
 
     /// The organisation's token format and the merchant identifiers its enabled paypages allow;
     /// `.merchantNotAuthorized` when it has no enabled paypage.
-    public func organizationPolicy(_ organization: String) async throws(VaultError) -> OrganizationPolicy {
+    public func organizationPolicy(_ organization: OrganizationID) async throws(VaultError) -> OrganizationPolicy {
         let paypages = try await paypages().filter { $0.organization == organization && $0.enabled }
         guard let first = paypages.first, let format = HighValueTokenFormat(rawValue: first.tokenFormat) else {
             throw VaultError(.merchantNotAuthorized, "organisation \(organization) has no enabled paypage, so it cannot register tokens")
@@ -94,11 +94,11 @@ extension CardVault {
 /// What an organisation may do: the token format it issues and the merchant identifiers whose
 /// keys its tokens may be encrypted to.
 public struct OrganizationPolicy: Sendable {
-    public let organization: String
+    public let organization: OrganizationID
     public let tokenFormat: HighValueTokenFormat
     public let merchantIdentifiers: Set<String>
 
-    public init(organization: String, tokenFormat: HighValueTokenFormat, merchantIdentifiers: Set<String>) {
+    public init(organization: OrganizationID, tokenFormat: HighValueTokenFormat, merchantIdentifiers: Set<String>) {
         self.organization = organization
         self.tokenFormat = tokenFormat
         self.merchantIdentifiers = merchantIdentifiers

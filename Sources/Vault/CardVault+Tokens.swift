@@ -155,7 +155,7 @@ extension CardVault {
     }
 
     /// The account number and expiry behind `token`, for `organization` only.
-    public func detokenize(_ token: String, organization: String) async throws(VaultError) -> DetokenizedAccount {
+    public func detokenize(_ token: String, organization: OrganizationID) async throws(VaultError) -> DetokenizedAccount {
         let record = try await activeToken(token, organization: organization)
         let key = try await key(.tokens, id: record.sealed.keyID)
         let context = SealContext(kind: .token, organization: organization, recordID: Array(record.token.utf8))
@@ -169,7 +169,7 @@ extension CardVault {
     /// nothing is decrypted, so a use the kind rules out is refused before any detokenization.
     /// Unknown, deleted and another organisation's tokens are `token_not_found`; unlinked ones
     /// `token_unlinked`, as for ``detokenize(_:organization:)``.
-    public func storedTokenFacts(_ token: String, organization: String) async throws(VaultError) -> StoredTokenFacts {
+    public func storedTokenFacts(_ token: String, organization: OrganizationID) async throws(VaultError) -> StoredTokenFacts {
         let record = try await activeToken(token, organization: organization)
         return StoredTokenFacts(
             kind: record.accountKind, merchantTokenIdentifier: record.merchantTokenID, reference: Self.reference(record.fingerprint))
@@ -177,7 +177,7 @@ extension CardVault {
 
     /// Deletes `token` and its sealed account number; returns the audit reference.
     @discardableResult
-    public func deleteToken(_ token: String, organization: String) async throws(VaultError) -> String {
+    public func deleteToken(_ token: String, organization: OrganizationID) async throws(VaultError) -> String {
         guard Self.isWellFormedToken(token),
             let record = try await storage({ () async throws(StorageError) in try await database.token(token, organization: organization) }
             ),
@@ -186,7 +186,7 @@ extension CardVault {
         return Self.reference(record.fingerprint)
     }
 
-    private func activeToken(_ token: String, organization: String) async throws(VaultError) -> TokenRecord {
+    private func activeToken(_ token: String, organization: OrganizationID) async throws(VaultError) -> TokenRecord {
         guard Self.isWellFormedToken(token),
             let record = try await storage({ () async throws(StorageError) in try await database.token(token, organization: organization) })
         else { throw Self.tokenNotFound }

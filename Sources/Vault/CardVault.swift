@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Logging
 import PKCS11
+import PaywardenPrimitives
 import PaywardenStorage
 
 /// The vault: registration IDs, high-value tokens and paypages, every payload sealed under the
@@ -35,8 +36,8 @@ public final class CardVault: Sendable {
     /// The fingerprint of an account number in an organisation: static per account number and
     /// organisation, and useless without the HMAC key (PCI DSS 4.0.1 §3.5.1.1). The account
     /// number alone: the same card with a new expiry is the same account.
-    func fingerprint(_ accountNumber: String, organization: String, key: VaultKey) async throws(VaultError) -> [UInt8] {
-        try await hmac(key, Self.domain("fingerprint", organization, accountNumber))
+    func fingerprint(_ accountNumber: String, organization: OrganizationID, key: VaultKey) async throws(VaultError) -> [UInt8] {
+        try await hmac(key, Self.domain("fingerprint", organization.rawValue, accountNumber))
     }
 
     /// The look-up key of a registration ID: the table holds no ID anyone could redeem.

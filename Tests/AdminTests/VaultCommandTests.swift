@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 import PaywardenTestTraits
 import PaywardenTesting
 import Testing
@@ -10,7 +11,7 @@ import Testing
 struct VaultCommandTests {
     struct Paypage: Decodable, Equatable {
         let id: String
-        let organization: String
+        let organization: OrganizationID
         let merchantIds: [String]
         let reportGroups: [String]
         let tokenFormat: String

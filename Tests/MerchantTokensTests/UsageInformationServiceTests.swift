@@ -6,6 +6,7 @@ import Logging
 import MerchantTokens
 import OutboundTLS
 import PKCS11
+import PaywardenPrimitives
 import PaywardenStorage
 import PaywardenTestTraits
 import PaywardenTesting
@@ -311,7 +312,7 @@ struct UsageInformationServiceTests {
     @Test func anAdminsPublicationIsNotReplacedByAnOrganisation() async throws {
         try await withEnvironment { (environment) async throws -> Void in
             environment.standIn.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
-            func publish(as organization: String?) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
+            func publish(as organization: OrganizationID?) async throws(MerchantTokenFailure) -> UsageInformationRecord.State {
                 try await environment.service.publishUsageInformation(
                     merchantID: Self.merchantID, merchantTokenID: Self.merchantTokenID, document: Self.document, organization: organization,
                     user: "test")

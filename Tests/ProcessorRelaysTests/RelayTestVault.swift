@@ -3,6 +3,7 @@ import Foundation
 import KeyCustody
 import Logging
 import PKCS11
+import PaywardenPrimitives
 import PaywardenServices
 import PaywardenStorage
 import PaywardenTestTraits
@@ -17,8 +18,8 @@ import Vault
 /// with and without the `detokenize` scope. Tokens are forged by the test PKI, which the decryption
 /// service trusts.
 struct RelayTestVault: Sendable {
-    static let organization = "example"
-    static let otherOrganization = "other"
+    static let organization: OrganizationID = "example"
+    static let otherOrganization: OrganizationID = "other"
     static let merchantID = "merchant.com.example.relay"
     static let cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA="
 
@@ -92,7 +93,7 @@ struct RelayTestVault: Sendable {
 
     /// A high-value token stored for `payload`'s account (a DPAN's, or an MPAN's when the payload
     /// has a merchant token identifier) in `organization`.
-    func storedToken(_ payload: [UInt8], organization: String = organization) async throws -> String {
+    func storedToken(_ payload: [UInt8], organization: OrganizationID = organization) async throws -> String {
         let policy = try await service.organizationPolicy(organization)
         return try await vault.issueToken(for: AccountFacts(paymentData: payload), policy: policy).token
     }

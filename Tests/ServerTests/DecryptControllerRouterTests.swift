@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import PaywardenPrimitives
 import PaywardenServices
 import Synchronization
 import Testing
@@ -38,7 +39,7 @@ struct DecryptControllerRouterTests {
     struct StandInPolicies: OrganizationPolicies {
         static let acme = OrganizationPolicy(organization: "acme", tokenFormat: .t, merchantIdentifiers: ["merchant.com.acme"])
 
-        func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy {
+        func organizationPolicy(_ organization: OrganizationID) async throws(VaultFailure) -> OrganizationPolicy {
             guard organization == "acme" else { throw .vault(VaultError(.merchantNotAuthorized, "no enabled paypage")) }
             return Self.acme
         }

@@ -1,5 +1,6 @@
 import Foundation
 import PaywardenConfiguration
+import PaywardenPrimitives
 import PaywardenServer
 import PaywardenTestTraits
 import PaywardenTesting
@@ -19,7 +20,8 @@ struct MercuryPayRelayTests {
     static let upstreamAuthorization = "Basic " + Data("494901:upstream-secret".utf8).base64EncodedString()
 
     func withFixture(
-        fields: MercuryPayForwarding.Options = .init(cryptogramField: "Cryptogram"), organizations: Set<String> = ["example", "rival"],
+        fields: MercuryPayForwarding.Options = .init(cryptogramField: "Cryptogram"),
+        organizations: Set<OrganizationID> = ["example", "rival"],
         credentials: Bool = true, clientCertificate: RelayFixture.ClientCertificate? = nil, _ body: (RelayFixture) async throws -> Void
     ) async throws {
         try await RelayFixture.with(clientCertificate: clientCertificate) { base in

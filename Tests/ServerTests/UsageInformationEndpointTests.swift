@@ -198,8 +198,10 @@ extension MerchantTokenEndpointTests {
             try await vaultedForRival(server)
             _ = fixture.apple.setUsageInformationDevice(merchantTokenID: Self.merchantTokenID)
             let path = "/v1/merchant-tokens/\(Self.merchantTokenID)/usage-information?merchantId=\(Self.merchantID)"
-            let rivalDocument = Array(String(decoding: Self.usageDocument, as: UTF8.self).replacingOccurrences(
-                of: #""merchantName":"Example""#, with: #""merchantName":"Rival""#).utf8)
+            let rivalDocument = Array(
+                String(decoding: Self.usageDocument, as: UTF8.self).replacingOccurrences(
+                    of: #""merchantName":"Example""#, with: #""merchantName":"Rival""#
+                ).utf8)
 
             let gate = fixture.apple.holdAnswers(toPathsEndingWith: "/merchantToken/publicKey")
             let example = Task { try await server.send(.PUT, path, body: Self.usageDocument, apiKey: fixture.webKey) }
@@ -215,7 +217,7 @@ extension MerchantTokenEndpointTests {
             #expect(refused.allSatisfy { $0.1.status == 403 && $0.1.errorCode == "merchant_not_authorized" }, "\(refused.map(\.1.text))")
             #expect(fixture.apple.usageNotifications.count == 1, "Apple was told of \(fixture.apple.usageNotifications.count) packages")
             let stored = try await server.server.database.database.usageInformation(merchantTokenID: Self.merchantTokenID)
-            #expect(stored?.organization == published.first?.0, "owned by \(stored?.organization ?? "nobody")")
+            #expect(stored?.organization.rawValue == published.first?.0, "owned by \(stored?.organization.rawValue ?? "nobody")")
             let token = try #require(fixture.apple.usageNotifications.last?.authenticationToken)
             let fetched = try await server.send(
                 .GET, "/v1/merchantToken/\(Self.merchantTokenID)/usageInformation", apiKey: .some(nil),

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import PKCS11
+import PaywardenPrimitives
 import PaywardenStorage
 import PaywardenStorageSQL
 import PaywardenStorageSQLite
@@ -34,7 +35,7 @@ struct VaultTests {
             let clock = self.clock
             vault = CardVault(database: database, keyring: VaultKeyring(hsm: hsm), policy: policy, clock: { clock.now })
             _ = try await vault.keyring.createMissing()
-            for (id, organization, format) in [("paypageA", "alpha", HighValueTokenFormat.t), ("paypageB", "beta", .d)] {
+            for (id, organization, format) in [("paypageA", "alpha" as OrganizationID, HighValueTokenFormat.t), ("paypageB", "beta", .d)] {
                 _ = try await vault.createPaypage(
                     id: id, organization: organization, merchantIdentifiers: ["merchant.com.\(organization)"], reportGroups: [],
                     tokenFormat: format)

@@ -1,11 +1,12 @@
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 
 /// A domain an organisation holds, as the API answers it and `web-merchants domains --json`
 /// prints it. Times are ISO 8601 UTC.
 public struct WebMerchantDomainView: Codable, Sendable, Hashable {
     public let domain: String
-    public let organization: String
+    public let organization: OrganizationID
     /// The partnerInternalMerchantIdentifier it is registered for now; absent when none.
     public let webMerchant: String?
     /// `challenge` (the organisation served its challenge), `admin` (an admin registered or gave

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import OutboundTLS
+import PaywardenPrimitives
 import PaywardenStorage
 
 /// Who may register a domain (docs/web-merchants.md): a domain is one organisation's, from the
@@ -12,7 +13,7 @@ import PaywardenStorage
 extension WebMerchantService {
     /// The organisation's challenge, made on first use: what it serves as a line of
     /// `https://DOMAIN/.well-known/paywarden-domain-challenge` to prove a domain.
-    public func domainChallenge(organization: String) async throws(MerchantTokenFailure) -> String {
+    public func domainChallenge(organization: OrganizationID) async throws(MerchantTokenFailure) -> String {
         var random = SystemRandomNumberGenerator()
         let proposed =
             "paywarden-domain-challenge="
@@ -26,7 +27,7 @@ extension WebMerchantService {
     }
 
     /// The domains the organisation holds (every organisation's, for an admin), by domain.
-    public func domains(organization: String?) async throws(MerchantTokenFailure) -> [WebMerchantDomainRecord] {
+    public func domains(organization: OrganizationID?) async throws(MerchantTokenFailure) -> [WebMerchantDomainRecord] {
         do throws(StorageError) {
             let all = try await store.allWebMerchantDomains()
             guard let organization else { return all }
@@ -39,7 +40,7 @@ extension WebMerchantService {
     /// An admin's decision: `domain` becomes `organization`'s without a challenge (a domain the
     /// platform vouches for, or one another organisation claimed first and must give up). Refused
     /// while a web merchant has it registered: unregister it there first.
-    public func approveDomain(_ domain: String, organization: String, user: String) async throws(MerchantTokenFailure)
+    public func approveDomain(_ domain: String, organization: OrganizationID, user: String) async throws(MerchantTokenFailure)
         -> WebMerchantDomainRecord
     {
         let domain = domain.lowercased()
@@ -47,7 +48,7 @@ extension WebMerchantService {
             throw MerchantTokenFailure(
                 .invalidRequest, "\(domain) is not a fully qualified domain name (no scheme, port, path, wildcard or IP address)")
         }
-        guard !organization.isEmpty else { throw MerchantTokenFailure(.invalidRequest, "the organisation is empty") }
+        guard !organization.rawValue.isEmpty else { throw MerchantTokenFailure(.invalidRequest, "the organisation is empty") }
         let record = WebMerchantDomainRecord(domain: domain, organization: organization, merchantID: nil, proof: .admin, provedAt: clock())
         return try await audited("web-merchants.approve-domain", user: user, identifier: nil, detail: "\(domain) for \(organization)") {
             () async throws(MerchantTokenFailure) in
@@ -71,7 +72,7 @@ extension WebMerchantService {
     /// Proves, for an organisation's key, each of `domains` no organisation holds yet (an admin
     /// vouches for its own); refuses one another organisation holds. Returns the domains proved
     /// now, which the registration may then claim.
-    func proveNewDomains(_ domains: [String], organization: String, actor: WebMerchantActor) async throws(MerchantTokenFailure)
+    func proveNewDomains(_ domains: [String], organization: OrganizationID, actor: WebMerchantActor) async throws(MerchantTokenFailure)
         -> Set<String>
     {
         let held: [WebMerchantDomainRecord]
@@ -124,7 +125,7 @@ extension WebMerchantService {
     /// registration frees again. Every step is a compare-and-set: a domain another request claimed
     /// or bound meanwhile is refused as taken.
     func bind(
-        _ domains: [String], to identifier: String, organization: String, proven: Set<String>, actor: WebMerchantActor, now: Date
+        _ domains: [String], to identifier: String, organization: OrganizationID, proven: Set<String>, actor: WebMerchantActor, now: Date
     ) async throws(MerchantTokenFailure) -> [String] {
         var bound: [String] = []
         do throws(MerchantTokenFailure) {
@@ -140,7 +141,8 @@ extension WebMerchantService {
 
     /// True when the domain was bound to `identifier` now, false when it already was.
     private func bindOne(
-        _ domain: String, _ identifier: String, _ organization: String, _ proven: Set<String>, _ actor: WebMerchantActor, _ now: Date
+        _ domain: String, _ identifier: String, _ organization: OrganizationID, _ proven: Set<String>, _ actor: WebMerchantActor,
+        _ now: Date
     ) async throws(MerchantTokenFailure) -> Bool {
         // Twice at most: a row that changed between the read and the write is read again once.
         for _ in 0..<2 {
@@ -200,7 +202,7 @@ extension WebMerchantService {
                 + "web-merchants approve-domain)")
     }
 
-    static func unproven(_ domain: String, organization: String, because reason: String) -> MerchantTokenFailure {
+    static func unproven(_ domain: String, organization: OrganizationID, because reason: String) -> MerchantTokenFailure {
         MerchantTokenFailure(
             .webMerchantDomainUnproven,
             "\(domain) is not yet organisation \(organization)'s: serve its challenge (GET /v1/apple-pay/web-merchant-domains) as a "

@@ -2,6 +2,7 @@ import Foundation
 import KeyCustody
 import Logging
 import OutboundTLS
+import PaywardenPrimitives
 import PaywardenServices
 import PaywardenStorage
 
@@ -56,7 +57,7 @@ public final class WebMerchantService: Sendable {
     /// change and the organisation: of two requests for one web merchant, one goes to Apple.
     public func register(
         partnerInternalMerchantIdentifier identifier: String, partnerMerchantName: String, domainNames: [String],
-        encryptTo: String?, merchantURL: String?, user: String, organization: String, actor: WebMerchantActor
+        encryptTo: String?, merchantURL: String?, user: String, organization: OrganizationID, actor: WebMerchantActor
     ) async throws(MerchantTokenFailure) -> WebMerchantRecord {
         let integrator = try requireIntegrator()
         let domains = domainNames.map { $0.lowercased() }
@@ -148,7 +149,7 @@ public final class WebMerchantService: Sendable {
     /// free for another of its web merchants.
     public func unregister(
         partnerInternalMerchantIdentifier identifier: String, domainNames: [String], reason: String, user: String,
-        organization: String?
+        organization: OrganizationID?
     ) async throws(MerchantTokenFailure) -> WebMerchantRecord {
         let integrator = try requireIntegrator()
         let domains = domainNames.map { $0.lowercased() }
@@ -192,7 +193,7 @@ public final class WebMerchantService: Sendable {
     // MARK: Reading
 
     /// Paywarden's record beside Apple's details (not asked for a deleted registration).
-    public func show(partnerInternalMerchantIdentifier identifier: String, organization: String?) async throws(MerchantTokenFailure)
+    public func show(partnerInternalMerchantIdentifier identifier: String, organization: OrganizationID?) async throws(MerchantTokenFailure)
         -> WebMerchantShown
     {
         let integrator = try requireIntegrator()
@@ -221,7 +222,7 @@ public final class WebMerchantService: Sendable {
     }
 
     /// Every web merchant the organisation registered (every one for an admin), by identifier.
-    public func list(organization: String?) async throws(MerchantTokenFailure) -> [WebMerchantRecord] {
+    public func list(organization: OrganizationID?) async throws(MerchantTokenFailure) -> [WebMerchantRecord] {
         let all: [WebMerchantRecord]
         do throws(StorageError) {
             all = try await store.webMerchants()
@@ -235,7 +236,7 @@ public final class WebMerchantService: Sendable {
     }
 
     /// The web merchant named `identifier` when there is one this organisation may use: its own.
-    public func webMerchant(_ identifier: String, organization: String?) async throws(MerchantTokenFailure) -> WebMerchantRecord? {
+    public func webMerchant(_ identifier: String, organization: OrganizationID?) async throws(MerchantTokenFailure) -> WebMerchantRecord? {
         try await owned(identifier, organization: organization, requireActive: false)
     }
 
@@ -284,7 +285,7 @@ public final class WebMerchantService: Sendable {
 
     /// The record when the organisation may act on it (its own; every one for an admin, `organization`
     /// nil); nil otherwise.
-    private func owned(_ identifier: String, organization: String?, requireActive: Bool) async throws(MerchantTokenFailure)
+    private func owned(_ identifier: String, organization: OrganizationID?, requireActive: Bool) async throws(MerchantTokenFailure)
         -> WebMerchantRecord?
     {
         let record: WebMerchantRecord?
@@ -332,7 +333,7 @@ public final class WebMerchantService: Sendable {
     /// (with `reservation`), or taken from the organisation's row (any row's, for an admin's
     /// `organization` nil) when no other change holds it.
     private func beginChange(
-        _ identifier: String, organization: String?, reservation: WebMerchantRecord?, now: Date
+        _ identifier: String, organization: OrganizationID?, reservation: WebMerchantRecord?, now: Date
     ) async throws(MerchantTokenFailure) -> Change {
         let changeID = UUID().uuidString
         let start: WebMerchantChangeStart

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PaywardenConfiguration
+import PaywardenPrimitives
 import PaywardenServices
 
 public struct APIKeysCommand: AsyncParsableCommand {
@@ -28,13 +29,13 @@ struct APIKeysCreate: AsyncParsableCommand {
     var scope: [String] = [APIScope.decrypt.rawValue]
 
     @Option(help: "The merchant organisation the key acts for (needed by redeem, detokenize and the relay routes).")
-    var organization: String?
+    var organization: OrganizationID?
 
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard APIKey.isName(name) else { throw ValidationError("--name takes letters, digits, - and _ (at most 64)") }
-        if let organization, !APIKey.isName(organization) {
+        if let organization, !APIKey.isName(organization.rawValue) {
             throw ValidationError("--organization takes letters, digits, - and _ (at most 64)")
         }
         // These scopes act for one organisation: the server refuses every such call from a key without one.
@@ -62,4 +63,8 @@ struct APIKeysCreate: AsyncParsableCommand {
             print("Add to \(SettingCatalog.apiKeys.environmentName) (comma-separated entries): \(entry)")
         }
     }
+}
+
+extension OrganizationID: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
 }

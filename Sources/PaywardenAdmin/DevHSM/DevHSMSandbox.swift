@@ -36,7 +36,7 @@ struct DevHSMSandbox: AsyncParsableCommand {
     /// What the sandbox has, for `--json`.
     struct Report: Encodable {
         let merchantID: String
-        let organization: String
+        let organization: OrganizationID
         let paypageID: String
         let keys: [String]
         let created: [String]

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PaywardenPrimitives
 import PaywardenStorage
 import Vault
 
@@ -21,7 +22,7 @@ public struct PaypagesCommand: AsyncParsableCommand {
 /// A paypage as the CLI prints it (`--json` uses the same fields).
 struct PaypageView: Encodable {
     let id: String
-    let organization: String
+    let organization: OrganizationID
     let merchantIds: [String]
     let reportGroups: [String]
     let tokenFormat: String
@@ -75,7 +76,7 @@ struct PaypagesCreate: AsyncParsableCommand {
     var paypageID: String
 
     @Option(help: "The merchant organisation the paypage belongs to (letters, digits, - and _).")
-    var organization: String
+    var organization: OrganizationID
 
     @Option(name: .customLong("merchant-id"), help: "An Apple Pay merchant identifier the paypage allows (repeat for several).")
     var merchantIDs: [String]

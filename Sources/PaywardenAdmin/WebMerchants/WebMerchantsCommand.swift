@@ -5,6 +5,7 @@ import Logging
 import MerchantTokens
 import OutboundTLS
 import PaywardenConfiguration
+import PaywardenPrimitives
 import PaywardenServices
 import PaywardenStorage
 
@@ -74,7 +75,7 @@ struct WebMerchantRegister: AsyncParsableCommand {
         help: ArgumentHelp(
             "The organisation the merchant belongs to: only its API keys use the registration for payment sessions. The admin "
                 + "vouches for its domains: each becomes the organisation's (one another organisation holds needs approve-domain first)."))
-    var organization: String
+    var organization: OrganizationID
 
     @Option(name: .customLong("domain"), help: "A fully qualified domain to register; repeat for more.")
     var domains: [String] = []
@@ -241,7 +242,7 @@ struct WebMerchantApproveDomain: AsyncParsableCommand {
     var domain: String
 
     @Option(help: "The organisation that is to hold it.")
-    var organization: String
+    var organization: OrganizationID
 
     @OptionGroup var output: OutputOptions
 

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import NIOCore
+import PaywardenPrimitives
 import PaywardenServices
 import ProcessorMessages
 import ProcessorRelays
@@ -58,7 +59,9 @@ struct CnpController {
             CnpOnlineResponse.envelope(dialect: parsed.dialect, version: parsed.version, transactions: [response.element(parsed.dialect)]))
     }
 
-    private func register(_ registration: CnpRegisterTokenRequest, key: APIKey, organization: String) async -> CnpRegisterTokenResponse {
+    private func register(_ registration: CnpRegisterTokenRequest, key: APIKey, organization: OrganizationID) async
+        -> CnpRegisterTokenResponse
+    {
         var response = CnpRegisterTokenResponse(
             attributes: registration.attributes, transactionId: CnpRelay.transactionID(), response: .registrationError,
             responseTime: intake.now

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import NIOCore
+import PaywardenPrimitives
 import PaywardenServices
 import Vault
 
@@ -27,20 +28,20 @@ struct DecryptController {
             } catch {
                 throw APIError(error)
             }
-            metrics.decryptRequest(apiKey: keyName, outcome: "ok")
+            metrics.decryptRequest(apiKey: keyName, outcome: .ok)
             return VerbatimJSONResponse(key: "paymentData", verbatim: result.paymentData, envelope: DecryptedTokenFacts(result))
         } catch let error as APIError {
-            metrics.decryptRequest(apiKey: keyName, outcome: error.code.rawValue)
+            metrics.decryptRequest(apiKey: keyName, outcome: .refused(error.code))
             throw error
         } catch {
             // The body could not be read (the connection went, the read deadline passed).
-            metrics.decryptRequest(apiKey: keyName, outcome: "unread")
+            metrics.decryptRequest(apiKey: keyName, outcome: .unread)
             throw error
         }
     }
 
     /// The merchants `organization`'s key may open: nil (any) for a key without an organisation.
-    private func merchantIdentifierHashes(for organization: String?) async throws -> Set<String>? {
+    private func merchantIdentifierHashes(for organization: OrganizationID?) async throws -> Set<String>? {
         guard let organization else { return nil }
         do {
             return try await vault.organizationPolicy(organization).merchantIdentifierHashes
@@ -82,7 +83,7 @@ protocol PaymentTokenDecrypting: Sendable {
 
 /// An organisation's policy (its merchants, its token format), as its paypages make it.
 protocol OrganizationPolicies: Sendable {
-    func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy
+    func organizationPolicy(_ organization: OrganizationID) async throws(VaultFailure) -> OrganizationPolicy
 }
 
 extension DecryptionService: PaymentTokenDecrypting {}

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PaywardenPrimitives
 import PaywardenServices
 import ProcessorMessages
 import ProcessorRelays
@@ -63,7 +64,7 @@ struct RadialController {
 
     private struct Caller {
         let key: APIKey
-        let organization: String
+        let organization: OrganizationID
         let storeID: String
         let body: [UInt8]
     }

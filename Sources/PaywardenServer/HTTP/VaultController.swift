@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Hummingbird
+import PaywardenPrimitives
 import PaywardenServices
 import Vault
 
@@ -87,7 +88,7 @@ struct VaultController {
     private struct Target {
         let value: String
         let key: APIKey
-        let organization: String
+        let organization: OrganizationID
 
         /// The body member a secret travels in.
         enum Member: String {

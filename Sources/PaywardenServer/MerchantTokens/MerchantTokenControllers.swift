@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import MerchantTokens
 import OutboundTLS
+import PaywardenPrimitives
 import PaywardenServices
 import PaywardenStorage
 
@@ -16,7 +17,7 @@ struct MerchantTokenNotificationController {
     func notify(_ request: Request, context: PaywardenRequestContext) async throws -> Response {
         let forwarded = request.headers[values: .xForwardedFor]
         guard sources.admits(peer: context.remoteAddress, forwardedFor: forwarded) else {
-            service.metrics?.merchantTokenEvent("refused_source")
+            service.metrics?.merchantTokenEvent(.refusedSource)
             throw APIError.forbidden("notifications are accepted from Apple's addresses only")
         }
         let merchantID = context.parameters.get("merchantId") ?? ""
@@ -118,7 +119,8 @@ struct PaymentSessionController {
 
     /// The registered web merchant `merchantId` names, when the integrator is configured and the
     /// organisation may use it; nil sends the request down the merchant path.
-    private func webMerchant(_ merchantID: String, organization: String, in service: WebMerchantService) async throws(MerchantTokenFailure)
+    private func webMerchant(_ merchantID: String, organization: OrganizationID, in service: WebMerchantService)
+        async throws(MerchantTokenFailure)
         -> WebMerchantRecord?
     {
         guard service.integratorID != nil else { return nil }
@@ -133,7 +135,7 @@ struct PaymentSessionController {
 /// The authenticated key and the organisation it acts for; a key without one is refused (vault,
 /// merchant-token and payment-session routes all act for one organisation).
 enum OrganizationKey {
-    static func require(_ context: PaywardenRequestContext, for what: String) throws -> (APIKey, String) {
+    static func require(_ context: PaywardenRequestContext, for what: String) throws -> (APIKey, OrganizationID) {
         guard let key = context.identity else { throw APIError.unauthorized("send an API key as Authorization: Bearer KEY") }
         guard let organization = key.organization else {
             throw APIError.forbidden(

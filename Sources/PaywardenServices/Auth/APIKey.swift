@@ -26,7 +26,7 @@ public struct APIKey: Sendable, Hashable {
     public let scopes: Set<APIScope>
     /// The merchant organisation whose registrations and tokens the key may see; nil for keys
     /// that only decrypt.
-    public let organization: String?
+    public let organization: OrganizationID?
 
     /// Parses `NAME:SHA256HEX:SCOPE[+SCOPE…][:ORGANIZATION]`. The error names the entry by its name
     /// only: the rest of a malformed entry might be a key pasted by mistake.
@@ -50,8 +50,8 @@ public struct APIKey: Sendable, Hashable {
             }
             scopes.insert(known)
         }
-        let organization = parts.count == 4 ? parts[3] : nil
-        if let organization, !Self.isName(organization) {
+        let organization = parts.count == 4 ? OrganizationID(parts[3]) : nil
+        if let organization, !Self.isName(organization.rawValue) {
             throw APIKeyEntryError("API key \(name): the organisation must be letters, digits, - and _")
         }
         self.name = name
@@ -68,14 +68,14 @@ public struct APIKey: Sendable, Hashable {
 
     /// A new random key and the configuration entry for it. The key is shown once; only its
     /// hash goes into the configuration.
-    public static func generate(name: String, scopes: [APIScope], organization: String? = nil) -> (key: String, entry: String) {
+    public static func generate(name: String, scopes: [APIScope], organization: OrganizationID? = nil) -> (key: String, entry: String) {
         let bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let key =
             "pw_"
             + Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         let hash = Hex.encode(SHA256.hash(data: Data(key.utf8)))
-        let entry = "\(name):\(hash):\(scopes.map(\.rawValue).joined(separator: "+"))" + (organization.map { ":" + $0 } ?? "")
+        let entry = "\(name):\(hash):\(scopes.map(\.rawValue).joined(separator: "+"))" + (organization.map { ":" + $0.rawValue } ?? "")
         return (key, entry)
     }
 }

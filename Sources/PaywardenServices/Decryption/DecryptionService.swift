@@ -88,7 +88,7 @@ public final class DecryptionService: Sendable {
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
         defer { metrics.setInFlight(inFlight.subtract(1, ordering: .relaxed).newValue) }
         guard admitted <= maxInFlight else {
-            metrics.decrypt(outcome: PaymentTokenError.Code.overloaded.rawValue, duration: .zero)
+            metrics.decrypt(outcome: .refused(.overloaded), duration: .zero)
             throw PaymentTokenError(.overloaded, "\(maxInFlight) decryptions are in progress; retry shortly")
         }
         let (startedAt, start) = (DefaultTracerClock.now, ContinuousClock.now)
@@ -102,14 +102,14 @@ public final class DecryptionService: Sendable {
     /// never anything from the token), and what follows from it: a module recycling when due, a
     /// readiness check when the HSM failed.
     private func record<R>(_ result: Result<R, PaymentTokenError>, startedAt: DefaultTracerClock.Timestamp, elapsed: Duration) {
-        let outcome: String
+        let outcome: OperationOutcome<PaymentTokenError.Code>
         switch result {
         case .success:
-            outcome = "ok"
+            outcome = .ok
             let count = decryptions.add(1, ordering: .relaxed).newValue
             if recycleEvery > 0, count % recycleEvery == 0 { recycleContinuation.yield(count) }
         case .failure(let error):
-            outcome = error.code.rawValue
+            outcome = .refused(error.code)
             // Stamped when the failure was seen: a health check that began later and passed
             // outdates it, one that began during the request does not.
             if error.code == .hsmUnavailable { hsmFaultContinuation.yield(HSMFault(reason: error.message, at: .now)) }
@@ -117,8 +117,8 @@ public final class DecryptionService: Sendable {
         metrics.decrypt(outcome: outcome, duration: elapsed)
         RequestSpanEvents.record(
             "paywarden.decrypt", at: startedAt,
-            ["paywarden.decrypt.outcome": .string(outcome), "paywarden.duration_us": .int64(Int64(elapsed / .microseconds(1)))])
-        RequestSpanEvents.setAttribute("paywarden.decrypt.outcome", outcome)
+            ["paywarden.decrypt.outcome": .string(outcome.label), "paywarden.duration_us": .int64(Int64(elapsed / .microseconds(1)))])
+        RequestSpanEvents.setAttribute("paywarden.decrypt.outcome", outcome.label)
     }
 
     /// Refuses at once what cannot be decrypted now: the HSM being re-established, the database down.
@@ -128,7 +128,7 @@ public final class DecryptionService: Sendable {
         }
         // Without the replay ledger no token is decrypted; say so at once rather than after a timeout.
         guard database.isAvailable else {
-            metrics.decrypt(outcome: PaymentTokenError.Code.databaseUnavailable.rawValue, duration: .zero)
+            metrics.decrypt(outcome: .refused(.databaseUnavailable), duration: .zero)
             throw PaymentTokenError(
                 .databaseUnavailable, "the database is unavailable, so no token can be checked for replay; retry shortly")
         }

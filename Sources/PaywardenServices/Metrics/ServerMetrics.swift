@@ -84,9 +84,9 @@ public final class ServerMetrics: Sendable {
     /// The counters of every outcome known in advance, failures included, at 0: an alert's
     /// increase() sees a failure that happens first, and a dashboard shows 0 rather than nothing.
     private func prepareOutcomeCounters() {
-        for outcome in ["ok"] + PaymentTokenError.Code.allCases.map(\.rawValue) { _ = decryptOutcome(outcome) }
-        for outcome in Self.merchantTokenOutcomes { _ = merchantTokenCounter(outcome) }
-        for kind in Self.vaultMaintenanceKinds { _ = vaultMaintenanceCounter(kind) }
+        for outcome in [.ok] + PaymentTokenError.Code.allCases.map(OperationOutcome.refused) { _ = decryptOutcome(outcome) }
+        for outcome in MerchantTokenOutcome.allCases { _ = merchantTokenCounter(outcome.rawValue) }
+        for kind in VaultMaintenanceKind.allCases { _ = vaultMaintenanceCounter(kind) }
         _ = replayLedgerErrors("purge")
     }
 
@@ -94,17 +94,6 @@ public final class ServerMetrics: Sendable {
     public func preparePaymentSessionFailures(_ codes: [String]) {
         for code in codes { _ = merchantTokenCounter("payment_session_\(code)") }
     }
-
-    /// What merchant-token work can come to (``merchantTokenEvent(_:)``), payment-session failures aside.
-    static let merchantTokenOutcomes = [
-        "received", "repeated", "refused_source", "refused_over_limit", "id_for_another_merchant", "applied", "retry", "failed",
-        "payment_session",
-    ]
-    /// What the vault's maintenance counts (``vaultMaintenance(_:_:)``).
-    static let vaultMaintenanceKinds = [
-        "registration_payloads_destroyed", "registration_tombstones_deleted", "unlinked_tokens_deleted", "vault_keys_destroyed",
-        "rows_moved_to_current_key", "failed_rounds",
-    ]
 
     /// From 100 µs to 5 s, mostly milliseconds: an HTTP request, an HSM call or its wait for a worker.
     private static let millisecondBuckets: [Duration] = [
@@ -243,22 +232,22 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    public func decrypt(outcome: String, duration: Duration) {
+    public func decrypt(outcome: OperationOutcome<PaymentTokenError.Code>, duration: Duration) {
         decryptOutcome(outcome).increment()
         decryptDuration.record(duration)
     }
 
-    private func decryptOutcome(_ outcome: String) -> Counter {
-        Self.counter(in: outcomeCounters, for: outcome) {
-            registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome)])
+    private func decryptOutcome(_ outcome: OperationOutcome<PaymentTokenError.Code>) -> Counter {
+        Self.counter(in: outcomeCounters, for: outcome.label) {
+            registry.makeCounter(descriptor: Self.outcomes, labels: [("outcome", outcome.label)])
         }
     }
 
     /// One decrypt-endpoint call by the API key's name (never the key) and its outcome: what a
     /// tenant's decryptions add up to, for the audit of who reads card data.
-    public func decryptRequest(apiKey: String, outcome: String) {
-        Self.counter(in: keyCounters, for: LabelPair(first: apiKey, second: outcome)) {
-            registry.makeCounter(descriptor: Self.requestsByKey, labels: [("api_key", apiKey), ("outcome", outcome)])
+    public func decryptRequest(apiKey: String, outcome: DecryptRequestOutcome) {
+        Self.counter(in: keyCounters, for: LabelPair(first: apiKey, second: outcome.label)) {
+            registry.makeCounter(descriptor: Self.requestsByKey, labels: [("api_key", apiKey), ("outcome", outcome.label)])
         }.increment()
     }
 
@@ -275,10 +264,10 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A vault operation (register, redeem, detokenize, …) by outcome: ok or the stable error code.
-    public func vault(operation: VaultOperation, outcome: String, duration: Duration) {
+    public func vault(operation: VaultOperation, outcome: OperationOutcome<StableCode>, duration: Duration) {
         pairCounter(
             in: vaultCounters, Self.name("vault_operations", unit: "total", "Vault operations by operation and outcome"),
-            ("operation", operation.label), ("outcome", outcome)
+            ("operation", operation.label), ("outcome", outcome.label)
         ).increment()
         vaultDuration.record(duration)
     }
@@ -323,21 +312,26 @@ public final class ServerMetrics: Sendable {
 
     /// What the vault's maintenance did: registration payloads destroyed and tombstones deleted
     /// by the purge, rows moved off rotated-out keys, keys destroyed.
-    public func vaultMaintenance(_ what: String, _ count: Int) {
+    public func vaultMaintenance(_ kind: VaultMaintenanceKind, _ count: Int) {
         guard count > 0 else { return }
-        vaultMaintenanceCounter(what).increment(by: Int64(count))
+        vaultMaintenanceCounter(kind).increment(by: Int64(count))
     }
 
-    private func vaultMaintenanceCounter(_ kind: String) -> Counter {
+    private func vaultMaintenanceCounter(_ kind: VaultMaintenanceKind) -> Counter {
         registry.makeCounter(
             descriptor: Self.name("vault_maintenance", unit: "total", "Vault purge and rotation work done, by kind"),
-            labels: [("kind", kind)])
+            labels: [("kind", kind.rawValue)])
     }
 
     /// Merchant-token work by outcome: notifications received, repeated or refused, events
     /// applied, retried or failed, payment sessions.
-    public func merchantTokenEvent(_ outcome: String) {
-        merchantTokenCounter(outcome).increment()
+    public func merchantTokenEvent(_ outcome: MerchantTokenOutcome) {
+        merchantTokenCounter(outcome.rawValue).increment()
+    }
+
+    /// A payment session Apple's gateway refused, by the gateway error's code.
+    public func paymentSessionFailed(code: String) {
+        merchantTokenCounter("payment_session_\(code)").increment()
     }
 
     private func merchantTokenCounter(_ outcome: String) -> Counter {

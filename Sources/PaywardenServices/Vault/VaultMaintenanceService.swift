@@ -38,15 +38,15 @@ public final class VaultMaintenanceService: Service, Sendable {
         do {
             try await vault.keyring.refresh()
             let purge = try await vault.purgeRegistrations()
-            metrics.vaultMaintenance("registration_payloads_destroyed", purge.payloadsDestroyed)
-            metrics.vaultMaintenance("registration_tombstones_deleted", purge.tombstonesDeleted)
+            metrics.vaultMaintenance(.registrationPayloadsDestroyed, purge.payloadsDestroyed)
+            metrics.vaultMaintenance(.registrationTombstonesDeleted, purge.tombstonesDeleted)
             if purge.payloadsDestroyed + purge.tombstonesDeleted > 0 {
                 logger.info(
                     "expired registrations purged",
                     metadata: ["payloads": "\(purge.payloadsDestroyed)", "tombstones": "\(purge.tombstonesDeleted)"])
             }
             let unlinked = try await vault.purgeUnlinkedTokens()
-            metrics.vaultMaintenance("unlinked_tokens_deleted", unlinked)
+            metrics.vaultMaintenance(.unlinkedTokensDeleted, unlinked)
             if unlinked > 0 { logger.info("unlinked tokens deleted after their retention", metadata: ["tokens": "\(unlinked)"]) }
             // Bounded per round so a large re-wrap never holds the HSM from payments for long.
             var moved = 0
@@ -58,12 +58,12 @@ public final class VaultMaintenanceService: Service, Sendable {
                         "rotated-out vault key destroyed: nothing uses it",
                         metadata: ["purpose": "\(key.purpose.rawValue)", "key": "\(key.id)"])
                 }
-                metrics.vaultMaintenance("vault_keys_destroyed", step.destroyed.count)
+                metrics.vaultMaintenance(.vaultKeysDestroyed, step.destroyed.count)
                 if step.moved == 0 { break }
             }
-            metrics.vaultMaintenance("rows_moved_to_current_key", moved)
+            metrics.vaultMaintenance(.rowsMovedToCurrentKey, moved)
         } catch {
-            metrics.vaultMaintenance("failed_rounds", 1)
+            metrics.vaultMaintenance(.failedRounds, 1)
             logger.warning("vault maintenance did not finish; it runs again", metadata: ["error": "\(error)"])
         }
     }

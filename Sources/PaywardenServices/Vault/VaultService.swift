@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import KeyCustody
 import Logging
+import PaywardenPrimitives
 import PaywardenStorage
 import Vault
 
@@ -38,7 +39,7 @@ public final class VaultService: Sendable {
     }
 
     /// The organisation's token format and merchants (its enabled paypages).
-    public func organizationPolicy(_ organization: String) async throws(VaultFailure) -> OrganizationPolicy {
+    public func organizationPolicy(_ organization: OrganizationID) async throws(VaultFailure) -> OrganizationPolicy {
         // Paypages are plain rows, read by decryption too: no vault key is needed for them.
         try await vaulted(requiresVaultCapabilities: false) { () async throws(VaultError) in
             try await vault.organizationPolicy(organization)
@@ -93,7 +94,7 @@ public final class VaultService: Sendable {
     }
 
     /// Every redemption is audited: who, for which organisation, and a keyed reference to the ID.
-    public func redeem(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) -> Redemption {
+    public func redeem(_ id: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) -> Redemption {
         try await audited(.redeem, key: key, organization: organization, naming: { "registration \($0.reference)" }) {
             () async throws(VaultError) in try await vault.redeem(id, organization: organization)
         }
@@ -103,7 +104,7 @@ public final class VaultService: Sendable {
     /// `accept` turns the payload into what is sent, or refuses it and leaves the registration live.
     /// Audited as `redeem-once`, naming the registration by its reference.
     public func redeemForOneUse<Accepted>(
-        _ id: String, key: APIKey, organization: String, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
+        _ id: String, key: APIKey, organization: OrganizationID, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
         try await audited(.redeemOnce, key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
             () async throws(VaultFailure) in
@@ -113,7 +114,7 @@ public final class VaultService: Sendable {
         }
     }
 
-    public func endRegistration(_ id: String, key: APIKey, organization: String) async throws(VaultFailure) {
+    public func endRegistration(_ id: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) {
         _ = try await audited(.endRegistration, key: key, organization: organization, naming: { "registration \($0)" }) {
             () async throws(VaultError) in try await vault.endRegistration(id, organization: organization)
         }
@@ -130,7 +131,9 @@ public final class VaultService: Sendable {
 
     /// Keeps `token`'s decrypted payload sealed for the first authorization that presents
     /// `issued` (Radial's decrypt sequence): its cryptogram authorizes once, within 24 hours.
-    public func holdCryptogram(of token: DecryptedPaymentToken, for issued: IssuedToken, organization: String) async throws(VaultFailure) {
+    public func holdCryptogram(of token: DecryptedPaymentToken, for issued: IssuedToken, organization: OrganizationID)
+        async throws(VaultFailure)
+    {
         _ = try await measured(.holdCryptogram) { () async throws(VaultFailure) in
             try await vaulted { () async throws(VaultError) in
                 try await vault.holdCryptogram(of: token, for: issued, organization: organization)
@@ -142,7 +145,7 @@ public final class VaultService: Sendable {
     /// Audited: who took a cryptogram (or found none), never the token or the cryptogram.
     /// `accept` turns the held payload into what is used, or refuses it and leaves it held.
     public func takeHeldCryptogram<Accepted>(
-        for token: String, key: APIKey, organization: String, accept: ([UInt8]) throws(VaultFailure) -> Accepted
+        for token: String, key: APIKey, organization: OrganizationID, accept: ([UInt8]) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> Accepted? {
         try await audited(.takeHeldCryptogram, key: key, organization: organization, naming: { $0 == nil ? "none held" : "taken" }) {
             () async throws(VaultFailure) in
@@ -181,7 +184,7 @@ public final class VaultService: Sendable {
         }
     }
 
-    public func detokenize(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) -> DetokenizedAccount {
+    public func detokenize(_ token: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) -> DetokenizedAccount {
         try await audited(.detokenize, key: key, organization: organization, naming: { "token \($0.reference)" }) {
             () async throws(VaultError) in try await vault.detokenize(token, organization: organization)
         }
@@ -189,7 +192,7 @@ public final class VaultService: Sendable {
 
     /// A token's kind from its record, nothing decrypted (``StoredCredentialRule`` decides on it
     /// before a relay detokenizes). Counted, not audited: no account data is read.
-    public func storedTokenFacts(_ token: String, organization: String) async throws(VaultFailure) -> StoredTokenFacts {
+    public func storedTokenFacts(_ token: String, organization: OrganizationID) async throws(VaultFailure) -> StoredTokenFacts {
         try await measured(.tokenFacts) { () async throws(VaultFailure) in
             // A row's facts only: a relay's own stored tokens (not found here) pass through on any HSM.
             try await vaulted(requiresVaultCapabilities: false) { () async throws(VaultError) in
@@ -200,13 +203,13 @@ public final class VaultService: Sendable {
 
     /// Audits a relay's refusal to use a stored token as the request asked (``StoredCredentialRule``):
     /// who, the stable code and the token's reference. Nothing was detokenized.
-    public func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: String, failure: VaultFailure) async {
+    public func recordRefusedUse(of facts: StoredTokenFacts, key: APIKey, organization: OrganizationID, failure: VaultFailure) async {
         await record(
             .useStoredToken, key: key, organization: organization, result: "refused",
             detail: "\(failure.code.rawValue) token \(facts.reference)")
     }
 
-    public func deleteToken(_ token: String, key: APIKey, organization: String) async throws(VaultFailure) {
+    public func deleteToken(_ token: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) {
         _ = try await audited(.deleteToken, key: key, organization: organization, naming: { "token \($0)" }) {
             () async throws(VaultError) in try await vault.deleteToken(token, organization: organization)
         }
@@ -216,7 +219,7 @@ public final class VaultService: Sendable {
     /// the outcome; `naming` gives the audit detail of a success (a keyed reference, never the
     /// ID or token), a refusal records its stable code.
     private func audited<Value>(
-        _ operation: VaultOperation, key: APIKey, organization: String, naming: (Value) -> String,
+        _ operation: VaultOperation, key: APIKey, organization: OrganizationID, naming: (Value) -> String,
         _ body: () async throws(VaultError) -> Value
     ) async throws(VaultFailure) -> Value {
         try await audited(operation, key: key, organization: organization, naming: naming) { () async throws(VaultFailure) in
@@ -226,7 +229,7 @@ public final class VaultService: Sendable {
 
     /// Measured, and one audit line whatever the outcome: the refusal's stable code, or `ok`.
     private func audited<Value>(
-        _ operation: VaultOperation, key: APIKey, organization: String, naming: (Value) -> String,
+        _ operation: VaultOperation, key: APIKey, organization: OrganizationID, naming: (Value) -> String,
         _ body: () async throws(VaultFailure) -> Value
     ) async throws(VaultFailure) -> Value {
         do {
@@ -241,10 +244,10 @@ public final class VaultService: Sendable {
 
     /// One audit line: who (the API key's name), what, for which organisation, and a reference
     /// to the token that is neither the token nor its account number.
-    private func record(_ operation: VaultOperation, key: APIKey, organization: String, result: String, detail: String) async {
+    private func record(_ operation: VaultOperation, key: APIKey, organization: OrganizationID, result: String, detail: String) async {
         guard let audit else { return }
         let record = AuditLog.Record(
-            time: vault.now, user: "api-key:\(key.name)", action: operation.auditAction, keyID: nil, merchantID: organization,
+            time: vault.now, user: "api-key:\(key.name)", action: operation.auditAction, keyID: nil, merchantID: organization.rawValue,
             result: result,
             detail: detail)
         do {
@@ -275,10 +278,10 @@ public final class VaultService: Sendable {
         let start = ContinuousClock.now
         do {
             let value = try await body()
-            metrics.vault(operation: operation, outcome: "ok", duration: ContinuousClock.now - start)
+            metrics.vault(operation: operation, outcome: .ok, duration: ContinuousClock.now - start)
             return value
         } catch {
-            metrics.vault(operation: operation, outcome: error.code.rawValue, duration: ContinuousClock.now - start)
+            metrics.vault(operation: operation, outcome: .refused(error.code), duration: ContinuousClock.now - start)
             throw error
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 import Synchronization
 
 /// Every store in this process's memory, with the drivers' semantics (the conformance suite runs
@@ -20,12 +21,12 @@ public final class InMemoryDatabase: PaywardenDatabase {
         /// The change holding each web merchant, and until when.
         var webMerchantChanges: [String: (id: String, until: Date)] = [:]
         var webMerchantDomains: [String: WebMerchantDomainRecord] = [:]
-        var domainChallenges: [String: String] = [:]
+        var domainChallenges: [OrganizationID: String] = [:]
         var domainAssociation: DomainAssociationRecord?
     }
 
     private struct TokenKey: Hashable {
-        var organization: String
+        var organization: OrganizationID
         var token: String
     }
 
@@ -294,11 +295,11 @@ public final class InMemoryDatabase: PaywardenDatabase {
         return .inserted(record)
     }
 
-    public func token(_ token: String, organization: String) async throws(StorageError) -> TokenRecord? {
+    public func token(_ token: String, organization: OrganizationID) async throws(StorageError) -> TokenRecord? {
         state.withLock { $0.tokens[TokenKey(organization: organization, token: token)] }
     }
 
-    public func token(fingerprint: [UInt8], organization: String) async throws(StorageError) -> TokenRecord? {
+    public func token(fingerprint: [UInt8], organization: OrganizationID) async throws(StorageError) -> TokenRecord? {
         state.withLock { state in
             state.tokens.values.first { $0.organization == organization && $0.fingerprint == fingerprint }
         }
@@ -311,7 +312,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
     }
 
     public func updateToken(
-        _ token: String, organization: String, state newState: TokenRecord.State, sealed: SealedPayload?, at now: Date
+        _ token: String, organization: OrganizationID, state newState: TokenRecord.State, sealed: SealedPayload?, at now: Date
     ) async throws(StorageError) -> TokenRecord? {
         state.withLock { state in
             let key = TokenKey(organization: organization, token: token)
@@ -325,7 +326,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
     }
 
     public func replaceTokenPayload(
-        _ token: String, organization: String, replacing previous: SealedPayload, with sealed: SealedPayload, at now: Date
+        _ token: String, organization: OrganizationID, replacing previous: SealedPayload, with sealed: SealedPayload, at now: Date
     ) async throws(StorageError) -> Bool {
         state.withLock { state in
             let key = TokenKey(organization: organization, token: token)
@@ -339,11 +340,11 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func deleteToken(_ token: String, organization: String) async throws(StorageError) -> Bool {
+    public func deleteToken(_ token: String, organization: OrganizationID) async throws(StorageError) -> Bool {
         state.withLock { $0.tokens.removeValue(forKey: TokenKey(organization: organization, token: token)) != nil }
     }
 
-    public func unlinkTokens(merchantTokenID: String, organization: String?, at now: Date) async throws(StorageError) -> Int {
+    public func unlinkTokens(merchantTokenID: String, organization: OrganizationID?, at now: Date) async throws(StorageError) -> Int {
         state.withLock { state in
             var changed = 0
             for (key, var record) in state.tokens
@@ -360,7 +361,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
     }
 
     public func replaceMerchantTokenMetadata(
-        _ token: String, organization: String, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
+        _ token: String, organization: OrganizationID, replacing expected: [UInt8]?, with metadata: [UInt8], at now: Date
     ) async throws(StorageError) -> Bool {
         state.withLock { state in
             let key = TokenKey(organization: organization, token: token)
@@ -389,7 +390,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
     }
 
     public func resealToken(
-        _ token: String, organization: String, previousKeyID: String, sealed: SealedPayload
+        _ token: String, organization: OrganizationID, previousKeyID: String, sealed: SealedPayload
     ) async throws(StorageError) -> Bool {
         state.withLock { state in
             let key = TokenKey(organization: organization, token: token)
@@ -404,7 +405,7 @@ public final class InMemoryDatabase: PaywardenDatabase {
     }
 
     public func refingerprintToken(
-        _ token: String, organization: String, previousKeyID: String, fingerprint: [UInt8], fingerprintKeyID: String
+        _ token: String, organization: OrganizationID, previousKeyID: String, fingerprint: [UInt8], fingerprintKeyID: String
     ) async throws(StorageError) -> Bool {
         try state.withLock { state throws(StorageError) in
             let key = TokenKey(organization: organization, token: token)
@@ -635,7 +636,8 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func bindWebMerchantDomain(_ domain: String, organization: String, merchantID: String) async throws(StorageError) -> Bool {
+    public func bindWebMerchantDomain(_ domain: String, organization: OrganizationID, merchantID: String) async throws(StorageError) -> Bool
+    {
         state.withLock { state in
             guard var record = state.webMerchantDomains[domain], record.organization == organization,
                 record.merchantID == nil || record.merchantID == merchantID
@@ -669,7 +671,9 @@ public final class InMemoryDatabase: PaywardenDatabase {
         }
     }
 
-    public func webMerchantDomainChallenge(organization: String, proposed: String, at now: Date) async throws(StorageError) -> String {
+    public func webMerchantDomainChallenge(organization: OrganizationID, proposed: String, at now: Date) async throws(StorageError)
+        -> String
+    {
         state.withLock { state in
             if let existing = state.domainChallenges[organization] { return existing }
             state.domainChallenges[organization] = proposed

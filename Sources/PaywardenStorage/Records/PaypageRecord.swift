@@ -1,10 +1,11 @@
 import Foundation
+import PaywardenPrimitives
 
 /// A paypage: the eProtect `paypageId` a mobile app names, the merchant organisation it belongs
 /// to, what it may use and the high-value token format its organisation gets.
 public struct PaypageRecord: Sendable, Hashable {
     public var id: String
-    public var organization: String
+    public var organization: OrganizationID
     /// The Apple Pay merchant identifiers whose keys tokens posted here may be encrypted to.
     public var merchantIdentifiers: [String]
     public var reportGroups: [String]
@@ -14,7 +15,7 @@ public struct PaypageRecord: Sendable, Hashable {
     public var createdAt: Date
 
     public init(
-        id: String, organization: String, merchantIdentifiers: [String], reportGroups: [String], tokenFormat: String,
+        id: String, organization: OrganizationID, merchantIdentifiers: [String], reportGroups: [String], tokenFormat: String,
         enabled: Bool = true, createdAt: Date
     ) {
         self.id = id

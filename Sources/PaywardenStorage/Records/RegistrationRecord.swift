@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// A registration ID's row. The store knows it by `lookupKey`, a keyed hash of the ID the vault
 /// computes, so the table alone cannot be used to redeem anything.
@@ -7,7 +8,7 @@ public struct RegistrationRecord: Sendable, Hashable {
     /// The HMAC key that computed `lookupKey`, so a rotated-out key waits for the rows it hashed;
     /// nil on rows written before 0005_vault_bindings.
     public var lookupKeyID: String?
-    public var organization: String
+    public var organization: OrganizationID
     public var paypageID: String
     public var createdAt: Date
     public var expiresAt: Date
@@ -19,7 +20,7 @@ public struct RegistrationRecord: Sendable, Hashable {
     public var endedAt: Date?
 
     public init(
-        lookupKey: [UInt8], lookupKeyID: String? = nil, organization: String, paypageID: String, createdAt: Date, expiresAt: Date,
+        lookupKey: [UInt8], lookupKeyID: String? = nil, organization: OrganizationID, paypageID: String, createdAt: Date, expiresAt: Date,
         redemptions: Int = 0, sealed: SealedPayload?, endedAt: Date? = nil
     ) {
         self.lookupKey = lookupKey

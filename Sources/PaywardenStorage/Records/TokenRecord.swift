@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// A high-value token's row: the token, the keyed hash of its account number (the look-up that
 /// makes tokens static per account and organisation), and the account number sealed.
@@ -16,7 +17,7 @@ public struct TokenRecord: Sendable, Hashable {
         case deleted
     }
 
-    public var organization: String
+    public var organization: OrganizationID
     public var token: String
     /// HMAC-SHA256 of the account number under `fingerprintKeyID`, computed in the HSM.
     public var fingerprint: [UInt8]
@@ -34,7 +35,7 @@ public struct TokenRecord: Sendable, Hashable {
     public var merchantTokenMetadata: [UInt8]?
 
     public init(
-        organization: String, token: String, fingerprint: [UInt8], fingerprintKeyID: String, accountKind: AccountKind,
+        organization: OrganizationID, token: String, fingerprint: [UInt8], fingerprintKeyID: String, accountKind: AccountKind,
         merchantTokenID: String?, state: State = .active, sealed: SealedPayload, createdAt: Date, updatedAt: Date? = nil,
         merchantTokenMetadata: [UInt8]? = nil
     ) {

@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// A merchant token's usage information as Paywarden publishes it (docs/usage-information.md).
 public struct UsageInformationRecord: Sendable, Hashable {
@@ -11,7 +12,7 @@ public struct UsageInformationRecord: Sendable, Hashable {
 
     public var merchantTokenID: String
     public var merchantID: String
-    public var organization: String
+    public var organization: OrganizationID
     public var state: State
     /// The package (zip) as the merchant last sent it: kept to seal it again when the device's key changes.
     public var package: [UInt8]
@@ -25,7 +26,8 @@ public struct UsageInformationRecord: Sendable, Hashable {
     public var revision: Int
 
     public init(
-        merchantTokenID: String, merchantID: String, organization: String, state: State, package: [UInt8], packageResponse: [UInt8]?,
+        merchantTokenID: String, merchantID: String, organization: OrganizationID, state: State, package: [UInt8],
+        packageResponse: [UInt8]?,
         authenticationTokenHash: [UInt8]?, updatedAt: Date, revision: Int = 1
     ) {
         self.merchantTokenID = merchantTokenID

@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// Whose a web domain is here (docs/web-merchants.md, "Who may register a domain"): the
 /// organisation that proved it controls the domain, or that an admin gave it to, and the web
@@ -18,14 +19,14 @@ public struct WebMerchantDomainRecord: Sendable, Hashable {
 
     /// Lowercase, as registered.
     public var domain: String
-    public var organization: String
+    public var organization: OrganizationID
     /// The partnerInternalMerchantIdentifier the domain is registered (or being registered) for;
     /// nil when it is the organisation's but no web merchant's.
     public var merchantID: String?
     public var proof: Proof
     public var provedAt: Date
 
-    public init(domain: String, organization: String, merchantID: String?, proof: Proof, provedAt: Date) {
+    public init(domain: String, organization: OrganizationID, merchantID: String?, proof: Proof, provedAt: Date) {
         self.domain = domain
         self.organization = organization
         self.merchantID = merchantID

@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// A web merchant registered with Apple by the platform integrator (Apple's Web Merchant
 /// Registration API): what Paywarden sent, which domains are registered now, and whether Apple
@@ -24,7 +25,7 @@ public struct WebMerchantRecord: Sendable, Hashable {
     public var domainNames: [String]
     public var state: State
     /// The organisation of the API key that registered it; nil for an admin.
-    public var organization: String?
+    public var organization: OrganizationID?
     /// SHA-256 (lowercase hex) of the domain-verification file stored when it was last registered.
     public var domainAssociationSHA256: String?
     public var createdAt: Date
@@ -32,7 +33,7 @@ public struct WebMerchantRecord: Sendable, Hashable {
 
     public init(
         id: String, partnerMerchantName: String, encryptTo: String, merchantURL: String?, domainNames: [String], state: State,
-        organization: String?, domainAssociationSHA256: String?, createdAt: Date, updatedAt: Date
+        organization: OrganizationID?, domainAssociationSHA256: String?, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.partnerMerchantName = partnerMerchantName

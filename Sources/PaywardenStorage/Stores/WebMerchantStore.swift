@@ -1,4 +1,5 @@
 import Foundation
+import PaywardenPrimitives
 
 /// Web merchants registered with Apple by the platform integrator, the domains each organisation
 /// holds, and the one domain-verification file Paywarden serves for them.
@@ -35,7 +36,7 @@ public protocol WebMerchantStore: Sendable {
     func claimWebMerchantDomain(_ record: WebMerchantDomainRecord) async throws(StorageError) -> Bool
     /// Binds `domain` to web merchant `merchantID`, when it belongs to `organization` and no other
     /// web merchant has it; false otherwise.
-    func bindWebMerchantDomain(_ domain: String, organization: String, merchantID: String) async throws(StorageError) -> Bool
+    func bindWebMerchantDomain(_ domain: String, organization: OrganizationID, merchantID: String) async throws(StorageError) -> Bool
     /// Frees `domain` of web merchant `merchantID` (it stays its organisation's); false when it
     /// was not bound to it.
     func unbindWebMerchantDomain(_ domain: String, merchantID: String) async throws(StorageError) -> Bool
@@ -43,7 +44,7 @@ public protocol WebMerchantStore: Sendable {
     /// another organisation when no web merchant has it; false when one does.
     func assignWebMerchantDomain(_ record: WebMerchantDomainRecord) async throws(StorageError) -> Bool
     /// The organisation's domain challenge: `proposed` when it has none yet, else the one it has.
-    func webMerchantDomainChallenge(organization: String, proposed: String, at now: Date) async throws(StorageError) -> String
+    func webMerchantDomainChallenge(organization: OrganizationID, proposed: String, at now: Date) async throws(StorageError) -> String
 
     // MARK: The domain-verification file
 
@@ -57,7 +58,7 @@ public struct WebMerchantChange: Sendable, Hashable {
     /// The partnerInternalMerchantIdentifier.
     public var merchantID: String
     /// Whose web merchant it must be; nil for an admin's change, which may act on any.
-    public var organization: String?
+    public var organization: OrganizationID?
     /// Inserted when no row has the id (a registration's); nil for a change that needs a row
     /// (an unregistration's).
     public var reservation: WebMerchantRecord?
@@ -68,7 +69,9 @@ public struct WebMerchantChange: Sendable, Hashable {
     /// Apple it makes has timed out.
     public var until: Date
 
-    public init(merchantID: String, organization: String?, reservation: WebMerchantRecord?, changeID: String, now: Date, until: Date) {
+    public init(
+        merchantID: String, organization: OrganizationID?, reservation: WebMerchantRecord?, changeID: String, now: Date, until: Date
+    ) {
         self.merchantID = merchantID
         self.organization = organization
         self.reservation = reservation

@@ -1,3 +1,5 @@
+import PaywardenPrimitives
+
 /// What a sealed payload is bound to: the AES-GCM additional data names the record's kind, its
 /// owner and its id, so a ciphertext copied into another row (another organisation's, or a token's
 /// into a registration) does not open; from format 2 on, a registration's paypage too, so a row
@@ -10,14 +12,14 @@ struct SealContext: Sendable {
     }
 
     let kind: Kind
-    let organization: String
+    let organization: OrganizationID
     /// The row's primary key: a registration's look-up key, a token's value.
     let recordID: [UInt8]
     /// The paypage a registration was made through; nil for a token, which belongs to its
     /// organisation whatever paypage brought it.
     let paypageID: String?
 
-    init(kind: Kind, organization: String, recordID: [UInt8], paypageID: String? = nil) {
+    init(kind: Kind, organization: OrganizationID, recordID: [UInt8], paypageID: String? = nil) {
         self.kind = kind
         self.organization = organization
         self.recordID = recordID
@@ -34,7 +36,7 @@ struct SealContext: Sendable {
     /// too, so a row's format cannot be changed to skip the paypage.
     func additionalData(version: Int) -> [UInt8] {
         var bytes = Array("paywarden vault\u{0}".utf8)
-        var fields = [Array(kind.rawValue.utf8), Array(organization.utf8), recordID]
+        var fields = [Array(kind.rawValue.utf8), Array(organization.rawValue.utf8), recordID]
         if version >= 2 { fields.append(Array((paypageID ?? "").utf8)) }
         for field in fields + [Array(String(version).utf8)] {
             // Length-prefixed, so no two different contexts encode to the same bytes.
