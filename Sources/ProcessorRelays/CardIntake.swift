@@ -135,7 +135,7 @@ public struct CardIntake: Sendable {
     /// write, so a resend of the ID is `registration_expired`, never a second authorisation with
     /// the same cryptogram. Audited as `redeem-once`.
     public func registration(
-        _ id: String, key: APIKey, organization: OrganizationID, submerchant: SubmerchantChoice?
+        _ id: PresentedRegistrationID, key: APIKey, organization: OrganizationID, submerchant: SubmerchantChoice?
     ) async throws(VaultFailure) -> (issued: IssuedToken, card: ForwardedCardData) {
         let (redemption, card) = try await service.redeemForOneUse(id, key: key, organization: organization) {
             payment throws(VaultFailure) in try forwarded(payment, submerchant: submerchant)
@@ -146,7 +146,9 @@ public struct CardIntake: Sendable {
 
     /// A registration ID exchanged for its high-value token only (cnpAPI's `registerTokenRequest`),
     /// nothing relayed; audited as `redeem`.
-    public func registrationRedeemed(_ id: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) -> IssuedToken {
+    public func registrationRedeemed(_ id: PresentedRegistrationID, key: APIKey, organization: OrganizationID) async throws(VaultFailure)
+        -> IssuedToken
+    {
         try await service.redeem(id, key: key, organization: organization).highValueToken
     }
 

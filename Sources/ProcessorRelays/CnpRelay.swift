@@ -80,7 +80,7 @@ public struct CnpRelay: Sendable {
             do throws(VaultFailure) {
                 // One cryptogram, one authorization: the registration ends before anything is sent.
                 (issued, card) = try await intake.registration(
-                    paypage.paypageRegistrationId, key: key, organization: organization, submerchant: submerchant)
+                    PresentedRegistrationID(paypage.paypageRegistrationId), key: key, organization: organization, submerchant: submerchant)
             } catch {
                 return refusal(request, transaction: transaction, failure: error)
             }

@@ -85,7 +85,7 @@ public struct MercuryPayRelay: Sendable {
                 }
                 // One cryptogram, one authorization: the registration ends before anything is sent.
                 let (issued, redeemed) = try await intake.registration(
-                    request.recordNo, key: key, organization: organization, submerchant: submerchant)
+                    PresentedRegistrationID(request.recordNo), key: key, organization: organization, submerchant: submerchant)
                 card = redeemed
                 token = issued.token
             case .omniToken:

@@ -51,7 +51,7 @@ extension CardVault {
     /// One write: the redemption is counted after the HSM opened the payload, and a new account's
     /// token is stored in the same atomic write (``RegistrationStore/recordRedemption(lookupKey:now:issuing:)``),
     /// so the first redemption of an account waits for one sync, not two.
-    public func redeem(_ presented: String, organization: OrganizationID) async throws(VaultError) -> Redemption {
+    public func redeem(_ presented: PresentedRegistrationID, organization: OrganizationID) async throws(VaultError) -> Redemption {
         let found = try await liveRegistration(presented, organization: organization)
         let (contents, policy) = try await open(found)
         let facts = try AccountFacts(paymentData: Array(contents.paymentData))
@@ -85,7 +85,7 @@ extension CardVault {
     /// (the same) high-value token. One look-up and one write where ``redeem(_:organization:)``
     /// then ``endRegistration(_:organization:)`` take two of each.
     public func redeemForOneUse<Accepted>(
-        _ presented: String, organization: OrganizationID, accept: (DecryptedPayment?) throws(VaultError) -> Accepted
+        _ presented: PresentedRegistrationID, organization: OrganizationID, accept: (DecryptedPayment?) throws(VaultError) -> Accepted
     ) async throws(VaultError) -> (redemption: Redemption, accepted: Accepted) {
         let found = try await liveRegistration(presented, organization: organization)
         let (contents, policy) = try await open(found)
@@ -124,7 +124,7 @@ extension CardVault {
     /// Ends a registration early: its payload is destroyed now, its tombstone kept. Returns the
     /// audit reference.
     @discardableResult
-    public func endRegistration(_ presented: String, organization: OrganizationID) async throws(VaultError) -> String {
+    public func endRegistration(_ presented: PresentedRegistrationID, organization: OrganizationID) async throws(VaultError) -> String {
         let found = try await liveRegistration(presented, organization: organization)
         guard let ciphertext = found.sealed?.ciphertext,
             try await storage({ () async throws(StorageError) in
@@ -147,9 +147,11 @@ extension CardVault {
     }
 
     /// The registration row `presented` names for `organization`, live; 877 or 878 otherwise.
-    private func liveRegistration(_ presented: String, organization: OrganizationID) async throws(VaultError) -> RegistrationRecord {
+    private func liveRegistration(_ presented: PresentedRegistrationID, organization: OrganizationID) async throws(VaultError)
+        -> RegistrationRecord
+    {
         // Anything but 19 digits MOD 10+1 was never issued here: 877 without a look-up.
-        guard presented.utf8.count <= RegistrationID.maximumPresentedLength, RegistrationID.isWellFormed(presented) else {
+        guard presented.isWellFormed else {
             throw Self.notFound
         }
         // The newest look-up key first; older ones only while a rotation of the HMAC key is under way.
@@ -159,7 +161,7 @@ extension CardVault {
         for attempt in 0..<2 {
             if attempt == 1 { try await keyring.refreshIfOlder(than: .seconds(1)) }
             for key in keyring.keys(.fingerprint) where tried.insert(key.id).inserted {
-                let lookupKey = try await lookupKey(presented, key: key)
+                let lookupKey = try await lookupKey(presented.value, key: key)
                 let found = try await storage { () async throws(StorageError) in try await database.registration(lookupKey: lookupKey) }
                 guard let record = found else { continue }
                 guard record.organization == organization else { throw Self.notFound }

@@ -228,24 +228,29 @@ struct CardIntakeTests {
             let emv = try await vault.register(PaymentPayloads.emv())
             #expect(
                 await refusal { () async throws(VaultFailure) in
-                    _ = try await intake.registration(emv, key: vault.key, organization: Self.organization, submerchant: nil)
+                    _ = try await intake.registration(
+                        PresentedRegistrationID(emv), key: vault.key, organization: Self.organization, submerchant: nil)
                 } == .invalidRequest)
             // Still live: redeemed for its token only (cnpAPI's registerTokenRequest).
-            #expect(try await intake.registrationRedeemed(emv, key: vault.key, organization: Self.organization).isNew)
+            #expect(
+                try await intake.registrationRedeemed(PresentedRegistrationID(emv), key: vault.key, organization: Self.organization).isNew)
 
             let id = try await vault.register(PaymentPayloads.threeDSecure(pan: Self.dpan))
-            let (issued, card) = try await intake.registration(id, key: vault.key, organization: Self.organization, submerchant: nil)
+            let (issued, card) = try await intake.registration(
+                PresentedRegistrationID(id), key: vault.key, organization: Self.organization, submerchant: nil)
             #expect(
                 card.accountNumber.revealed == Self.dpan && card.cryptogram?.revealed == RelayTestVault.cryptogram
                     && issued.token.hasSuffix("1006"))
             #expect(
                 await refusal { () async throws(VaultFailure) in
-                    _ = try await intake.registration(id, key: vault.key, organization: Self.organization, submerchant: nil)
+                    _ = try await intake.registration(
+                        PresentedRegistrationID(id), key: vault.key, organization: Self.organization, submerchant: nil)
                 } == .registrationExpired)
             let other = try await vault.register(PaymentPayloads.threeDSecure(pan: Self.dpan), paypage: vault.otherPaypage)
             #expect(
                 await refusal { () async throws(VaultFailure) in
-                    _ = try await intake.registration(other, key: vault.key, organization: Self.organization, submerchant: nil)
+                    _ = try await intake.registration(
+                        PresentedRegistrationID(other), key: vault.key, organization: Self.organization, submerchant: nil)
                 } == .registrationNotFound)
             #expect(try !String(contentsOfFile: vault.audit.path, encoding: .utf8).contains(id))
         }

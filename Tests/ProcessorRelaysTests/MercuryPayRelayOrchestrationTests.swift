@@ -117,7 +117,9 @@ struct MercuryPayRelayOrchestrationTests {
             // The relay's check refuses with a code of its own, not the vault's: the registration
             // stays live, and the audit line names that code.
             do throws(VaultFailure) {
-                _ = try await environment.service.redeemForOneUse(id, key: environment.key, organization: Self.organization) {
+                _ = try await environment.service.redeemForOneUse(
+                    PresentedRegistrationID(id), key: environment.key, organization: Self.organization
+                ) {
                     _ throws(VaultFailure) in
                     throw VaultFailure.token(PaymentTokenError(.decryptionFailed, "the relay cannot use this payload"))
                 }

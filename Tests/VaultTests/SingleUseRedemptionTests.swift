@@ -15,26 +15,27 @@ extension VaultTests {
 
             // What the caller refuses leaves the registration live and uncounted.
             await expectVaultError(.invalidRequest, "a refused payload") {
-                _ = try await vault.redeemForOneUse(id, organization: "alpha") { _ throws(VaultError) in
+                _ = try await vault.redeemForOneUse(PresentedRegistrationID(id), organization: "alpha") { _ throws(VaultError) in
                     throw VaultError(.invalidRequest, "not this payment")
                 }
             }
             // Another organisation's key neither takes nor ends it.
             await expectVaultError(.registrationNotFound, "another organisation's use") {
-                _ = try await vault.redeemForOneUse(id, organization: "beta") { _ throws(VaultError) in () }
+                _ = try await vault.redeemForOneUse(PresentedRegistrationID(id), organization: "beta") { _ throws(VaultError) in () }
             }
 
-            let (redemption, seen) = try await vault.redeemForOneUse(id, organization: "alpha") { payment throws(VaultError) in
+            let (redemption, seen) = try await vault.redeemForOneUse(PresentedRegistrationID(id), organization: "alpha") {
+                payment throws(VaultError) in
                 payment?.json
             }
             #expect(redemption.paymentData == payload && seen == payload)
             #expect(redemption.redemptions == 1, "the refused use was counted: \(redemption.redemptions)")
             #expect(!redemption.highValueToken.token.isEmpty && redemption.highValueToken.token != "4111111111111111")
             await expectVaultError(.registrationExpired, "a second use") {
-                _ = try await vault.redeemForOneUse(id, organization: "alpha") { _ throws(VaultError) in () }
+                _ = try await vault.redeemForOneUse(PresentedRegistrationID(id), organization: "alpha") { _ throws(VaultError) in () }
             }
             await expectVaultError(.registrationExpired, "a redemption after the single use") {
-                _ = try await vault.redeem(id, organization: "alpha")
+                _ = try await vault.redeem(PresentedRegistrationID(id), organization: "alpha")
             }
         }
     }
@@ -49,7 +50,9 @@ extension VaultTests {
                 for _ in 0..<8 {
                     group.addTask {
                         do {
-                            _ = try await vault.redeemForOneUse(registration.id.value, organization: "alpha") { _ throws(VaultError) in () }
+                            _ = try await vault.redeemForOneUse(PresentedRegistrationID(registration.id), organization: "alpha") {
+                                _ throws(VaultError) in ()
+                            }
                             return "taken"
                         } catch {
                             return (error as? VaultError)?.code.rawValue ?? "\(error)"

@@ -65,7 +65,7 @@ extension VaultTests {
                 paypage: try await environment.paypage("paypageA"))
             try await edit(environment, "UPDATE registrations SET paypage_id = 'paypageB'")
             await expectVaultError(.recordUnreadable, "redeeming a registration moved to beta's paypage") {
-                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+                _ = try await vault.redeem(PresentedRegistrationID(registration.id), organization: "alpha")
             }
             let tokens = try await environment.database.rowCounts().first { $0.table == "high_value_tokens" }?.rows
             #expect(tokens == 0, "a token was issued for a moved registration")
@@ -84,7 +84,7 @@ extension VaultTests {
                 paypage: try await environment.paypage("paypageA"))
             try await edit(environment, "UPDATE registrations SET paypage_id = 'paypageA2'")
             await expectVaultError(.recordUnreadable, "redeeming a registration moved to another paypage") {
-                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+                _ = try await vault.redeem(PresentedRegistrationID(registration.id), organization: "alpha")
             }
         }
     }
@@ -107,15 +107,15 @@ extension VaultTests {
                 context: SealContext(kind: .registration, organization: "alpha", recordID: row.lookupKey))
             #expect(legacy.version == 1)
             #expect(try await environment.database.resealRegistration(lookupKey: row.lookupKey, previousKeyID: key.id.hex, sealed: legacy))
-            #expect(try await vault.redeem(registration.id.value, organization: "alpha").paymentData == payload)
+            #expect(try await vault.redeem(PresentedRegistrationID(registration.id), organization: "alpha").paymentData == payload)
             try await edit(environment, "UPDATE registrations SET paypage_id = 'paypageB'")
             await expectVaultError(.recordUnreadable, "redeeming a format-1 registration moved to beta's paypage") {
-                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+                _ = try await vault.redeem(PresentedRegistrationID(registration.id), organization: "alpha")
             }
             // Its format cannot be changed to skip the paypage: the version is bound too.
             try await edit(environment, "UPDATE registrations SET paypage_id = 'paypageA', payload_version = 2")
             await expectVaultError(.recordUnreadable, "redeeming a format-1 registration relabelled format 2") {
-                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+                _ = try await vault.redeem(PresentedRegistrationID(registration.id), organization: "alpha")
             }
         }
     }
@@ -177,7 +177,7 @@ extension VaultTests {
                 paypage: try await environment.paypage("paypageA"))
             let step = try await current.rotationStep()
             #expect(!step.destroyed.contains(old), "the HMAC key a live registration was hashed under was destroyed")
-            let redeemed = try await current.redeem(registration.id.value, organization: "alpha")
+            let redeemed = try await current.redeem(PresentedRegistrationID(registration.id), organization: "alpha")
             #expect(redeemed.redemptions == 1)
         }
     }

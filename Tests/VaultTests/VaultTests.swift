@@ -144,7 +144,7 @@ struct VaultTests {
             }
             var tokens: [String: String] = [:]
             for (index, pan) in pans.enumerated() {
-                tokens[pan] = try await vault.redeem(ids[index], organization: "alpha").highValueToken.token
+                tokens[pan] = try await vault.redeem(PresentedRegistrationID(ids[index]), organization: "alpha").highValueToken.token
             }
             let before = Dictionary(uniqueKeysWithValues: VaultKeyPurpose.allCases.map { ($0, vault.keyring.keys($0)) })
             for purpose in VaultKeyPurpose.allCases { try await vault.keyring.create(purpose) }
@@ -160,7 +160,7 @@ struct VaultTests {
                 return moved
             }
             for (index, id) in ids.enumerated() {
-                let redemption = try await vault.redeem(id, organization: "alpha")
+                let redemption = try await vault.redeem(PresentedRegistrationID(id), organization: "alpha")
                 #expect(redemption.highValueToken.token == tokens[pans[index % pans.count]])
                 #expect(redemption.highValueToken.responseCode == "802")
             }
@@ -284,7 +284,7 @@ extension VaultTests {
             #expect(try await vault.detokenize(dpan.token, organization: "alpha").accountNumber.revealed == "4111111111111111")
             // The dead merchant token is not handed out again, nor revived, by a registration or a new issue.
             await expectVaultError(.tokenUnlinked, "redeeming a registration of an unlinked merchant token") {
-                _ = try await vault.redeem(registration.id.value, organization: "alpha")
+                _ = try await vault.redeem(PresentedRegistrationID(registration.id), organization: "alpha")
             }
             await expectVaultError(.tokenUnlinked, "issuing a token for an unlinked merchant token") {
                 _ = try await vault.issueToken(for: mpan, policy: alpha)

@@ -70,7 +70,7 @@ struct CnpController {
             let issued: IssuedToken
             switch registration.source {
             case .paypageRegistrationId(let id):
-                issued = try await intake.registrationRedeemed(id, key: key, organization: organization)
+                issued = try await intake.registrationRedeemed(PresentedRegistrationID(id), key: key, organization: organization)
             case .applePay(let token):
                 let payment: DecryptedPayment?
                 (issued, payment) = try await intake.paymentRegistered(Array(token.paymentDataJSON), organization: organization)

@@ -37,7 +37,7 @@ struct VaultController {
 
     private func redeem(_ target: Target) async throws -> VerbatimJSONResponse<RedemptionFacts> {
         let redemption = try await Self.answer { () async throws(VaultFailure) in
-            try await service.redeem(target.value, key: target.key, organization: target.organization)
+            try await service.redeem(PresentedRegistrationID(target.value), key: target.key, organization: target.organization)
         }
         return VerbatimJSONResponse(key: "paymentData", verbatim: redemption.paymentData, envelope: RedemptionFacts(redemption))
     }
@@ -48,7 +48,7 @@ struct VaultController {
 
     private func endRegistration(_ target: Target) async throws -> Response {
         try await Self.answer { () async throws(VaultFailure) in
-            try await service.endRegistration(target.value, key: target.key, organization: target.organization)
+            try await service.endRegistration(PresentedRegistrationID(target.value), key: target.key, organization: target.organization)
         }
         return Response(status: .noContent)
     }

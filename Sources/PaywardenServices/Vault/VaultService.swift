@@ -94,7 +94,7 @@ public final class VaultService: Sendable {
     }
 
     /// Every redemption is audited: who, for which organisation, and a keyed reference to the ID.
-    public func redeem(_ id: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) -> Redemption {
+    public func redeem(_ id: PresentedRegistrationID, key: APIKey, organization: OrganizationID) async throws(VaultFailure) -> Redemption {
         try await audited(.redeem, key: key, organization: organization, naming: { "registration \($0.reference)" }) {
             () async throws(VaultError) in try await vault.redeem(id, organization: organization)
         }
@@ -104,7 +104,8 @@ public final class VaultService: Sendable {
     /// `accept` turns the payload into what is sent, or refuses it and leaves the registration live.
     /// Audited as `redeem-once`, naming the registration by its reference.
     public func redeemForOneUse<Accepted>(
-        _ id: String, key: APIKey, organization: OrganizationID, accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
+        _ id: PresentedRegistrationID, key: APIKey, organization: OrganizationID,
+        accept: (DecryptedPayment?) throws(VaultFailure) -> Accepted
     ) async throws(VaultFailure) -> (redemption: Redemption, accepted: Accepted) {
         try await audited(.redeemOnce, key: key, organization: organization, naming: { "registration \($0.0.reference)" }) {
             () async throws(VaultFailure) in
@@ -114,7 +115,7 @@ public final class VaultService: Sendable {
         }
     }
 
-    public func endRegistration(_ id: String, key: APIKey, organization: OrganizationID) async throws(VaultFailure) {
+    public func endRegistration(_ id: PresentedRegistrationID, key: APIKey, organization: OrganizationID) async throws(VaultFailure) {
         _ = try await audited(.endRegistration, key: key, organization: organization, naming: { "registration \($0)" }) {
             () async throws(VaultError) in try await vault.endRegistration(id, organization: organization)
         }
