@@ -4,8 +4,8 @@
 # This script sets up and starts processes; paywarden-bench measures (loadtest-raw, engine, loadtest-wrk, loadgen),
 # records each run in WORK/results.json and reports the figures, their ratios and the goals (loadtest-report).
 # Settings: DATABASE=sqlite|postgres|all and the LOADTEST_ variables below and in docs/testing.md; LOADTEST_BIN
-# .build/debug checks this script, not figures; LOADTEST_METRICS=DIR keeps each server's /metrics, LOADTEST_PERF=PREFIX
-# records a perf profile of each run.
+# .build/debug checks this script, not figures; LOADTEST_METRICS=DIR keeps each server's /metrics, LOADTEST_RESULTS=FILE
+# the runs' figures (JSON), LOADTEST_PERF=PREFIX a perf profile of each run.
 set -euo pipefail
 umask 077   # the work directory holds an API key, a database password and tokens
 cd "$(dirname "$0")/.."
@@ -22,9 +22,9 @@ BIN=${LOADTEST_BIN:-.build/release}
 export HSM_BENCH=${HSM_BENCH:-.build/hsm-bench/hsm_bench}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/paywarden-loadtest.XXXXXX")
 PORT=${LOADTEST_PORT:-18443}; URL="http://127.0.0.1:$PORT"
-STARTED=() SERVER_PID="" UPSTREAM_PID="" PG_BIN=""   # STARTED: every process started, stopped at exit
-cleanup() {
-  for pid in "${STARTED[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true
+SERVER_PID="" UPSTREAM_PID="" PG_BIN=""
+cleanup() {   # the processes still running (jobs -p: never one stopped and reaped, whose PID may be another's now)
+  for pid in $(jobs -p); do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true
   if [ -n "$PG_BIN" ]; then as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg/data" stop -m fast >/dev/null 2>&1 || true; fi
   rm -rf "$WORK"
 }
@@ -35,7 +35,7 @@ bench() { "$BIN/paywarden-bench" "$@"; }
 start() {
   local name=$1 ready=$2; shift 2
   "$@" > "$WORK/$name.log" 2>&1 &
-  STARTED_PID=$!; STARTED+=("$STARTED_PID")
+  STARTED_PID=$!
   for _ in $(seq 1 150); do eval "$ready" >/dev/null 2>&1 && return 0; sleep 0.2; done
   cat "$WORK/$name.log"; echo "$name did not start"; exit 1
 }
@@ -89,7 +89,7 @@ start_postgres() {
   as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w start \
     -o "-p $PG_PORT -k $WORK/pg -c listen_addresses=127.0.0.1 -c max_connections=100" >/dev/null
 }
-# `paywarden serve` on a fresh database of the kind $1 (memory, sqlite or postgres), once ready.
+# `paywarden serve` on a fresh database of the kind $1 (memory, sqlite or postgres), once ready; its log WORK/server-$2.log.
 start_server() {
   unset PAYWARDEN_DATABASE_PASSWORD_FILE PAYWARDEN_DATABASE_AUTO_MIGRATE
   case "$1" in
@@ -108,7 +108,7 @@ start_server() {
     [ "$VAULT" = 0 ] || "$BIN/paywarden" paypages create --paypage-id "$PAYPAGE" --organization "$ORGANIZATION" \
       --merchant-id "$(cat "$WORK/merchant-id")" > "$WORK/paypage.log" 2>&1 || { cat "$WORK/paypage.log"; exit 1; }
   fi
-  start "server-$1" 'curl -sf "$URL/readyz"' "$BIN/paywarden" serve
+  start "server-${2:-$1}" 'curl -sf "$URL/readyz"' "$BIN/paywarden" serve
   SERVER_PID=$STARTED_PID
 }
 stop_server() {
@@ -122,7 +122,7 @@ measure() {
 }
 # Decrypts on a fresh database of the kind $1, the run named $2 (default $1).
 decrypts() {
-  start_server "$1"
+  start_server "$1" "${2:-$1}"
   measure "${2:-$1}" decrypt "$WORK/tokens-1.jsonl" --route /v1/payment-tokens/decrypt PAYWARDEN_LOADTEST_KEY="$(cat "$WORK/api-key")"
 }
 # The vault on the running server ($1 names the runs): registrations of fresh tokens, redemptions of
@@ -163,22 +163,13 @@ for db in $DATABASES; do
   [ "$db" = memory ] || vault_runs "$db"
   stop_server
   if [ "$db" = memory ] && [ "$TRACING" != 0 ]; then   # right after its baseline, every span to a local collector
-    start collector '[ -s "$WORK/collector-url" ]' "$BIN/paywarden-bench" collector "$WORK"
-    COLLECTOR_PID=$STARTED_PID
+    start collector '[ -s "$WORK/collector-url" ]' "$BIN/paywarden-bench" collector "$WORK"; COLLECTOR_PID=$STARTED_PID
     PAYWARDEN_TRACING=on OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="$(cat "$WORK/collector-url")" OTEL_TRACES_SAMPLER=always_on \
       decrypts memory tracing
     stop_server; stop "$COLLECTOR_PID"; cat "$WORK/collector.log"
   fi
 done
-half_rate half "$LAST_DB" "$URL/v1/payment-tokens/decrypt" "$WORK/api-key" "$WORK/tokens-{run}.jsonl"
-vault_runs "$LAST_DB"
-stop_server
-if [ "$POOL" != 0 ]; then   # every HSM call on the worker threads, the dispatch before inline
-  PAYWARDEN_HSM_DISPATCH=pool decrypts "$LAST_DB" "$LAST_DB-pool"
-  vault_runs "$LAST_DB-pool"
-  stop_server
-fi
-echo "== HTTP floor: the same listener answering a static body of the decrypt response's size"
+echo "== HTTP floor: the same listener answering a static body of the decrypt response's size"   # the last server idle
 start baseline 'curl -sf -o /dev/null -X POST "http://127.0.0.1:$((PORT + 2))/ready"' \
   env PAYWARDEN_LISTEN="127.0.0.1:$((PORT + 2))" "$BIN/paywarden-bench" http-baseline "$(bench loadtest-value "$WORK" memory bytes)"
 bench loadtest-wrk "$WORK" baseline "http://127.0.0.1:$((PORT + 2))" baseline "$WORK/tokens-1.jsonl" \
@@ -186,7 +177,7 @@ bench loadtest-wrk "$WORK" baseline "http://127.0.0.1:$((PORT + 2))" baseline "$
 stop "$STARTED_PID"
 if [ "$PEER" != 0 ]; then   # the PyPI applepay library behind Starlette on uvicorn, on its own tokens
   echo "== peer: the PyPI applepay library on uvicorn (2 workers, httptools, uvloop), wrk as for decrypts"
-  python3 -m venv "$WORK/peer-venv" && "$WORK/peer-venv/bin/pip" install -q --disable-pip-version-check \
+  python3 -m venv "$WORK/peer-venv"; "$WORK/peer-venv/bin/pip" install -q --disable-pip-version-check \
     applepay==0.3.0 cryptography==50.0.2 starlette==1.10.0 uvicorn==0.54.0 httptools==0.9.0 uvloop==0.23.0
   start peer 'curl -sf "http://127.0.0.1:$((PORT + 3))/ready"' env PEER_CERTIFICATE="$WORK/peer-certificate.pem" \
     PEER_KEY="$WORK/peer-key.pem" PEER_ROOT_DER="$WORK/root.der" "$WORK/peer-venv/bin/uvicorn" applepay_peer:app \
@@ -195,4 +186,13 @@ if [ "$PEER" != 0 ]; then   # the PyPI applepay library behind Starlette on uvic
     PAYWARDEN_LOADTEST_KEY=none
   stop "$STARTED_PID"
 fi
+half_rate half "$LAST_DB" "$URL/v1/payment-tokens/decrypt" "$WORK/api-key" "$WORK/tokens-{run}.jsonl"
+vault_runs "$LAST_DB"
+stop_server
+if [ "$POOL" != 0 ]; then   # every HSM call on the worker threads, the dispatch before inline
+  PAYWARDEN_HSM_DISPATCH=pool decrypts "$LAST_DB" "$LAST_DB-pool"
+  vault_runs "$LAST_DB-pool"
+  stop_server
+fi
 bench loadtest-report "$WORK"
+[ -z "${LOADTEST_RESULTS:-}" ] || cp "$WORK/results.json" "$LOADTEST_RESULTS"

@@ -28,6 +28,9 @@ enum LoadGenerator {
         let inURL = url.contains("{line}")
         let total = inURL ? (lines.isEmpty ? 0 : Int(rate * seconds)) : min(lines.count, Int(rate * seconds))
         guard total > 0 else { throw BenchError("no lines in \(arguments[2])") }
+        if total < Int(rate * seconds) {
+            print(String(format: "warning: %d lines cover only %.1f s at %.0f/s; the run is that short", total, Double(total) / rate, rate))
+        }
         let unit = inURL ? "requests/s" : "tokens/s"
 
         var configuration = HTTPClient.Configuration()
@@ -91,8 +94,9 @@ enum LoadGenerator {
             let figures = ["p50": percentile(0.5), "p90": percentile(0.9), "p99": percentile(0.99)].mapValues { String(format: "%.2f", $0) }
             try LoadTestResults.record(
                 record.run,
-                figures.merging(["rate": String(Int(rate)), "seconds": String(Int(seconds)), "errors": String(failed.values.reduce(0, +))])
-                { $1 },
+                figures.merging([
+                    "rate": String(Int(rate)), "seconds": String(format: "%.1f", wall), "errors": String(failed.values.reduce(0, +)),
+                ]) { $1 },
                 work: record.work)
         }
     }

@@ -12,7 +12,7 @@ struct LoadTestReport {
         case difference(Figure, Figure)
         /// The median of `field` over the repeated runs `prefix-1`, `prefix-2`, …
         case median(_ prefix: String, _ field: String)
-        /// The sum of `field` over every run.
+        /// The sum of `field` over every run of Paywarden's (the peer and the HTTP floor are not).
         case total(_ field: String)
 
         func value(in results: LoadTestResults) -> Double? {
@@ -28,7 +28,9 @@ struct LoadTestReport {
                 let values = results.series(prefix).compactMap { results.number($0, field) }
                 return values.isEmpty ? nil : middle(values)
             case .total(let field):
-                let values = results.runs.values.compactMap { $0[field].flatMap(Double.init) }
+                let values = results.runs.filter { !["peer", "baseline"].contains($0.key) }.values.compactMap {
+                    $0[field].flatMap(Double.init)
+                }
                 return values.isEmpty ? nil : values.reduce(0, +)
             }
         }
@@ -80,7 +82,7 @@ struct LoadTestReport {
             bound: .atLeast(0.9)),
         Goal(name: "decrypt p99 at half rate, median of the runs (ms)", figure: .median("half", "p99"), bound: .atMost(10)),
         Goal(name: "redemption p99 at half rate, median of the runs (ms)", figure: .median("redeem-half", "p99"), bound: .atMost(5)),
-        Goal(name: "errors, every run", figure: .total("errors"), bound: .atMost(0)),
+        Goal(name: "errors, every run of Paywarden's", figure: .total("errors"), bound: .atMost(0)),
     ]
 
     let results: LoadTestResults

@@ -33,7 +33,8 @@ enum ProcessCPU {
         return pids + all.filter { child in statFields(child).dropFirst().first.flatMap { Int32($0) }.map(pids.contains) ?? false }
     }
 
-    static func isRunning(_ pid: Int32) -> Bool { !statFields(pid).isEmpty }
+    /// Whether it runs: a process that ended and is not yet reaped (state Z) does not.
+    static func isRunning(_ pid: Int32) -> Bool { statFields(pid).first.map { $0 != "Z" } ?? false }
 
     static func residentKilobytes(_ pid: Int32) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

@@ -103,10 +103,11 @@ struct WrkRun {
         do {
             try await waitForTheEnd(of: &wrk, processes: processes)
         } catch {
-            wrk.signal(SIGKILL)
+            if wrk.isRunning() { wrk.signal(SIGKILL) }
             throw error
         }
-        wrk.signal(SIGINT)
+        // Only while it runs: once reaped, its PID may be another process's.
+        if wrk.isRunning() { wrk.signal(SIGINT) }
         while wrk.isRunning() { try await Task.sleep(for: .milliseconds(50)) }
         try report.close()
 
