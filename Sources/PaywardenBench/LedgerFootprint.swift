@@ -31,12 +31,9 @@ enum LedgerFootprint {
         (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
-    /// VmRSS of /proc/self/status, in kB.
+    /// This process's VmRSS, in kB.
     private static func residentKilobytes() throws -> Int {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        else { throw BenchError("no VmRSS in /proc/self/status") }
+        guard let kilobytes = ProcessCPU.residentKilobytes(getpid()) else { throw BenchError("no VmRSS in /proc/self/status") }
         return kilobytes
     }
 }

@@ -36,6 +36,7 @@ enum ProcessCPU {
     /// Whether it runs: a process that ended and is not yet reaped (state Z) does not.
     static func isRunning(_ pid: Int32) -> Bool { statFields(pid).first.map { $0 != "Z" } ?? false }
 
+    /// The process's resident set (VmRSS), in kB; nil when it is gone.
     static func residentKilobytes(_ pid: Int32) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })

@@ -138,7 +138,7 @@ struct WrkRun {
             line.dropFirst("LOADTEST ".count)
                 + fields.filter { !line.contains("\($0.key)=") }.sorted { $0.key < $1.key }
                 .map { " \($0.key)=\($0.value)" }.joined())
-        try LoadTestResults.record(run, fields.compactMapValues { $0 }, work: work)
+        try LoadTestResults.record(run, fields, work: work)
     }
 
     /// Returns once the run is over by its STOP rule, or wrk ended by itself.
